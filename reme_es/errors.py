@@ -1,0 +1,95 @@
+"""One exception family for reme-es.
+
+    ReMeESError
+    ├── ConfigError            bad configuration or arguments (index prefix, hosts, flags)
+    ├── ServerError            the managed local node: Java, download, port, start-up, health
+    ├── ConnectionFailed       the cluster cannot be reached (all hosts down, TLS, timeout)
+    ├── AuthError              401 / 403 from the cluster
+    ├── CapabilityError        the server lacks a feature the call needs (k-NN, hybrid, pipeline)
+    ├── MappingError           an existing index has a mapping reme-es cannot use
+    │   └── DimensionMismatch  a vector's length differs from the index's dimension
+    ├── InvalidFilter          a search filter that cannot be translated
+    ├── InvalidInput           text, metadata or ids that cannot be stored as given
+    ├── RequestFailed          the server rejected a request (status and reason kept)
+    └── BulkError              some bulk items failed; every failed item is listed
+
+Client exceptions are mapped to this tree in one place (`reme_es.adapters.base.map_client_error`).
+Messages say what to do next and never contain credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ReMeESError(Exception):
+    """Base class of every error reme-es raises on purpose."""
+
+
+class ConfigError(ReMeESError):
+    """A configuration value or argument is invalid."""
+
+
+class ServerError(ReMeESError):
+    """The managed local node could not be fetched, configured, started or stopped."""
+
+
+class ConnectionFailed(ReMeESError):
+    """No configured host answered."""
+
+
+class AuthError(ReMeESError):
+    """The cluster refused the credentials or the role lacks a privilege."""
+
+
+class CapabilityError(ReMeESError):
+    """The server lacks a feature this call needs."""
+
+
+class MappingError(ReMeESError):
+    """An index exists with a mapping reme-es cannot use."""
+
+
+class DimensionMismatch(MappingError):
+    """A vector's dimension differs from the one the index was created with."""
+
+
+class InvalidFilter(ReMeESError):
+    """A search filter key or value cannot be translated."""
+
+
+class InvalidInput(ReMeESError):
+    """A document, text or id cannot be stored as given."""
+
+
+class RequestFailed(ReMeESError):
+    """The server rejected a request."""
+
+    def __init__(self, message: str, status: int | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class BulkItemFailure:
+    """One failed bulk item: its id, HTTP status and the server's reason."""
+
+    index: str
+    id: str
+    status: int
+    reason: str
+
+
+class BulkError(ReMeESError):
+    """Some items of a bulk request failed after retries; `failures` lists each of them."""
+
+    def __init__(self, failures: list[BulkItemFailure], succeeded: int = 0):
+        self.failures = failures
+        self.succeeded = succeeded
+        shown = "; ".join(f"{f.id}: {f.status} {f.reason}" for f in failures[:5])
+        more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(
+            f"{len(failures)} bulk item(s) failed, {succeeded} succeeded: {shown}{more}. "
+            "Fix the listed documents and write them again; the others are stored."
+        )

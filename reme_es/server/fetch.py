@@ -1,0 +1,96 @@
+"""Fetch Maven Central artifacts into the reme-es cache, verified by checksum.
+
+`mvn` is preferred (it honours the machine's Maven settings: mirrors, proxies, local repository) and
+runs with strict checksums; without `mvn`, a plain HTTPS download checks the `.sha1` Maven Central
+publishes next to every file. Files already in the cache are never fetched again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from ..errors import ServerError
+from .flavours import Artifact
+
+log = logging.getLogger(__name__)
+
+MAVEN_CENTRAL = os.environ.get("REME_ES_MAVEN_URL", "https://repo1.maven.org/maven2")
+_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+
+def fetch_artifacts(artifacts: list[Artifact], dest: Path) -> dict[Artifact, Path]:
+    """Make every artifact present in `dest`, fetching only the missing ones; return their paths."""
+    dest.mkdir(parents=True, exist_ok=True)
+    missing = [a for a in artifacts if not (dest / a.filename).is_file()]
+    if missing:
+        method = os.environ.get("REME_ES_FETCH") or ("mvn" if shutil.which("mvn") else "https")
+        log.info("fetching %d artifact(s) with %s: %s", len(missing), method, ", ".join(map(str, missing)))
+        if method == "mvn":
+            _fetch_with_mvn(missing, dest)
+        else:
+            for artifact in missing:
+                _fetch_with_https(artifact, dest)
+    return {a: dest / a.filename for a in artifacts}
+
+
+def _pom(artifacts: list[Artifact]) -> str:
+    deps = "\n".join(
+        f"<dependency><groupId>{a.group}</groupId><artifactId>{a.name}</artifactId>"
+        f"<version>{a.version}</version><type>{a.packaging}</type></dependency>"
+        for a in artifacts
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>reme-es</groupId><artifactId>fetch</artifactId><version>0</version><packaging>pom</packaging>"
+        f"<dependencies>{deps}</dependencies></project>"
+    )
+
+
+def _fetch_with_mvn(artifacts: list[Artifact], dest: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="reme-es-mvn-") as work:
+        pom = Path(work) / "pom.xml"
+        pom.write_text(_pom(artifacts))
+        out = Path(work) / "out"
+        cmd = [
+            "mvn", "-B", "-q", "--strict-checksums", "-f", str(pom),
+            f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
+            "-DexcludeTransitive=true", f"-DoutputDirectory={out}",
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise ServerError(
+                f"mvn could not fetch {', '.join(map(str, artifacts))}:\n{tail}\n"
+                "Check network access to Maven Central (or your Maven mirror), or set REME_ES_FETCH=https."
+            )
+        for artifact in artifacts:
+            got = out / artifact.filename
+            if not got.is_file():
+                raise ServerError(f"mvn finished but {artifact.filename} is missing from its output")
+            shutil.move(str(got), dest / artifact.filename)
+
+
+def _fetch_with_https(artifact: Artifact, dest: Path) -> None:
+    url = f"{MAVEN_CENTRAL}/{artifact.path}"
+    try:
+        with urllib.request.urlopen(url + ".sha1", timeout=60) as resp:
+            expected = resp.read().decode().split()[0].strip().lower()
+        tmp = dest / (artifact.filename + ".part")
+        digest = hashlib.sha1()
+        with urllib.request.urlopen(url, timeout=600) as resp, tmp.open("wb") as fh:
+            while chunk := resp.read(1 << 20):
+                digest.update(chunk)
+                fh.write(chunk)
+    except OSError as exc:
+        raise ServerError(f"download of {url} failed: {exc}. Check network access to Maven Central.") from exc
+    if digest.hexdigest() != expected:
+        tmp.unlink(missing_ok=True)
+        raise ServerError(f"checksum mismatch for {url}: expected sha1 {expected}, got {digest.hexdigest()}")
+    tmp.rename(dest / artifact.filename)

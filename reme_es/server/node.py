@@ -1,0 +1,462 @@
+"""Managed local node: install a flavour from the cache, configure one node on 127.0.0.1, start, stop.
+
+Layout below the reme-es home (`REME_ES_HOME`; default `~/.cache/reme-es`, `/var/cache/reme-es` for root):
+
+    artifacts/                       files fetched from Maven Central, one copy per version
+    installs/<flavour>-<version>/    unpacked distribution + assembled modules + plugins (read-only use)
+    nodes/<name>/                    one node: config/, data/, logs/, tmp/, node.json (pid, port, url)
+
+Installs are shared and reused across runs; every node has its own config and data. OpenSearch and
+Elasticsearch refuse to run as root, so as root the JVM runs as the unprivileged user `reme-es`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import ServerError
+from .fetch import fetch_artifacts
+from .flavours import Flavour, Module, get_flavour
+
+log = logging.getLogger(__name__)
+
+RUN_USER = "reme-es"
+_MARKER = ".reme-es-install.json"
+
+
+def reme_es_home() -> Path:
+    """Root folder of the cache, installs and node folders."""
+    if env := os.environ.get("REME_ES_HOME"):
+        return Path(env).expanduser().resolve()
+    if os.geteuid() == 0:
+        return Path("/var/cache/reme-es")
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "reme-es"
+
+
+# ---------------------------------------------------------------------------------------------- Java
+
+
+def _java_major(java_home: Path) -> int | None:
+    release = java_home / "release"
+    if release.is_file():
+        m = re.search(r'JAVA_VERSION="(\d+)(?:\.(\d+))?', release.read_text(errors="replace"))
+        if m:
+            return int(m.group(2)) if m.group(1) == "1" else int(m.group(1))
+    java = java_home / "bin" / "java"
+    if not java.is_file():
+        return None
+    try:
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        return None
+    return int(m.group(2)) if m.group(1) == "1" else int(m.group(1))
+
+
+def find_java(java_min: int, java_max: int | None = None) -> tuple[Path, int]:
+    """Pick the lowest installed JDK with java_min <= major (<= java_max); explicit settings win."""
+    explicit = os.environ.get("REME_ES_JAVA_HOME")
+    candidates: list[Path] = [Path(explicit)] if explicit else []
+    if not explicit:
+        if env := os.environ.get("JAVA_HOME"):
+            candidates.append(Path(env))
+        jvm = Path("/usr/lib/jvm")
+        if jvm.is_dir():
+            candidates += sorted(p for p in jvm.iterdir() if p.is_dir())
+        if java := shutil.which("java"):
+            candidates.append(Path(java).resolve().parent.parent)
+    found: dict[Path, int] = {}
+    for home in candidates:
+        home = home.resolve()
+        if home not in found and (major := _java_major(home)) is not None:
+            found[home] = major
+    fitting = sorted(
+        ((major, home) for home, major in found.items() if major >= java_min and (java_max is None or major <= java_max))
+    )
+    if not fitting:
+        seen = ", ".join(f"{h} (Java {m})" for h, m in found.items()) or "none"
+        wanted = f"Java {java_min}+" if java_max is None else f"Java {java_min}..{java_max}"
+        raise ServerError(
+            f"this flavour needs {wanted}; JDKs found: {seen}. Install one (e.g. apt-get install "
+            f"openjdk-{max(java_min, 17)}-jdk-headless) or point REME_ES_JAVA_HOME at it."
+        )
+    if explicit and Path(explicit).resolve() not in {h for _, h in fitting}:
+        raise ServerError(f"REME_ES_JAVA_HOME={explicit} is not a JDK of the required version ({java_min}+)")
+    major, home = fitting[0]
+    return home, major
+
+
+# ------------------------------------------------------------------------------------------- install
+
+
+def _module_descriptor(module: Module, flavour: Flavour) -> str:
+    return (
+        f"description={module.description}\nversion={flavour.version}\nname={module.name}\n"
+        f"classname={module.classname}\njava.version=11\nopensearch.version={flavour.version}\n"
+        f"extended.plugins={module.extended_plugins}\nhas.native.controller=false\ncustom.foldername=\n"
+    )
+
+
+def install(flavour: Flavour) -> Path:
+    """Return the installed home of a flavour, fetching and assembling it once."""
+    root = reme_es_home()
+    target = root / "installs" / f"{flavour.name}-{flavour.version}"
+    home = target / flavour.home_name
+    if (target / _MARKER).is_file():
+        return home
+    artifacts = [flavour.distribution, *flavour.plugins, *(j for m in flavour.modules for j in m.jars)]
+    paths = fetch_artifacts(artifacts, root / "artifacts")
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    with zipfile.ZipFile(paths[flavour.distribution]) as zf:
+        zf.extractall(staging)
+    staged_home = staging / flavour.home_name
+    lib_jars = {p.name for p in (staged_home / "lib").glob("*.jar")}
+    for module in flavour.modules:
+        folder = staged_home / "modules" / module.name
+        folder.mkdir(parents=True, exist_ok=True)
+        for jar in module.jars:
+            if jar.filename not in lib_jars:
+                shutil.copy2(paths[jar], folder / jar.filename)
+        (folder / "plugin-descriptor.properties").write_text(_module_descriptor(module, flavour))
+        if module.policy:
+            (folder / "plugin-security.policy").write_text(module.policy)
+    for plugin in flavour.plugins:
+        with zipfile.ZipFile(paths[plugin]) as zf:
+            descriptor = zf.read("plugin-descriptor.properties").decode()
+            name = re.search(r"^name=(.+)$", descriptor, re.M).group(1).strip()
+            zf.extractall(staged_home / "plugins" / name)
+    for script in (staged_home / "bin").iterdir():
+        script.chmod(0o755)
+    (staging / _MARKER).write_text(json.dumps({"flavour": flavour.name, "version": flavour.version}))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    log.info("installed %s %s at %s", flavour.engine, flavour.version, home)
+    return home
+
+
+# ----------------------------------------------------------------------------------------- the node
+
+
+@dataclass
+class NodeInfo:
+    """What `node.json` records about a running (or last started) node."""
+
+    name: str
+    flavour: str
+    engine: str
+    version: str
+    pid: int
+    http_port: int
+    transport_port: int
+    home: str
+    dir: str
+
+    @property
+    def url(self) -> str:
+        """HTTP address of the node."""
+        return f"http://127.0.0.1:{self.http_port}"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(start: int | None = None) -> int:
+    if start is not None:
+        for port in range(start, start + 100):
+            if _port_free(port):
+                return port
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_user() -> pwd.struct_passwd | None:
+    """The unprivileged user the JVM runs as when we are root (created on first use)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(RUN_USER)
+    except KeyError:
+        pass
+    nologin = "/usr/sbin/nologin" if Path("/usr/sbin/nologin").exists() else "/bin/false"
+    proc = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", nologin, RUN_USER], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise ServerError(f"could not create the unprivileged user {RUN_USER!r}: {proc.stderr.strip()}")
+    return pwd.getpwnam(RUN_USER)
+
+
+def _make_traversable(path: Path) -> None:
+    """Let the run user reach `path` (o+x on every parent, o+rX below) when running as root."""
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            parent.chmod(mode | 0o001)
+    subprocess.run(["chmod", "-R", "o+rX", str(path)], check=True)
+
+
+def _node_settings(flavour: Flavour, folder: Path, http_port: int, transport_port: int) -> str:
+    settings = {
+        "cluster.name": f"reme-es-{folder.name}",
+        "node.name": folder.name,
+        "path.data": str(folder / "data"),
+        "path.logs": str(folder / "logs"),
+        "network.host": "127.0.0.1",
+        "http.port": http_port,
+        "transport.port": transport_port,
+        "discovery.type": "single-node",
+        "cluster.routing.allocation.disk.threshold_enabled": False,
+    }
+    if flavour.engine == "elasticsearch":
+        settings["xpack.security.enabled"] = False
+    return "".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items())
+
+
+def _absolute_jvm_paths(options: str, folder: Path, home: Path) -> str:
+    """Point the log, heap-dump and error files of jvm.options into the node folder (the start script
+    runs from the read-only install), and the 3.x agent jar at the install."""
+    logs, data = folder / "logs", folder / "data"
+    options = options.replace("-javaagent:agent/", f"-javaagent:{home}/agent/")
+    options = re.sub(r"file=(?:logs/)?gc\.log", f"file={logs}/gc.log", options)
+    options = re.sub(r"-Xloggc:(?:logs/)?gc\.log", f"-Xloggc:{logs}/gc.log", options)
+    options = re.sub(r"-XX:HeapDumpPath=\S+", f"-XX:HeapDumpPath={data}", options)
+    return re.sub(r"-XX:ErrorFile=(?:logs/)?", f"-XX:ErrorFile={logs}/", options)
+
+
+def node_dir(name: str) -> Path:
+    """Folder of the node called `name`."""
+    return reme_es_home() / "nodes" / name
+
+
+def read_node(name: str) -> NodeInfo | None:
+    """The recorded state of a node, or None if it was never started."""
+    path = node_dir(name) / "node.json"
+    if not path.is_file():
+        return None
+    return NodeInfo(**json.loads(path.read_text()))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _http_json(url: str, timeout: float = 5.0) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def log_tail(name: str, lines: int = 40) -> str:
+    """The last lines of the node's own log (or its stdout when the JVM died before logging)."""
+    folder = node_dir(name)
+    logs = sorted((folder / "logs").glob(f"reme-es-{name}*.log"), key=lambda p: p.stat().st_mtime)
+    chosen = [p for p in [*logs[-1:], folder / "stdout.log"] if p.is_file() and p.stat().st_size]
+    text = "\n".join(p.read_text(errors="replace") for p in chosen)
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def start(
+    flavour_name: str,
+    name: str = "default",
+    http_port: int | None = None,
+    heap: str = "512m",
+    timeout: float = 180.0,
+) -> NodeInfo:
+    """Install if needed, configure and start a node, and wait until it reports yellow health."""
+    flavour = get_flavour(flavour_name)
+    current = read_node(name)
+    if current and _alive(current.pid):
+        if current.flavour != flavour.name:
+            raise ServerError(f"node {name!r} already runs {current.flavour}; stop it first (reme-es server stop)")
+        return current
+    java_home, _ = find_java(flavour.java_min, 23 if flavour.name == "opensearch-2.19" else None)
+    home = install(flavour)
+    if http_port is not None and not _port_free(http_port):
+        raise ServerError(f"port {http_port} on 127.0.0.1 is taken; choose another with --port or stop what uses it")
+    http_port = http_port or _free_port(9200)
+    transport_port = _free_port()
+
+    folder = node_dir(name)
+    shutil.rmtree(folder / "config", ignore_errors=True)
+    shutil.copytree(home / "config", folder / "config")
+    for sub in ("data", "logs", "tmp"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    conf_name = "opensearch.yml" if flavour.engine == "opensearch" else "elasticsearch.yml"
+    (folder / "config" / conf_name).write_text(_node_settings(flavour, folder, http_port, transport_port))
+    jvm_options = folder / "config" / "jvm.options"
+    jvm_options.write_text(_absolute_jvm_paths(jvm_options.read_text(), folder, home))
+
+    prefix = "OPENSEARCH" if flavour.engine == "opensearch" else "ES"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(folder),
+        "LANG": "C.UTF-8",
+        f"{prefix}_JAVA_HOME": str(java_home),
+        f"{prefix}_PATH_CONF": str(folder / "config"),
+        f"{prefix}_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}",
+        f"{prefix}_TMPDIR": str(folder / "tmp"),
+    }
+    user = _run_user()
+    if user is not None:
+        subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(folder)], check=True)
+        _make_traversable(home.parent)
+        _make_traversable(folder)
+    stdout = (folder / "stdout.log").open("wb")
+    try:
+        proc = subprocess.Popen(
+            [str(home / "bin" / flavour.engine)],
+            cwd=folder,
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            user=user.pw_uid if user else None,
+            group=user.pw_gid if user else None,
+            extra_groups=[] if user else None,
+        )
+    finally:
+        stdout.close()
+    info = NodeInfo(
+        name=name,
+        flavour=flavour.name,
+        engine=flavour.engine,
+        version=flavour.version,
+        pid=proc.pid,
+        http_port=http_port,
+        transport_port=transport_port,
+        home=str(home),
+        dir=str(folder),
+    )
+    (folder / "node.json").write_text(json.dumps(asdict(info), indent=2))
+    _wait_healthy(info, proc, timeout)
+    return info
+
+
+def _wait_healthy(info: NodeInfo, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    url = f"{info.url}/_cluster/health?wait_for_status=yellow&timeout=2s"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ServerError(
+                f"{info.flavour} node {info.name!r} exited with code {proc.returncode} during start-up. "
+                f"Last log lines:\n{log_tail(info.name)}"
+            )
+        try:
+            if _http_json(url, timeout=5).get("status") in ("yellow", "green"):
+                return
+        except (OSError, ValueError, urllib.error.HTTPError):
+            pass
+        time.sleep(0.5)
+    stop(info.name)
+    raise ServerError(
+        f"{info.flavour} node {info.name!r} did not become healthy within {timeout:.0f}s. "
+        f"Last log lines:\n{log_tail(info.name)}"
+    )
+
+
+def stop(name: str = "default", timeout: float = 60.0) -> bool:
+    """Stop a node (SIGTERM, then SIGKILL after `timeout`); False if it was not running."""
+    info = read_node(name)
+    if info is None or not _alive(info.pid):
+        return False
+    try:
+        os.killpg(info.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(info.pid):
+            return True
+        _reap(info.pid)
+        time.sleep(0.2)
+    os.killpg(info.pid, signal.SIGKILL)
+    _reap(info.pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def status(name: str = "default") -> dict:
+    """Version, modules, plugins and capability flags of a running node."""
+    info = read_node(name)
+    if info is None:
+        return {"name": name, "running": False, "reason": "never started"}
+    if not _alive(info.pid):
+        return {"name": name, "running": False, "flavour": info.flavour, "reason": "process not running"}
+    try:
+        nodes = _http_json(f"{info.url}/_nodes/_local/plugins")["nodes"]
+        health = _http_json(f"{info.url}/_cluster/health")
+    except (OSError, ValueError) as exc:
+        return {"name": name, "running": True, "url": info.url, "healthy": False, "reason": str(exc)}
+    node = next(iter(nodes.values()))
+    modules = sorted(m["name"] for m in node.get("modules", []))
+    plugins = {p["name"]: p["version"] for p in node.get("plugins", [])}
+    return {
+        "name": name,
+        "running": True,
+        "url": info.url,
+        "flavour": info.flavour,
+        "engine": info.engine,
+        "version": node["version"],
+        "health": health["status"],
+        "pid": info.pid,
+        "modules": modules,
+        "plugins": plugins,
+        "capabilities": server_capabilities(info.engine, node["version"], modules, list(plugins)),
+    }
+
+
+def server_capabilities(engine: str, version: str, modules: list[str], plugins: list[str]) -> dict[str, bool]:
+    """What a node can do, judged from its installed modules and plugins."""
+    installed = set(modules) | set(plugins)
+    if engine == "elasticsearch":
+        return {"knn": True, "hybrid_pipeline": False, "rrf_retriever": "rank-rrf" in installed}
+    major, minor = (int(x) for x in version.split(".")[:2])
+    neural = "opensearch-neural-search" in installed
+    return {
+        "knn": "opensearch-knn" in installed,
+        "english_analyzer": "analysis-common" in installed,
+        "hybrid_pipeline": neural,
+        "rrf_processor": neural and (major, minor) >= (2, 19),
+    }
