@@ -1,0 +1,716 @@
+"""MemoryStore: files, chunks and links kept consistent as one unit, on any dialect.
+
+Indices (each an alias over a concrete, versioned index so `reindex` can swap them):
+    <prefix>-chunks   one doc per chunk, routed by path
+    <prefix>-files    one doc per file (id = path, hashed past 512 bytes)
+    <prefix>-links    one doc per wikilink edge; REAL/VIRTUAL is decided at query time against -files
+
+Read consistency: the indices are created with `refresh_interval: -1`, so searches see only what existed at
+the last refresh reme-es issued, and reme-es refreshes only after a write call has finished all its bulk
+requests. A file's old and new chunks are therefore never visible together. (A `wait_for` refresh policy
+would let a scheduled refresh expose a half-applied upsert, which is why the store refreshes explicitly.)
+Writes are two-phase: new chunks first; only for files whose chunks were all stored are stale chunks deleted
+and the file doc and links written, so a failed item never loses what was stored before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from .adapters.base import SOURCE_EXCLUDES, BulkOutcome, Dialect, cosine_from_score, ensure_mapping_compatible
+from .adapters.base import keyword_body as build_keyword_body
+from .errors import (
+    CapabilityError,
+    ConfigError,
+    DimensionMismatch,
+    InvalidInput,
+    MappingError,
+    RequestFailed,
+)
+from .fusion import apply_min_score, candidate_depth, weighted_rrf
+from .models import (
+    Capabilities,
+    Chunk,
+    FileDoc,
+    Hit,
+    Link,
+    LinkScope,
+    Neighbour,
+    SearchFilter,
+    SearchResult,
+    date_from_path,
+    doc_id,
+)
+from .templates import INDEX_KINDS, IndexOptions, render_index
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT_BYTES = 8 << 20
+PAGE = 1000
+_PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,199}$")
+HYBRID_MODES = ("auto", "native", "client")
+
+
+def validate_prefix(prefix: str) -> str:
+    """Refuse index prefixes that could address other indices (`*`, `_all`, commas, `..`, uppercase)."""
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix) or ".." in prefix:
+        raise ConfigError(
+            f"index prefix {prefix!r} is not allowed: use 1-200 characters of lowercase letters, digits, '-' "
+            "and '_', starting with a letter or digit"
+        )
+    return prefix
+
+
+def _chunk_from_source(src: dict) -> Chunk:
+    return Chunk(
+        id=src["chunk_id"],
+        path=src["path"],
+        start_line=src.get("start_line", 0),
+        end_line=src.get("end_line", 0),
+        text=src.get("text", ""),
+        hash=src.get("hash", ""),
+        metadata=src.get("metadata") or {},
+    )
+
+
+def _file_from_source(src: dict) -> FileDoc:
+    path = src["path"]
+    return FileDoc(
+        path=path,
+        st_mtime=src.get("st_mtime", 0.0),
+        chunk_ids=src.get("chunk_ids") or [],
+        front_matter=src.get("front_matter") or {},
+        links=[Link(source=path, target=x["target"], anchor=x.get("anchor", "")) for x in src.get("links") or []],
+        size=src.get("size", 0),
+        hash=src.get("hash", ""),
+    )
+
+
+def _check_serialisable(what: str, value: Any) -> None:
+    try:
+        orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise InvalidInput(f"{what} cannot be stored: {exc}. Decode it as UTF-8 text and pass plain JSON values.")
+
+
+class MemoryStore:
+    """Files, chunks and links of one workspace on one cluster."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        prefix: str,
+        options: IndexOptions | None = None,
+        hybrid: str = "auto",
+        pipeline: str | None = None,
+        vector_weight: float = 0.7,
+        keyword_fields: tuple[str, ...] = ("text", "text.cjk"),
+    ):
+        if hybrid not in HYBRID_MODES:
+            raise ConfigError(f"hybrid must be one of {', '.join(HYBRID_MODES)}, got {hybrid!r}")
+        if not 0.0 <= vector_weight <= 1.0:
+            raise ConfigError(f"vector_weight must be between 0 and 1, got {vector_weight}")
+        self.dialect = dialect
+        self.prefix = validate_prefix(prefix)
+        self.options = options or IndexOptions()
+        self.hybrid = hybrid
+        self.pipeline_kind = pipeline
+        self.vector_weight = vector_weight
+        self.keyword_fields = keyword_fields
+        self.caps: Capabilities | None = None
+        self.dims: int | None = self.options.dims
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def index(self, kind: str) -> str:
+        """Alias name of one index kind."""
+        return f"{self.prefix}-{kind}"
+
+    async def connect(self, create: bool = True) -> Capabilities:
+        """Probe the server, then create (or check) the indices and the hybrid pipeline."""
+        self.caps = await self.dialect.probe()
+        if self.options.dims and not self.caps.knn:
+            raise CapabilityError(
+                f"{self.caps.engine} {self.caps.version} has no k-NN support; install the k-NN plugin or disable "
+                "embeddings"
+            )
+        if create:
+            await self.ensure_indices()
+        else:
+            await self._load_dims()
+        if self.pipeline_kind is None:
+            self.pipeline_kind = "rrf" if self.caps.rrf_processor else "minmax"
+        if self.hybrid != "client" and self.caps.hybrid_query and self.dims:
+            await self.ensure_pipeline()
+        return self.caps
+
+    async def close(self) -> None:
+        """Close the client."""
+        await self.dialect.close()
+
+    async def __aenter__(self) -> MemoryStore:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def ensure_indices(self, suffix: str = "1") -> None:
+        """Create missing indices behind their aliases; report an existing incompatible one."""
+        assert self.caps is not None
+        for kind in INDEX_KINDS:
+            alias = self.index(kind)
+            existing = await self._mapping(alias)
+            if existing is None:
+                body = render_index(kind, self.dialect, self.caps, self.options)
+                body["aliases"] = {alias: {}}
+                try:
+                    await self.dialect.request("PUT", f"/{alias}-{suffix}", body)
+                except RequestFailed as exc:
+                    if "resource_already_exists" not in (exc.reason or "") and "already exists" not in str(exc):
+                        raise
+                continue
+            expected = render_index(kind, self.dialect, self.caps, IndexOptions())["mappings"]
+            ensure_mapping_compatible(alias, existing, expected)
+            if kind == "chunks":
+                self._adopt_dims(alias, existing)
+
+    async def _load_dims(self) -> None:
+        existing = await self._mapping(self.index("chunks"))
+        if existing is None:
+            raise MappingError(f"index {self.index('chunks')} does not exist; run `reme-es sync` first")
+        self._adopt_dims(self.index("chunks"), existing)
+
+    def _adopt_dims(self, alias: str, mapping: dict) -> None:
+        vector = mapping.get("properties", {}).get("embedding")
+        have = self.dialect.vector_dims(vector) if vector else None
+        if self.options.dims and have and have != self.options.dims:
+            raise DimensionMismatch(
+                f"index {alias} holds {have}-d vectors but the embedding model gives {self.options.dims}-d; "
+                "run `reme-es reindex` to rebuild it for the new model"
+            )
+        if self.options.dims and not have:
+            raise MappingError(
+                f"index {alias} was created without vectors; run `reme-es reindex` to add a {self.options.dims}-d "
+                "embedding field"
+            )
+        self.dims = have
+
+    async def _mapping(self, alias: str) -> dict | None:
+        try:
+            resp = await self.dialect.request("GET", f"/{alias}/_mapping")
+        except RequestFailed as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return next(iter(resp.values()))["mappings"]
+
+    def pipeline_name(self) -> str:
+        """Name of this store's search pipeline (kind, weight and template version in the name)."""
+        weight = "" if self.pipeline_kind == "rrf" and not getattr(self.dialect, "rrf_weights", True) else (
+            f"-w{round(self.vector_weight * 100)}"
+        )
+        return f"{self.prefix}-hybrid-{self.pipeline_kind}{weight}-v1"
+
+    async def ensure_pipeline(self) -> None:
+        """Create or update the hybrid search pipeline (PUT is idempotent)."""
+        body = self.dialect.pipeline_body(self.pipeline_kind or "minmax", self.vector_weight)
+        await self.dialect.request("PUT", f"/_search/pipeline/{self.pipeline_name()}", body)
+
+    async def refresh(self) -> None:
+        """Make every finished write visible to searches."""
+        names = ",".join(self.index(k) for k in INDEX_KINDS)
+        await self.dialect.request("POST", f"/{names}/_refresh")
+
+    async def drop(self) -> None:
+        """Delete this prefix's indices and pipeline (tests and `clear`)."""
+        for kind in INDEX_KINDS:
+            for concrete in await self._concrete(self.index(kind)):
+                await self.dialect.request("DELETE", f"/{concrete}")
+        if self.caps and self.caps.hybrid_query:
+            try:
+                await self.dialect.request("DELETE", f"/_search/pipeline/{self.pipeline_name()}")
+            except RequestFailed as exc:
+                if exc.status != 404:
+                    raise
+
+    async def _concrete(self, alias: str) -> list[str]:
+        try:
+            resp = await self.dialect.request("GET", f"/_alias/{alias}")
+        except RequestFailed as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return sorted(resp)
+
+    # ----------------------------------------------------------------------------------- writes
+
+    def _check_vector(self, vector: list[float] | None, what: str) -> None:
+        if vector is None:
+            return
+        if not self.dims:
+            raise DimensionMismatch(f"{what} carries a vector but the index has no embedding field")
+        if len(vector) != self.dims:
+            raise DimensionMismatch(f"{what} has a {len(vector)}-d vector; the index expects {self.dims}-d")
+
+    def _chunk_source(self, chunk: Chunk) -> dict:
+        if len(chunk.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+            raise InvalidInput(
+                f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it"
+            )
+        self._check_vector(chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
+        src: dict[str, Any] = {
+            "chunk_id": chunk.id,
+            "path": chunk.path,
+            "date": date_from_path(chunk.path),
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            "hash": chunk.hash,
+            "text": chunk.text,
+            "metadata": chunk.metadata,
+        }
+        if chunk.embedding is not None:
+            src["embedding"] = chunk.embedding
+        _check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
+        return src
+
+    @staticmethod
+    def _file_source(file: FileDoc) -> dict:
+        src = {
+            "path": file.path,
+            "st_mtime": file.st_mtime,
+            "size": file.size,
+            "hash": file.hash,
+            "chunk_ids": file.chunk_ids,
+            "front_matter": file.front_matter,
+            "links": [{"target": link.target, "anchor": link.anchor} for link in file.links],
+        }
+        _check_serialisable(f"file {file.path}", src)
+        return src
+
+    async def upsert(self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True) -> BulkOutcome:
+        """Store files with their chunks and links; each file's chunks replace the ones stored for its path."""
+        if not files:
+            return BulkOutcome()
+        by_path: dict[str, tuple[FileDoc, list[Chunk]]] = {}
+        for file, chunks in files:
+            for chunk in chunks:
+                if chunk.path != file.path:
+                    raise InvalidInput(f"chunk {chunk.id} has path {chunk.path!r} but belongs to file {file.path!r}")
+            by_path[file.path] = (file, chunks)  # a path given twice: the last one wins
+        chunk_index, files_index, links_index = (self.index(k) for k in INDEX_KINDS)
+        sources = {path: [self._chunk_source(c) for c in chunks] for path, (_, chunks) in by_path.items()}
+        file_sources = {path: self._file_source(file) for path, (file, _) in by_path.items()}
+        old_chunks, old_links = await self._stored_ids(list(by_path))
+
+        # Phase 1: the new chunks.
+        phase1 = [
+            {"_op_type": "index", "_index": chunk_index, "_id": doc_id(src["chunk_id"]), "_routing": path, "_source": src}
+            for path, srcs in sources.items()
+            for src in srcs
+        ]
+        first = await self.dialect.bulk(phase1)
+        failed_ids = {f.id for f in first.failures}
+        failed_paths = {a["_routing"] for a in phase1 if a["_id"] in failed_ids}
+
+        # Phase 2: stale chunks, file docs and links of the files whose chunks were all stored; for the others,
+        # take back the new chunks that did land (unless they were already stored before).
+        phase2: list[dict] = []
+        for path, (file, chunks) in by_path.items():
+            new_ids = {doc_id(c.id) for c in chunks}
+            if path in failed_paths:
+                keep = old_chunks.get(path, set())
+                phase2 += [
+                    {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path}
+                    for i in sorted(new_ids - failed_ids - keep)
+                ]
+                continue
+            phase2 += [
+                {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path}
+                for i in sorted(old_chunks.get(path, set()) - new_ids)
+            ]
+            new_links = {link.id: (pos, link) for pos, link in enumerate(file.links) if link.source == path}
+            phase2 += [
+                {"_op_type": "delete", "_index": links_index, "_id": i}
+                for i in sorted(old_links.get(path, set()) - set(new_links))
+            ]
+            phase2 += [
+                {
+                    "_op_type": "index",
+                    "_index": links_index,
+                    "_id": link_id,
+                    "_source": {"source": path, "target": link.target, "anchor": link.anchor, "position": pos},
+                }
+                for link_id, (pos, link) in new_links.items()
+            ]
+            phase2.append({"_op_type": "index", "_index": files_index, "_id": doc_id(path), "_source": file_sources[path]})
+        second = await self.dialect.bulk(phase2)
+        if refresh:
+            await self.refresh()
+        outcome = BulkOutcome(first.succeeded + second.succeeded, first.failures + second.failures)
+        outcome.raise_for_failures()
+        return outcome
+
+    async def _stored_ids(self, paths: list[str]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """Chunk and link ids stored for these paths: from the file docs (real-time) and a search (orphans)."""
+        chunks: dict[str, set[str]] = {p: set() for p in paths}
+        links: dict[str, set[str]] = {p: set() for p in paths}
+        for file in await self._mget_files(paths):
+            chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
+            links[file.path].update(link.id for link in file.links)
+        async for s in self._scan(self.index("chunks"), {"terms": {"path": paths}}, ["chunk_id", "path"], ["chunk_id"]):
+            chunks[s["path"]].add(doc_id(s["chunk_id"]))
+        link_fields = ["source", "target", "anchor"]
+        async for s in self._scan(self.index("links"), {"terms": {"source": paths}}, link_fields, link_fields):
+            links[s["source"]].add(Link(source=s["source"], target=s["target"], anchor=s.get("anchor", "")).id)
+        return chunks, links
+
+    async def _scan(self, index: str, query: dict, source: list[str] | bool, sort: list[str]):
+        """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
+        after = None
+        while True:
+            body: dict[str, Any] = {"size": PAGE, "query": query, "_source": source, "sort": [{s: "asc"} for s in sort]}
+            if after is not None:
+                body["search_after"] = after
+            hits = (await self.dialect.request("POST", f"/{index}/_search", body))["hits"]["hits"]
+            for hit in hits:
+                yield hit["_source"]
+            if len(hits) < PAGE:
+                return
+            after = hits[-1]["sort"]
+
+    async def delete(self, paths: str | Iterable[str], refresh: bool = True) -> int:
+        """Delete files with their chunks and outgoing links; unknown paths are skipped. Returns files deleted."""
+        paths = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
+        if not paths:
+            return 0
+        existing = {f.path for f in await self._mget_files(paths)}
+        old_chunks, old_links = await self._stored_ids(paths)
+        actions: list[dict] = []
+        for path in paths:
+            actions += [
+                {"_op_type": "delete", "_index": self.index("chunks"), "_id": i, "_routing": path}
+                for i in sorted(old_chunks[path])
+            ]
+            actions += [{"_op_type": "delete", "_index": self.index("links"), "_id": i} for i in sorted(old_links[path])]
+            if path in existing:
+                actions.append({"_op_type": "delete", "_index": self.index("files"), "_id": doc_id(path)})
+        outcome = await self.dialect.bulk(actions)
+        if refresh:
+            await self.refresh()
+        outcome.raise_for_failures()
+        return len(existing)
+
+    async def clear(self) -> None:
+        """Drop every file, chunk and link of this prefix (the indices are recreated empty)."""
+        await self.drop()
+        await self.ensure_indices()
+        if self.hybrid != "client" and self.caps and self.caps.hybrid_query and self.dims:
+            await self.ensure_pipeline()
+
+    # ------------------------------------------------------------------------------------ files
+
+    async def _mget_files(self, paths: list[str]) -> list[FileDoc]:
+        if not paths:
+            return []
+        resp = await self.dialect.request("POST", f"/{self.index('files')}/_mget", {"ids": [doc_id(p) for p in paths]})
+        return [_file_from_source(d["_source"]) for d in resp["docs"] if d.get("found")]
+
+    async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
+        """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
+        if paths is None:
+            return [_file_from_source(s) async for s in self._scan(self.index("files"), {"match_all": {}}, True, ["path"])]
+        found = {f.path: f for f in await self._mget_files(list(dict.fromkeys(paths)))}
+        return [found[p] for p in dict.fromkeys(paths) if p in found]
+
+    async def indexed(self, paths: Iterable[str]) -> set[str]:
+        """Which of these paths are indexed files (one mget)."""
+        paths = list(dict.fromkeys(paths))
+        if not paths:
+            return set()
+        resp = await self.dialect.request(
+            "POST", f"/{self.index('files')}/_mget", {"ids": [doc_id(p) for p in paths]}, {"_source": "false"}
+        )
+        by_id = {doc_id(p): p for p in paths}
+        return {by_id[d["_id"]] for d in resp["docs"] if d.get("found")}
+
+    # ------------------------------------------------------------------------------------ links
+
+    async def get_outlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
+        """Links written in `path`, in order; REAL when the target is an indexed file, VIRTUAL otherwise."""
+        files = await self._mget_files([path])
+        if not files:
+            return []
+        links = files[0].links
+        if scope == LinkScope.ALL or not links:
+            return links
+        real = await self.indexed(link.target for link in links)
+        return [link for link in links if (link.target in real) == (scope == LinkScope.REAL)]
+
+    async def get_inlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
+        """Links from every indexed file to `path`, sorted by source; REAL when `path` itself is indexed."""
+        if scope != LinkScope.ALL:
+            is_real = bool(await self.indexed([path]))
+            if is_real != (scope == LinkScope.REAL):
+                return []
+        return [
+            Link(source=s["source"], target=s["target"], anchor=s.get("anchor", ""))
+            async for s in self._scan(self.index("links"), {"term": {"target": path}}, True, ["source", "position"])
+        ]
+
+    async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
+        """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""
+        paths = list(dict.fromkeys(paths))
+        if not paths or max_per_direction <= 0:
+            return {}
+        links_index = self.index("links")
+        lines: list[bytes] = []
+        for field in ("source", "target"):
+            for path in paths:
+                lines.append(orjson.dumps({"index": links_index}))
+                lines.append(
+                    orjson.dumps(
+                        {
+                            "size": max_per_direction,
+                            "query": {"term": {field: path}},
+                            "sort": [{"position": "asc"}] if field == "source" else [{"source": "asc"}, {"position": "asc"}],
+                        }
+                    )
+                )
+        body = b"\n".join(lines) + b"\n"
+        responses = (await self.dialect.request("POST", "/_msearch", body))["responses"]
+        edges: dict[str, list[tuple[str, Link]]] = {p: [] for p in paths}
+        for i, resp in enumerate(responses):
+            if "error" in resp:
+                raise RequestFailed(f"link expansion failed: {resp['error']}")
+            direction, path = ("out", paths[i]) if i < len(paths) else ("in", paths[i - len(paths)])
+            for hit in resp["hits"]["hits"]:
+                s = hit["_source"]
+                edges[path].append((direction, Link(source=s["source"], target=s["target"], anchor=s.get("anchor", ""))))
+        neighbours = {link.target if d == "out" else link.source for items in edges.values() for d, link in items}
+        files = {f.path: f for f in await self._mget_files(sorted(neighbours))}
+        out: dict[str, list[Neighbour]] = {}
+        for path, items in edges.items():
+            rendered = []
+            for direction, link in items:
+                other = link.target if direction == "out" else link.source
+                fm = files[other].front_matter if other in files else {}
+                rendered.append(
+                    Neighbour(
+                        direction=direction,
+                        path=other,
+                        anchor=link.anchor,
+                        real=other in files,
+                        name=str(fm.get("name") or ""),
+                        description=str(fm.get("description") or ""),
+                    )
+                )
+            out[path] = rendered
+        return out
+
+    async def traverse(self, path: str, depth: int = 2, max_nodes: int = 1000) -> dict[str, int]:
+        """Files reachable from `path` over links in either direction, with their distance (one search per level)."""
+        seen = {path: 0}
+        frontier = [path]
+        for level in range(1, depth + 1):
+            if not frontier or len(seen) >= max_nodes:
+                break
+            query = {"bool": {"should": [{"terms": {"source": frontier}}, {"terms": {"target": frontier}}]}}
+            nxt = []
+            async for s in self._scan(self.index("links"), query, ["source", "target"], ["source", "target", "anchor"]):
+                for other in (s["source"], s["target"]):
+                    if other not in seen and len(seen) < max_nodes:
+                        seen[other] = level
+                        nxt.append(other)
+            frontier = nxt
+        return seen
+
+    # ----------------------------------------------------------------------------------- search
+
+    def _hits(self, resp: dict, branch: str) -> list[Hit]:
+        hits = []
+        for h in resp["hits"]["hits"]:
+            raw = float(h["_score"])
+            score = cosine_from_score(raw) if branch == "vector" else raw
+            hits.append(Hit(chunk=_chunk_from_source(h["_source"]), scores={branch: score, "score": score}))
+        return hits
+
+    async def keyword_search(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
+        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
+        f = SearchFilter.parse(search_filter)
+        if not query or not query.strip() or limit <= 0:
+            return []
+        body = build_keyword_body(query, limit, f, self.keyword_fields)
+        return self._hits(await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body), "keyword")
+
+    async def vector_search(
+        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None
+    ) -> list[Hit]:
+        """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity."""
+        f = SearchFilter.parse(search_filter)
+        if not vector or limit <= 0:
+            return []
+        if not self.dims:
+            raise CapabilityError(f"index {self.index('chunks')} has no embedding field; enable embeddings and reindex")
+        self._check_vector(vector, "the query")
+        body = self.dialect.knn_body(vector, limit, f)
+        return self._hits(await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body), "vector")
+
+    def native_hybrid_available(self) -> bool:
+        """Whether one-request hybrid search can be used with the current server and configuration."""
+        if self.hybrid == "client" or not self.caps or not self.dims:
+            return False
+        if self.pipeline_kind == "rrf":
+            return self.caps.rrf_processor
+        return self.caps.normalization_processor
+
+    async def search(
+        self,
+        query: str,
+        vector: list[float] | None = None,
+        limit: int = 10,
+        search_filter: SearchFilter | dict | None = None,
+        mode: str = "hybrid",
+        candidate_multiplier: int = 5,
+        min_score: float = 0.0,
+    ) -> SearchResult:
+        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit."""
+        f = SearchFilter.parse(search_filter)
+        if not query or not query.strip() or limit <= 0:
+            return SearchResult(hits=[])
+        candidates = candidate_depth(limit, candidate_multiplier)
+        if mode == "keyword" or (mode == "hybrid" and vector is None):
+            hits = await self.keyword_search(query, candidates, f)
+            return SearchResult(hits=apply_min_score(hits, min_score)[:limit], keyword_hits=len(hits), fusion="keyword")
+        if mode == "vector":
+            hits = await self.vector_search(vector, candidates, f)
+            return SearchResult(hits=apply_min_score(hits, min_score)[:limit], vector_hits=len(hits), fusion="vector")
+        if mode != "hybrid":
+            raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
+        if self.native_hybrid_available():
+            return await self._native_hybrid(query, vector, limit, candidates, f, min_score)
+        if self.hybrid == "native":
+            raise CapabilityError(
+                f"native hybrid search needs the neural-search plugin with the {self.pipeline_kind} processor; "
+                f"{self.caps.engine if self.caps else 'the server'} lacks it. Use hybrid: auto or client."
+            )
+        keyword, vec = await asyncio.gather(
+            self.keyword_search(query, candidates, f), self.vector_search(vector, candidates, f)
+        )
+        if keyword and vec:
+            fused, fusion = weighted_rrf(vec, keyword, self.vector_weight), "client"
+        else:
+            fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
+        return SearchResult(
+            hits=apply_min_score(fused, min_score)[:limit], keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion
+        )
+
+    async def _native_hybrid(
+        self, query: str, vector: list[float], limit: int, candidates: int, f: SearchFilter, min_score: float
+    ) -> SearchResult:
+        self._check_vector(vector, "the query")
+        body = self.dialect.hybrid_body(query, vector, candidates, f)
+        params = {"search_pipeline": self.pipeline_name()}
+        try:
+            resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)
+        except RequestFailed as exc:
+            if "pipeline" not in str(exc).lower():
+                raise
+            await self.ensure_pipeline()  # deleted behind our back: recreate once
+            resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)
+        hits = [
+            Hit(chunk=_chunk_from_source(h["_source"]), scores={"hybrid": float(h["_score"]), "score": float(h["_score"])})
+            for h in resp["hits"]["hits"]
+        ]
+        ceiling = 1.0 + 1e-6 if self.pipeline_kind == "minmax" else 2.0 / 61 + 1e-6
+        if any(not 0.0 <= h.score <= ceiling for h in hits):
+            raise RequestFailed(
+                f"the hybrid response did not go through the {self.pipeline_name()} pipeline (raw scores came back); "
+                "check that the neural-search plugin is installed and the pipeline exists"
+            )
+        return SearchResult(hits=apply_min_score(hits, min_score)[:limit], fusion="native")
+
+    # ------------------------------------------------------------------------------ embeddings
+
+    async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
+        """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
+        docs = [
+            {"_id": doc_id(cid), "_routing": path}
+            for path, ids in ids_by_path.items()
+            for cid in ids
+        ]
+        if not docs:
+            return {}
+        params = None if with_vectors else {"_source_excludes": "embedding"}
+        resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_mget", {"docs": docs}, params)
+        return {d["_source"]["chunk_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
+
+    async def chunks_without_vectors(self, batch: int = 500):
+        """Yield batches of stored chunks that have no embedding (for backfilling)."""
+        query = {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}}
+        page: list[Chunk] = []
+        async for src in self._scan(self.index("chunks"), query, {"excludes": SOURCE_EXCLUDES}, ["chunk_id"]):
+            page.append(_chunk_from_source(src))
+            if len(page) >= batch:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    async def set_vectors(self, vectors: dict[tuple[str, str], list[float]], refresh: bool = True) -> BulkOutcome:
+        """Write embeddings onto stored chunks, keyed by (path, chunk id), with partial updates."""
+        actions = []
+        for (path, cid), vec in vectors.items():
+            self._check_vector(vec, f"chunk {cid} of {path}")
+            actions.append(
+                {"_op_type": "update", "_index": self.index("chunks"), "_id": doc_id(cid), "_routing": path, "doc": {"embedding": vec}}
+            )
+        outcome = await self.dialect.bulk(actions)
+        if refresh:
+            await self.refresh()
+        outcome.raise_for_failures()
+        return outcome
+
+    # ----------------------------------------------------------------------------- maintenance
+
+    async def stats(self) -> dict[str, dict]:
+        """Per index kind: docs, deleted docs, segments, size."""
+        out = {}
+        for kind in INDEX_KINDS:
+            resp = await self.dialect.request("GET", f"/{self.index(kind)}/_stats/docs,segments,store")
+            total = resp["_all"]["primaries"]
+            out[kind] = {
+                "index": ",".join(sorted(resp.get("indices", {}))),
+                "docs": total["docs"]["count"],
+                "deleted": total["docs"]["deleted"],
+                "segments": total["segments"]["count"],
+                "bytes": total["store"]["size_in_bytes"],
+            }
+        return out
+
+    async def optimize(self, deleted_ratio: float = 0.1, max_segments: int | None = None) -> dict:
+        """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold."""
+        before = await self.stats()
+        merged = []
+        for kind, s in before.items():
+            total = s["docs"] + s["deleted"]
+            if max_segments is not None:
+                params = {"max_num_segments": str(max_segments)}
+            elif total and s["deleted"] / total >= deleted_ratio:
+                params = {"only_expunge_deletes": "true"}
+            else:
+                continue
+            await self.dialect.request("POST", f"/{self.index(kind)}/_forcemerge", None, params)
+            merged.append(kind)
+        if merged:
+            await self.refresh()
+        return {"merged": merged, "before": before, "after": await self.stats()}
+
+
+__all__ = ["MemoryStore", "validate_prefix"]

@@ -1,0 +1,77 @@
+"""Index bodies from `reme_es/index_templates/*.json`, rendered for one dialect and server.
+
+The JSON files are the single source of truth for field names and types. Placeholders: `"$metadata"` (the
+dialect's flat metadata type), `"$vector"` (the dialect's vector field, or removed when vectors are off).
+Analyzers the server lacks (the Elasticsearch integ-test node has no analysis-common) fall back to
+`standard`, and the choice is recorded in the index's `_meta` so a later diff can tell.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from .adapters.base import Dialect
+from .models import Capabilities
+
+INDEX_KINDS = ("chunks", "files", "links")
+
+
+@cache
+def _raw(name: str) -> str:
+    return resources.files("reme_es").joinpath("index_templates", f"{name}.json").read_text()
+
+
+def load_template(name: str) -> dict:
+    """A fresh copy of one template file."""
+    return json.loads(_raw(name))
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """Choices that shape the indices: vector dimension (None = no vectors), HNSW and shard settings."""
+
+    dims: int | None = None
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 100
+    shards: int = 1
+    replicas: int = 0
+
+
+def render_index(kind: str, dialect: Dialect, caps: Capabilities, options: IndexOptions) -> dict:
+    """The create-index body of one kind (chunks, files, links) for this dialect and server."""
+    body = load_template(kind)
+    version = body.pop("version")
+    settings = body["settings"]
+    settings["index"]["number_of_shards"] = options.shards
+    settings["index"]["number_of_replicas"] = options.replicas
+    props = body["mappings"]["properties"]
+    for name, spec in list(props.items()):
+        if spec == "$vector":
+            if options.dims:
+                props[name] = dialect.vector_mapping(options.dims, options.hnsw_m, options.hnsw_ef_construction)
+            else:
+                del props[name]
+        elif isinstance(spec, dict) and spec.get("type") == "$metadata":
+            props[name] = {"type": dialect.metadata_type}
+    analyzers = settings.get("analysis", {}).get("analyzer", {})
+    fallbacks = {}
+    for name, spec in analyzers.items():
+        wanted = spec["type"]
+        available = {"english": caps.english_analyzer, "cjk": caps.cjk_analyzer}.get(wanted, True)
+        if not available:
+            analyzers[name] = {"type": "standard"}
+            fallbacks[name] = f"{wanted} -> standard"
+    extra = dialect.index_settings(bool(options.dims) and kind == "chunks")
+    for key, value in extra.get("index", {}).items():
+        settings["index"][key] = value
+    body["mappings"]["_meta"] = {"reme_es": {"kind": kind, "template_version": version, "analyzers": fallbacks}}
+    return body
+
+
+def expected_mapping(kind: str, dialect: Dialect, caps: Capabilities, options: IndexOptions) -> dict:
+    """Just the mappings part of `render_index`, for comparing with an existing index."""
+    return copy.deepcopy(render_index(kind, dialect, caps, options)["mappings"])
