@@ -641,7 +641,7 @@ class MemoryStore:
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
         docs = [
-            {"_id": doc_id(cid), "_routing": path}
+            {"_id": doc_id(cid), "routing": path}
             for path, ids in ids_by_path.items()
             for cid in ids
         ]

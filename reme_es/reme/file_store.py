@@ -1,0 +1,627 @@
+"""ReMe file store backed by OpenSearch or Elasticsearch (a drop-in for ReMe's `local` file store).
+
+Nodes, chunks, links and vectors live in the cluster (`reme_es.store.MemoryStore`), so a restarted ReMe sees
+its index at once: `get_nodes()` returns the stored `st_mtime`s and ReMe's start-up scan re-indexes only what
+changed on disk. BM25 runs server-side; vectors come from ReMe's bound embedding store exactly as the local
+store gets them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from reme.components.embedding_store import BaseEmbeddingStore
+from reme.components.file_store import BaseFileStore
+from reme.components.tag_index import BaseTagIndex
+from reme.enumeration import LinkScopeEnum
+from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
+from reme.utils import hash_text
+
+from ..adapters.base import ClientSettings, validate_hosts
+from ..connect import open_store
+from ..errors import ConfigError, MappingError
+from ..models import Chunk, FileDoc, Hit, Link, LinkScope
+from ..store import HYBRID_MODES, MemoryStore
+from ..templates import IndexOptions
+
+HOSTS_ENV = "REME_ES_HOSTS"
+_SLUG_RE = re.compile(r"[^a-z0-9_-]+")
+_EMBED_BATCH = 256
+_REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
+
+
+def default_index_prefix(workspace: Path) -> str:
+    """`reme-<workspace name>-<hash of its absolute path>`: two workspaces never share indices."""
+    resolved = str(Path(workspace).expanduser().resolve())
+    slug = _SLUG_RE.sub("-", Path(resolved).name.lower()).strip("-_")[:40] or "ws"
+    return f"reme-{slug}-{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:10]}"
+
+
+def to_file_doc(node: FileNode, chunks: list[FileChunk]) -> FileDoc:
+    """A ReMe FileNode with its chunks as a reme-es FileDoc (chunk ids from the chunks, links in order)."""
+    return FileDoc(
+        path=node.path,
+        st_mtime=node.st_mtime,
+        chunk_ids=[c.id for c in chunks],
+        front_matter=node.front_matter.model_dump(mode="json"),
+        links=[
+            Link(source=node.path, target=link.target_path, anchor=link.target_anchor or "")
+            for link in node.links
+            if link.target_path
+        ],
+    )
+
+
+def to_chunk(chunk: FileChunk, vector: list[float] | None) -> Chunk:
+    """A ReMe FileChunk as a reme-es Chunk carrying `vector`."""
+    return Chunk(
+        id=chunk.id,
+        path=chunk.path,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        text=chunk.text,
+        hash=hash_text(chunk.text),
+        metadata=chunk.metadata,
+        embedding=vector,
+    )
+
+
+def to_file_node(doc: FileDoc) -> FileNode:
+    """A stored FileDoc as the FileNode ReMe wrote (empty anchors become None)."""
+    return FileNode(
+        path=doc.path,
+        st_mtime=doc.st_mtime,
+        links=[to_file_link(link) for link in doc.links],
+        chunk_ids=list(doc.chunk_ids),
+        front_matter=FileFrontMatter(**doc.front_matter),
+    )
+
+
+def to_file_link(link: Link) -> FileLink:
+    """A reme-es Link as a ReMe FileLink."""
+    return FileLink(source_path=link.source, target_path=link.target, target_anchor=link.anchor or None)
+
+
+def to_file_chunk(hit: Hit) -> FileChunk:
+    """A search hit as a ReMe FileChunk with the hit's scores."""
+    c = hit.chunk
+    return FileChunk(
+        id=c.id,
+        text=c.text,
+        metadata=c.metadata,
+        path=c.path,
+        start_line=c.start_line,
+        end_line=c.end_line,
+        scores=dict(hit.scores),
+    )
+
+
+def as_vector(embedding: Any) -> list[float]:
+    """A ReMe embedding (float16 ndarray or list) as a JSON-ready list of floats."""
+    return np.asarray(embedding, dtype=np.float32).tolist()
+
+
+class EsFileStore(BaseFileStore):
+    """ReMe file store on an OpenSearch or Elasticsearch cluster.
+
+    Invariants: each upserted path's chunks replace the stored ones and a search never sees both; a chunk
+    whose id and text are already stored with a vector of the active dimension keeps that vector; when the
+    embedding provider fails the chunks are stored without vectors, the embedding store is marked unhealthy
+    and BM25 keeps working, and `resume_embedding` later fills the gaps from the index itself.
+    """
+
+    engine = "auto"
+    flavour = "opensearch-2.19"
+
+    def __init__(
+        self,
+        hosts: list[str] | str | None = None,
+        index_prefix: str = "",
+        embedding_store: str = "default",
+        tag_index: str = "",
+        username: str | None = None,
+        password: str | None = None,
+        api_key: str | None = None,
+        verify_certs: bool = True,
+        ca_certs: str | None = None,
+        hybrid: str = "auto",
+        vector_weight: float = 0.7,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 100,
+        flavour: str | None = None,
+        **kwargs,
+    ):
+        # ReMe's default.yaml also passes store_name, keyword_index and file_graph; they have no meaning here.
+        for ignored in ("store_name", "keyword_index", "file_graph"):
+            kwargs.pop(ignored, None)
+        super().__init__(**kwargs)
+        from reme.components.embedding_store import LocalEmbeddingStore
+        from reme.components.tag_index import LocalTagIndex
+
+        if hybrid not in HYBRID_MODES:
+            raise ConfigError(f"hybrid must be one of {', '.join(HYBRID_MODES)}, got {hybrid!r}")
+        self.embedding_store = self.bind(embedding_store, BaseEmbeddingStore, default_factory=LocalEmbeddingStore)
+        self.tag_index = self.bind(
+            tag_index,
+            BaseTagIndex,
+            default_factory=LocalTagIndex if tag_index == "default" else None,
+            optional=False,
+        )
+        self.file_graph = _LinkGraph(self)
+        self.hosts = validate_hosts(hosts)
+        self.index_prefix = index_prefix
+        self.settings_kwargs = {
+            "username": username,
+            "password": password,
+            "api_key": api_key,
+            "verify_certs": verify_certs,
+            "ca_certs": ca_certs,
+        }
+        self.hybrid = hybrid
+        self.vector_weight = float(vector_weight)
+        self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
+        if flavour:
+            self.flavour = flavour
+        self.store: MemoryStore | None = None
+        self._backfill_task: asyncio.Task | None = None
+        self._embedding_rebuild_pending = False
+        self._closing = False
+
+    # -- properties --------------------------------------------------------------------------------
+
+    @property
+    def embedding_dimensions(self) -> int:
+        """Dimension of the bound embedding model; 0 when vectors are off."""
+        if self.embedding_store is None:
+            return 0
+        return max(0, int(getattr(self.embedding_store, "dimensions", 0)))
+
+    def _require_store(self) -> MemoryStore:
+        if self.store is None:
+            raise RuntimeError(f"file store {self.name} is not started")
+        return self.store
+
+    def _vectors_on(self) -> bool:
+        return (
+            self.embedding_store is not None
+            and not self._embedding_rebuild_pending
+            and self.store is not None
+            and bool(self.store.dims)
+        )
+
+    def _dim_matches(self, embedding: Any) -> bool:
+        return embedding is not None and self.store is not None and len(embedding) == self.store.dims
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        self._closing = False
+        await super()._start()
+        hosts = self.hosts or validate_hosts(os.environ.get(HOSTS_ENV))
+        if not hosts:
+            from ..server import node
+
+            self.logger.info(f"{self.name}: no hosts configured and {HOSTS_ENV} unset; starting a local node")
+            info = await asyncio.to_thread(node.start, self.flavour)
+            hosts = [info.url]
+        settings = ClientSettings(hosts=hosts, **self.settings_kwargs)
+        prefix = self.index_prefix or default_index_prefix(self.workspace_path)
+        dims = self.embedding_dimensions or None
+        if self.embedding_store is not None and not dims:
+            self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
+        self.store = await self._open(settings, prefix, IndexOptions(dims=dims, **self.index_options))
+        self.logger.info(
+            f"{self.name}: {self.store.caps.engine} {self.store.caps.version} at {', '.join(hosts)}, "
+            f"prefix={prefix}, dims={self.store.dims}"
+        )
+        await self._rebuild_tag_index("startup synchronization")
+        self._start_backfill()
+
+    async def _open(self, settings: ClientSettings, prefix: str, options: IndexOptions) -> MemoryStore:
+        """Open the store; when the stored vector dimension differs from the model's, drop and recreate it.
+
+        The index is derived from the workspace files, so ReMe's start-up scan rebuilds everything, which is
+        what the local store does with vectors of a stale dimension.
+        """
+        kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight}
+        try:
+            return await open_store(settings, prefix, self.engine, options, **kwargs)
+        except MappingError as exc:
+            if not options.dims:
+                raise
+            probe = await open_store(settings, prefix, self.engine, IndexOptions(), create=False, hybrid="client")
+            try:
+                if probe.dims == options.dims:
+                    raise exc
+                self.logger.warning(
+                    f"{self.name}: index {prefix} holds {probe.dims or 'no'} vectors, the model gives "
+                    f"{options.dims}-d; dropping it so ReMe re-indexes the workspace"
+                )
+                await probe.drop()
+            finally:
+                await probe.close()
+            return await open_store(settings, prefix, self.engine, options, **kwargs)
+
+    async def _close(self) -> None:
+        self._closing = True
+        await self._cancel_backfill()
+        if self.store is not None:
+            await self.store.close()
+            self.store = None
+        await super()._close()
+
+    async def dump(self) -> None:
+        """Nothing to flush: every write is stored and refreshed when it returns."""
+
+    async def load(self) -> None:
+        """Nothing to load: the cluster holds the state."""
+
+    # -- embedding health (mirrors LocalFileStore) -------------------------------------------------
+
+    def _mark_embedding_unhealthy(self, reason: str) -> None:
+        if self.embedding_store is None:
+            return
+        self.embedding_store.is_healthy = False
+        self.logger.error(f"{self.name}: embedding unavailable, {reason}; keyword search remains active")
+
+    async def _recover_after_real_request(self, was_healthy: bool) -> None:
+        if self.embedding_store is None or self._embedding_rebuild_pending or was_healthy:
+            return
+        if not self.embedding_store.is_healthy:
+            return
+        self.logger.info(f"{self.name}: embedding provider recovered; scheduling missing-vector backfill")
+        await self.resume_embedding(verified=True)
+
+    async def _query_vector(self, query: str) -> list[float] | None:
+        """The query's embedding, or None when vectors are off or the provider fails (marked unhealthy)."""
+        if not self._vectors_on() or not query:
+            return None
+        embedding_store = self.embedding_store
+        was_healthy = embedding_store.is_healthy
+        try:
+            embedding = await embedding_store.get_embedding(query)
+        except Exception as e:  # noqa: BLE001 - provider errors must not break search
+            self._mark_embedding_unhealthy(f"search: {type(e).__name__}: {e}")
+            return None
+        if embedding is None:
+            return None
+        if not self._dim_matches(embedding):
+            self._mark_embedding_unhealthy(f"search: query embedding dimension {len(embedding)} != {self.store.dims}")
+            return None
+        await self._recover_after_real_request(was_healthy)
+        return as_vector(embedding)
+
+    async def _embed(self, chunks: list[FileChunk]) -> None:
+        """Embed chunks in place, in batches; a provider failure marks the store unhealthy and returns."""
+        if not chunks or not self._vectors_on():
+            return
+        embedding_store = self.embedding_store
+        was_healthy = embedding_store.is_healthy
+        for start in range(0, len(chunks), _EMBED_BATCH):
+            batch = chunks[start : start + _EMBED_BATCH]
+            try:
+                await embedding_store.get_node_embeddings(batch)
+            except Exception as e:  # noqa: BLE001 - stored without vectors, backfilled later
+                self._mark_embedding_unhealthy(f"upsert: {type(e).__name__}: {e}")
+                return
+        for chunk in chunks:
+            if chunk.embedding is not None and not self._dim_matches(chunk.embedding):
+                chunk.embedding = None
+        if any(chunk.embedding is not None for chunk in chunks):
+            await self._recover_after_real_request(was_healthy)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    @BaseFileStore.serialized
+    async def upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
+        """Store files with their chunks; unchanged chunks keep their stored vectors."""
+        if not files:
+            return
+        store = self._require_store()
+        needs_embed: list[FileChunk] = []
+        if self._vectors_on():
+            stored = await store.get_chunks({node.path: [c.id for c in chunks] for node, chunks in files}, True)
+            for _, chunks in files:
+                for chunk in chunks:
+                    if chunk.embedding is not None and self._dim_matches(chunk.embedding):
+                        continue
+                    chunk.embedding = None
+                    old = stored.get(chunk.id)
+                    if old is not None and old.get("text") == chunk.text and self._dim_matches(old.get("embedding")):
+                        chunk.embedding = old["embedding"]
+                    elif chunk.text:
+                        needs_embed.append(chunk)
+            await self._embed(needs_embed)
+        else:
+            for _, chunks in files:
+                for chunk in chunks:
+                    chunk.embedding = None
+        docs = []
+        for node, chunks in files:
+            node.chunk_ids = [c.id for c in chunks]
+            vectors = [as_vector(c.embedding) if c.embedding is not None else None for c in chunks]
+            docs.append((to_file_doc(node, chunks), [to_chunk(c, v) for c, v in zip(chunks, vectors)]))
+        await store.upsert(docs)
+        await self._upsert_tag_nodes([node for node, _ in files])
+
+    @BaseFileStore.serialized
+    async def delete(self, path: str | list[str]) -> None:
+        """Delete files with their chunks and links; unknown paths are skipped."""
+        paths = [path] if isinstance(path, str) else list(path)
+        if not paths:
+            return
+        if await self._require_store().delete(paths):
+            await self._delete_tag_paths(paths)
+
+    @BaseFileStore.serialized
+    async def clear(self) -> None:
+        """Drop every file, chunk and link of this workspace's indices."""
+        await self._require_store().clear()
+        if self.tag_index_enabled:
+            await self.require_tag_index().clear()
+
+    # -- graph -------------------------------------------------------------------------------------
+
+    async def get_nodes(self, paths: list[str] | None = None) -> list[FileNode]:
+        """File nodes by path (missing skipped, input order kept); None = every node, sorted by path."""
+        store = self._require_store()
+        if paths is None:
+            return [to_file_node(doc) for doc in await store.get_files(None)]
+        found = {doc.path: doc for doc in await store.get_files(list(paths))}
+        return [to_file_node(found[p]) for p in paths if p in found]
+
+    async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
+        """Links written in `path`, in order; REAL targets are indexed nodes, VIRTUAL ones are not."""
+        links = await self._require_store().get_outlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        return [to_file_link(link) for link in links]
+
+    async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
+        """Links from every indexed file to `path`, sources sorted by path."""
+        links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        return [to_file_link(link) for link in links]
+
+    async def rebuild_links(self) -> None:
+        """No-op: links are stored with their source file and resolved at query time."""
+
+    # -- search ------------------------------------------------------------------------------------
+
+    async def vector_search(self, query: str, limit: int, search_filter: dict) -> list[FileChunk]:
+        """k-NN over chunk vectors; scores are cosine similarity."""
+        if not query or limit <= 0:
+            return []
+        vector = await self._query_vector(query)
+        if vector is None:
+            return []
+        hits = await self._require_store().vector_search(vector, limit, search_filter)
+        return [to_file_chunk(h) for h in hits]
+
+    async def keyword_search(self, query: str, limit: int, search_filter: dict) -> list[FileChunk]:
+        """BM25 over chunk text, filtered server-side."""
+        if not query or not query.strip() or limit <= 0:
+            return []
+        hits = await self._require_store().keyword_search(query.strip(), limit, search_filter)
+        return [to_file_chunk(h) for h in hits]
+
+    def hybrid_matches(self, vector_weight: float) -> bool:
+        """Whether `hybrid_search` fuses with this vector weight (the store's pipeline is built for one)."""
+        return 0.0 < vector_weight < 1.0 and abs(vector_weight - self.vector_weight) < 1e-9
+
+    async def hybrid_search(
+        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0
+    ) -> tuple[list[FileChunk], dict[str, Any]]:
+        """Up to `candidates` fused hits in one request where the server can fuse (else ReMe's RRF client-side).
+
+        Returns the hits and `{"vector", "keyword", "fusion"}` (branch hit counts are 0 when fused natively:
+        the server does not report them).
+        """
+        if not query or not query.strip() or candidates <= 0:
+            return [], {"vector": 0, "keyword": 0, "fusion": "none"}
+        vector = await self._query_vector(query)
+        result = await self._require_store().search(
+            query.strip(), vector, candidates, search_filter, candidate_multiplier=1, min_score=min_score
+        )
+        counts = {"vector": result.vector_hits, "keyword": result.keyword_hits, "fusion": result.fusion}
+        return [to_file_chunk(h) for h in result.hits], counts
+
+    # -- maintenance -------------------------------------------------------------------------------
+
+    async def optimize_index(self) -> None:
+        """Expunge deleted documents where they pile up (force-merge)."""
+        result = await self._require_store().optimize()
+        self.logger.info(f"{self.name}: optimize_index merged={result['merged']}")
+
+    async def require_embedding_rebuild(self) -> None:
+        """Disable vector reads and writes until `reindex('embedding')` rebuilds every vector."""
+        self._embedding_rebuild_pending = True
+        await self._cancel_backfill()
+
+    @BaseFileStore.serialized
+    async def reindex(self, scope: str) -> dict:
+        """Rebuild derived state without rescanning files: BM25 is server-side, so only vectors and tags."""
+        if scope not in _REINDEX_SCOPES:
+            raise ValueError(f"reindex scope must be one of: {', '.join(_REINDEX_SCOPES)}")
+        out: dict[str, Any] = {"scope": scope}
+        if scope in ("all", "bm25"):
+            stats = await self._require_store().stats()
+            out["bm25"] = {"indexed": stats["chunks"]["docs"], "scope": "bm25"}
+        if scope in ("all", "embedding"):
+            self._embedding_rebuild_pending = False
+            filled = await self.backfill_embeddings(rebuild=True)
+            out["embedding"] = {"indexed": filled["filled"], "scope": "embedding"}
+            if filled["missing"]:
+                raise RuntimeError(f"embedding reindex incomplete: {filled['missing']} chunks failed")
+        if scope in ("all", "tag"):
+            if not await self._rebuild_tag_index("explicit reindex"):
+                raise RuntimeError("tag index reindex failed")
+            out["tag"] = {"indexed": self.tag_index.n_files if self.tag_index_enabled else 0, "scope": "tag"}
+        return out if scope == "all" else out[scope]
+
+    async def resume_embedding(self, *, verified: bool = False, rebuild: bool = False) -> bool:
+        """Schedule a background pass that embeds stored chunks lacking vectors (all chunks if `rebuild`)."""
+        if self.embedding_store is None or self._closing:
+            return False
+        if verified:
+            self.embedding_store.is_healthy = True
+        if self._embedding_rebuild_pending and not rebuild:
+            return True
+        self._start_backfill(skip_health_check=verified, rebuild=rebuild)
+        return True
+
+    def _start_backfill(self, *, skip_health_check: bool = False, rebuild: bool = False) -> None:
+        if self._closing or not self._vectors_on() and not rebuild:
+            return
+        if self._backfill_task is not None and not self._backfill_task.done():
+            return
+        self._backfill_task = asyncio.create_task(
+            self.backfill_embeddings(skip_health_check=skip_health_check, rebuild=rebuild),
+            name=f"embedding-backfill:{self.name}",
+        )
+
+    async def wait_backfill(self) -> None:
+        """Wait for a scheduled embedding backfill to finish (tests, shutdown)."""
+        if self._backfill_task is not None:
+            await asyncio.shield(self._backfill_task)
+
+    async def _cancel_backfill(self) -> None:
+        task, self._backfill_task = self._backfill_task, None
+        if task is None:
+            return
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # noqa: BLE001
+            self.logger.exception(f"{self.name}: embedding backfill failed during shutdown")
+
+    async def backfill_embeddings(self, *, skip_health_check: bool = False, rebuild: bool = False) -> dict[str, int]:
+        """Embed stored chunks that have no vector (every chunk if `rebuild`), reading them from the index."""
+        if rebuild:
+            self._embedding_rebuild_pending = False
+        if not self._vectors_on():
+            return {"filled": 0, "missing": 0}
+        store = self._require_store()
+        embedding_store = self.embedding_store
+        filled = missing = 0
+        checked = skip_health_check
+        pages = self._all_chunks() if rebuild else store.chunks_without_vectors(batch=_EMBED_BATCH)
+        async for page in pages:
+            nodes = [FileChunk(id=c.id, path=c.path, text=c.text) for c in page if c.text]
+            if not nodes:
+                continue
+            if not checked:  # like the local store: ask the provider only when there is work
+                checked = True
+                if not await embedding_store.health_check():
+                    self.logger.warning(f"{self.name}: embedding backfill skipped: health check failed")
+                    return {"filled": 0, "missing": len(nodes)}
+            try:
+                await embedding_store.get_node_embeddings(nodes)
+            except Exception as e:  # noqa: BLE001
+                self._mark_embedding_unhealthy(f"backfill: {type(e).__name__}: {e}")
+                return {"filled": filled, "missing": missing + len(nodes)}
+            done = {(n.path, n.id): as_vector(n.embedding) for n in nodes if self._dim_matches(n.embedding)}
+            missing += len(nodes) - len(done)
+            filled += await self._write_vectors(done)
+        self.logger.info(f"{self.name}: embedding backfill complete: filled={filled}, missing={missing}")
+        return {"filled": filled, "missing": missing}
+
+    async def _all_chunks(self):
+        store = self._require_store()
+        files = await store.get_files(None)
+        for start in range(0, len(files), 64):
+            group = files[start : start + 64]
+            sources = await store.get_chunks({f.path: f.chunk_ids for f in group})
+            yield [Chunk(id=s["chunk_id"], path=s["path"], text=s.get("text", "")) for s in sources.values()]
+
+    @BaseFileStore.serialized
+    async def _write_vectors(self, vectors: dict[tuple[str, str], list[float]]) -> int:
+        """Write vectors onto chunks that still exist (an upsert may have replaced them meanwhile)."""
+        if not vectors:
+            return 0
+        store = self._require_store()
+        ids_by_path: dict[str, list[str]] = {}
+        for path, cid in vectors:
+            ids_by_path.setdefault(path, []).append(cid)
+        alive = await store.get_chunks(ids_by_path)
+        live = {key: vec for key, vec in vectors.items() if key[1] in alive}
+        if live:
+            await store.set_vectors(live)
+        return len(live)
+
+    # -- tag index (mirrors LocalFileStore: optional, never blocks the store) ----------------------
+
+    async def _rebuild_tag_index(self, reason: str) -> bool:
+        if not self.tag_index_enabled:
+            return True
+        tag_index = self.require_tag_index()
+        try:
+            await tag_index.rebuild(await self.get_nodes())
+        except Exception:  # noqa: BLE001
+            self.logger.exception(f"{self.name}: tag index rebuild failed during {reason}; keeping file store available")
+            tag_index.set_healthy(False)
+            return False
+        tag_index.set_healthy(True)
+        return True
+
+    async def _upsert_tag_nodes(self, nodes: list[FileNode]) -> None:
+        if not self.tag_index_enabled:
+            return
+        try:
+            await self.require_tag_index().upsert_nodes(nodes)
+        except Exception:  # noqa: BLE001
+            self.logger.exception(f"{self.name}: incremental tag index update failed; rebuilding")
+            await self._rebuild_tag_index("incremental update recovery")
+
+    async def _delete_tag_paths(self, paths: list[str]) -> None:
+        if not self.tag_index_enabled:
+            return
+        try:
+            await self.require_tag_index().delete(paths)
+        except Exception:  # noqa: BLE001
+            self.logger.exception(f"{self.name}: incremental tag index delete failed; rebuilding")
+            await self._rebuild_tag_index("incremental delete recovery")
+
+
+class _LinkGraph:
+    """What ReMe's move/delete jobs read as `file_store.file_graph`: the store's own link queries."""
+
+    def __init__(self, store: EsFileStore):
+        self._store = store
+
+    async def get_nodes(self, paths: list[str] | None = None) -> list[FileNode]:
+        """File nodes, as the store returns them."""
+        return await self._store.get_nodes(paths)
+
+    async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
+        """Outlinks, as the store returns them."""
+        return await self._store.get_outlinks(path, scope)
+
+    async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
+        """Inlinks, as the store returns them."""
+        return await self._store.get_inlinks(path, scope)
+
+    async def rebuild_links(self) -> None:
+        """No-op: links are resolved at query time."""
+
+
+class OpenSearchFileStore(EsFileStore):
+    """The file store on OpenSearch 2.x/3.x (k-NN plugin for vectors, neural-search for one-request hybrid)."""
+
+    engine = "opensearch"
+    flavour = "opensearch-2.19"
+
+
+class ElasticsearchFileStore(EsFileStore):
+    """The file store on Elasticsearch 9.x (hybrid fused client-side with ReMe's RRF)."""
+
+    engine = "elasticsearch"
+    flavour = "elasticsearch-9"
+
+
+__all__ = ["EsFileStore", "OpenSearchFileStore", "ElasticsearchFileStore", "default_index_prefix"]

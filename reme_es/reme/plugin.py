@@ -1,0 +1,51 @@
+"""The `reme-es` ReMe plugin (entry point `reme-es = "reme_es.reme.plugin:plugin"` in group `reme.plugins`).
+
+ReMe loads the entry point, calls it, and registers each backend under its class's component type:
+`file_store:opensearch`, `file_store:elasticsearch` and `step:es_search_step`.
+
+`config` holds application defaults, which ReMe places *below* the user's config. ReMe's default.yaml already
+sets `components.file_store.default.backend: local` and the `search` job's steps, so with default.yaml these
+defaults lose; a deployment selects the backend (and, for one-request hybrid, the search step) itself, see
+`reme_es/reme/README.md`. They take effect for configs that do not extend ReMe's default.yaml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PLUGIN_NAME = "reme-es"
+SEARCH_STEP = "es_search_step"
+
+
+def search_job_steps() -> list[dict[str, Any]]:
+    """The `search` job's steps with ReMe's default.yaml settings, answered by the reme-es step."""
+    return [
+        {
+            "backend": SEARCH_STEP,
+            "vector_weight": 0.7,
+            "candidate_multiplier": 5.0,
+            "expand_links": True,
+            "max_links_per_direction": 10,
+        }
+    ]
+
+
+def plugin():
+    """The plugin descriptor ReMe's PluginManager loads."""
+    from reme.plugin import Backend, Plugin
+
+    from .file_store import ElasticsearchFileStore, OpenSearchFileStore
+    from .search_step import EsSearchStep
+
+    return Plugin(
+        name=PLUGIN_NAME,
+        backends=(
+            Backend("opensearch", OpenSearchFileStore),
+            Backend("elasticsearch", ElasticsearchFileStore),
+            Backend(SEARCH_STEP, EsSearchStep),
+        ),
+        config={
+            "components": {"file_store": {"default": {"backend": "opensearch"}}},
+            "jobs": {"search": {"steps": search_job_steps()}},
+        },
+    )

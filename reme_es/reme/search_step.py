@@ -1,0 +1,168 @@
+"""ReMe's `search` step, answered by one hybrid request to the cluster where the server can fuse.
+
+Parameters, filters, tags, `min_score`, tool-context de-duplication, link expansion and the answer format are
+ReMe's `SearchStep`'s. Only retrieval differs: `EsFileStore.hybrid_search` returns the fused candidates. When
+the store is not an `EsFileStore`, or the call asks for a vector weight the store's pipeline was not built
+with (including 0 and 1), the step runs ReMe's own code path unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+
+from reme.steps.file_io import extract_daily_date
+from reme.steps.index._source_format import ALL_RETURNED_MESSAGE, NO_RESULTS_MESSAGE
+from reme.steps.index.search import SearchStep, _default_limit
+from reme.utils import expand_links, render_expansion_lines
+
+from .file_store import EsFileStore
+
+_RRF_K = 60
+_MAX_CANDIDATES = 200
+
+
+def normalize_date_filters(search_filter: dict, logger) -> None:
+    """Normalise `start_date`/`end_date` to YYYY-MM-DD in place, dropping invalid ones (as ReMe does)."""
+    for key in ("start_date", "end_date"):
+        raw = search_filter.get(key)
+        if raw is None:
+            continue
+        normalized = extract_daily_date(raw)
+        if normalized is None:
+            try:
+                normalized = datetime.datetime.strptime(str(raw).strip(), "%Y-%m-%d").date().isoformat()
+            except ValueError:
+                logger.warning(f"Ignoring invalid {key}={raw!r}; expected a valid YYYY-MM-DD date.")
+                del search_filter[key]
+                continue
+        search_filter[key] = normalized
+
+
+class EsSearchStep(SearchStep):
+    """ReMe's search step with retrieval and fusion done by the cluster (one request where supported)."""
+
+    def _vector_weight(self) -> float:
+        raw = self.context.get("vector_weight")
+        weight = None
+        if raw is not None:
+            try:
+                weight = float(raw)
+            except (TypeError, ValueError):
+                self.logger.warning(f"[{self.name}] non-numeric vector_weight={raw!r}; ignoring")
+        if weight is None:
+            weight = float(self.kwargs.get("vector_weight", 0.7))
+        return max(0.0, min(1.0, weight))
+
+    async def execute(self):
+        """Run the search; falls back to ReMe's SearchStep when the store cannot fuse this call natively."""
+        assert self.context is not None
+        store = self.file_store
+        if not isinstance(store, EsFileStore) or not store.hybrid_matches(self._vector_weight()):
+            return await super().execute()
+        response = self.context.response
+        response.metadata.pop("empty_result", None)
+        raw_query = self.context.get("query")
+        query = "" if raw_query is None else str(raw_query).strip()
+        limit = int(self.context.get("limit") or _default_limit())
+        min_score = float(self.context.get("min_score") or 0.0)
+        candidate_multiplier = float(self.kwargs.get("candidate_multiplier", 5.0))
+        expand_links_enabled = bool(self.kwargs.get("expand_links", True))
+        max_links_per_direction = int(self.kwargs.get("max_links_per_direction", 10))
+        tool_context_id = (self.context.get("tool_context_id", "") or "").strip()
+        strict_date_filter = bool(self.context.get("strict_date_filter") or self.kwargs.get("strict_date_filter", False))
+
+        if not query:
+            response.success = False
+            response.answer = "Error: query cannot be empty"
+            return response
+        assert limit > 0, f"limit must be positive, got {limit}"
+        if not await self._take_search_budget(tool_context_id):
+            return response
+
+        candidates = min(_MAX_CANDIDATES, max(1, int(limit * candidate_multiplier)))
+        search_filter = dict(self.context.get("search_filter", {}) or {})
+        for key in ("start_date", "end_date"):
+            value = self.context.get(key)
+            if value and key not in search_filter:
+                search_filter[key] = value
+        normalize_date_filters(search_filter, self.logger)
+        if strict_date_filter:
+            search_filter["strict_date_filter"] = True
+        search_filter, tag_meta, tag_error = await self._resolve_tag_filter(self.context.get("tags", []) or [], search_filter)
+        if tag_error is not None:
+            response.success = False
+            response.answer = tag_error
+            if tag_meta is not None:
+                response.metadata["tag_filter"] = tag_meta
+            return response
+
+        fused, counts = await store.hybrid_search(query, candidates, search_filter, min_score)
+        hybrid = counts["fusion"] in ("native", "client")
+        self.logger.info(
+            f"[{self.name}] query={query!r} candidates={candidates} fusion={counts['fusion']} hits={len(fused)}"
+        )
+        if min_score > 0.0 and hybrid and min_score > 1.0 / (_RRF_K + 1):
+            self.logger.warning(f"[{self.name}] min_score={min_score:g} is above what fused scores usually reach")
+
+        pre_dedup_count = len(fused)
+        dedup = None
+        if tool_context_id:
+            fused, dedup = self._dedupe_tool_context(fused, tool_context_id, limit)
+        else:
+            fused = fused[:limit]
+
+        unique_paths = list(dict.fromkeys(c.path for c in fused))
+        link_expansion = (
+            await expand_links(store, unique_paths, max_links_per_direction) if expand_links_enabled else {}
+        )
+        lines: list[str] = []
+        for c in fused:
+            lines.append(
+                f"========== {c.path}:{c.start_line}-{c.end_line} "
+                f"[{self._format_scores(c.scores, hybrid)}] ==========\n{c.text}"
+            )
+            lines.extend(render_expansion_lines(link_expansion.get(c.path, {})))
+        response.answer = "\n".join(lines)
+        if not fused:
+            response.metadata["empty_result"] = {
+                "reason": "all_returned" if pre_dedup_count else "no_results",
+                "message": ALL_RETURNED_MESSAGE if pre_dedup_count else NO_RESULTS_MESSAGE,
+            }
+        response.metadata["results"] = [c.model_dump(exclude_none=True, exclude={"embedding"}) for c in fused]
+        response.metadata["link_expansion"] = link_expansion
+        response.metadata["counts"] = {
+            "vector": counts["vector"],
+            "keyword": counts["keyword"],
+            "returned": len(fused),
+            "hybrid": hybrid,
+            "fusion": counts["fusion"],
+        }
+        if tag_meta is not None:
+            response.metadata["tag_filter"] = tag_meta
+        if dedup is not None:
+            response.metadata["dedup"] = dedup
+        return response
+
+    async def _take_search_budget(self, tool_context_id: str) -> bool:
+        """ReMe's per-tool-context search budget; False (with the error answer set) when it is spent."""
+        max_search_calls = self.context.get("max_search_calls")
+        if max_search_calls is None:
+            return True
+        if not tool_context_id or self.app_context is None:
+            raise ValueError("max_search_calls requires an application and tool_context_id")
+        maximum = int(max_search_calls)
+        if maximum < 1:
+            raise ValueError("max_search_calls must be positive")
+        budgets = self.app_context.metadata.setdefault("__search_call_budgets", {})
+        budget = budgets.setdefault(tool_context_id, {"count": 0, "lock": asyncio.Lock()})
+        async with budget["lock"]:
+            if budget["count"] >= maximum:
+                self.context.response.success = False
+                self.context.response.answer = f"Error: search call limit of {maximum} reached"
+                return False
+            budget["count"] += 1
+        return True
+
+
+__all__ = ["EsSearchStep"]
