@@ -1,0 +1,65 @@
+"""Session-wide test servers and per-test stores.
+
+Flavours under test: opensearch-2.19 and elasticsearch-9 always; opensearch-3 when REME_ES_TEST_OPENSEARCH3=1.
+Every store gets its own index prefix and is dropped afterwards, so tests never see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from contextlib import ExitStack
+
+import pytest
+
+from tests.containers.servers import Server, test_server
+
+FLAVOURS = ["opensearch-2.19", "elasticsearch-9"]
+if os.environ.get("REME_ES_TEST_OPENSEARCH3"):
+    FLAVOURS.append("opensearch-3")
+if os.environ.get("REME_ES_TEST_FLAVOURS"):
+    FLAVOURS = [f.strip() for f in os.environ["REME_ES_TEST_FLAVOURS"].split(",") if f.strip()]
+
+
+class _Servers:
+    """Starts each flavour on first use and keeps it for the session."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+        self._servers: dict[str, Server] = {}
+
+    def get(self, flavour: str) -> Server:
+        if flavour not in self._servers:
+            self._servers[flavour] = self._stack.enter_context(test_server(flavour))
+        return self._servers[flavour]
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@pytest.fixture(scope="session")
+def servers():
+    """Lazily started test servers, stopped at the end of the session."""
+    s = _Servers()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture(scope="session", params=FLAVOURS)
+def server(request, servers) -> Server:
+    """Each flavour under test in turn (tests using it run once per flavour)."""
+    return servers.get(request.param)
+
+
+@pytest.fixture(scope="session")
+def node_url(servers) -> str:
+    """URL of the default OpenSearch 2.19 test server."""
+    return servers.get("opensearch-2.19").url
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A fresh index prefix for one test."""
+    return f"t-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,88 @@
+"""Where the test servers come from, in order of preference:
+
+1. an external cluster: `REME_ES_TEST_HOSTS` (comma list) with `REME_ES_TEST_FLAVOUR` naming what it runs;
+2. testcontainers with the official image, when a Docker engine answers;
+3. the managed local node (`reme_es.server`), fetched from Maven Central and started as an unprivileged user.
+
+Each flavour is started once per test session and stopped at the end, failure or not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from reme_es.server import node
+from reme_es.server.flavours import get_flavour
+
+IMAGES = {
+    "opensearch-2.19": "opensearchproject/opensearch:2.19.1",
+    "opensearch-3": "opensearchproject/opensearch:3.5.0",
+    "elasticsearch-9": "docker.elastic.co/elasticsearch/elasticsearch:9.3.2",
+}
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running test server: its URL, flavour and where it came from."""
+
+    url: str
+    flavour: str
+    engine: str
+    source: str  # external | container | managed
+
+
+def _docker_available() -> bool:
+    if os.environ.get("REME_ES_TEST_NO_DOCKER"):
+        return False
+    try:
+        import docker  # testcontainers' dependency
+
+        docker.from_env(timeout=3).ping()
+    except Exception:  # noqa: BLE001 - any failure means no usable engine
+        return False
+    return True
+
+
+@contextmanager
+def _container(flavour: str) -> Iterator[Server]:
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import wait_for_logs
+
+    engine = get_flavour(flavour).engine
+    container = DockerContainer(IMAGES[flavour]).with_exposed_ports(9200).with_env("discovery.type", "single-node")
+    if engine == "opensearch":
+        container = container.with_env("DISABLE_SECURITY_PLUGIN", "true").with_env(
+            "OPENSEARCH_INITIAL_ADMIN_PASSWORD", "Reme-es-test-1"
+        )
+    else:
+        container = container.with_env("xpack.security.enabled", "false")
+    container = container.with_env(
+        "OPENSEARCH_JAVA_OPTS" if engine == "opensearch" else "ES_JAVA_OPTS", "-Xms512m -Xmx512m"
+    )
+    with container:
+        wait_for_logs(container, r"started|\"message\":\s*\"started", timeout=180)
+        url = f"http://{container.get_container_host_ip()}:{container.get_exposed_port(9200)}"
+        yield Server(url, flavour, engine, "container")
+
+
+@contextmanager
+def test_server(flavour: str) -> Iterator[Server]:
+    """Provide a server of `flavour` for the duration of the block."""
+    engine = get_flavour(flavour).engine
+    external = os.environ.get("REME_ES_TEST_HOSTS")
+    if external and os.environ.get("REME_ES_TEST_FLAVOUR", "opensearch-2.19") == flavour:
+        yield Server(external.split(",")[0].strip(), flavour, engine, "external")
+        return
+    if _docker_available():
+        with _container(flavour) as server:
+            yield server
+        return
+    name = f"test-{flavour}"
+    info = node.start(flavour, name=name, heap=os.environ.get("REME_ES_TEST_HEAP", "512m"))
+    try:
+        yield Server(info.url, flavour, engine, "managed")
+    finally:
+        node.stop(name)
