@@ -1,0 +1,190 @@
+"""Settings of the `reme-es` command line: YAML file < `REME_ES_*` environment variables < command-line flags.
+
+    hosts: [https://search.example:9200]     # none: the managed local node (`reme-es server start`)
+    engine: auto                             # auto | opensearch | elasticsearch
+    index_prefix: my-notes                   # default: workspace folder name + hash of its absolute path
+    username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
+    embedding: none                          # none | local (all-MiniLM-L6-v2, 384-d) | openai
+    dirs: [daily, digest, resource]
+    suffixes: [md, jsonl]
+
+Secrets are `SecretStr`: they never appear in `repr`, in `model_dump()` or in error messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from .adapters.base import ClientSettings
+from .errors import ConfigError
+from .store import validate_prefix
+
+CONFIG_NAME = "reme-es.yaml"
+ENV_PREFIX = "REME_ES_"
+
+
+def _split(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseModel):
+    """Everything the command line needs to reach a cluster and sync a workspace."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    hosts: list[str] = Field(default_factory=list)
+    engine: Literal["auto", "opensearch", "elasticsearch"] = "auto"
+    index_prefix: str | None = None
+    username: str | None = None
+    password: SecretStr | None = Field(default=None, exclude=True)
+    api_key: SecretStr | None = Field(default=None, exclude=True)
+    verify_certs: bool = True
+    ca_certs: str | None = None
+    timeout: float = Field(default=30.0, gt=0)
+    embedding: Literal["none", "local", "openai"] = "none"
+    embedding_model: str = "text-embedding-3-small"
+    embedding_base_url: str = "https://api.openai.com/v1"
+    embedding_api_key: SecretStr | None = Field(default=None, exclude=True)
+    dims: int | None = Field(default=None, gt=0, le=16000)
+    hybrid: Literal["auto", "native", "client"] = "auto"
+    vector_weight: float = Field(default=0.7, ge=0.0, le=1.0)
+    dirs: list[str] = Field(default_factory=lambda: ["daily", "digest", "resource"])
+    suffixes: list[str] = Field(default_factory=lambda: ["md", "jsonl"])
+    max_file_mb: float = Field(default=20.0, gt=0)
+    chunk_chars: int = Field(default=1500, ge=200)
+    batch_files: int = Field(default=200, ge=1)
+    flavour: Literal["opensearch-2.19", "opensearch-3", "elasticsearch-9"] = "opensearch-2.19"
+
+    @field_validator("hosts", "dirs", "suffixes", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return _split(value)
+
+    @field_validator("hosts")
+    @classmethod
+    def _check_hosts(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if not re.match(r"^https?://[^/\s]+", host):
+                raise ValueError(f"host {host!r} must be a URL like http://127.0.0.1:9200")
+        return value
+
+    @field_validator("suffixes")
+    @classmethod
+    def _check_suffixes(cls, value: list[str]) -> list[str]:
+        out = [s.lower().lstrip(".") for s in value]
+        unknown = sorted(set(out) - {"md", "jsonl"})
+        if unknown:
+            raise ValueError(f"suffixes must be md and/or jsonl, got {', '.join(unknown)}")
+        return out
+
+    @field_validator("dirs")
+    @classmethod
+    def _check_dirs(cls, value: list[str]) -> list[str]:
+        for d in value:
+            if Path(d).is_absolute() or ".." in Path(d).parts:
+                raise ValueError(f"dir {d!r} must be a folder inside the workspace")
+        return [d.strip("/") or "." for d in value]
+
+    @field_validator("index_prefix")
+    @classmethod
+    def _check_prefix(cls, value: str | None) -> str | None:
+        if value is not None:
+            validate_prefix(value)
+        return value
+
+    def client_settings(self) -> ClientSettings:
+        """Connection settings for a dialect (secrets unwrapped only here)."""
+        return ClientSettings(
+            hosts=self.hosts,
+            username=self.username,
+            password=self.password.get_secret_value() if self.password else None,
+            api_key=self.api_key.get_secret_value() if self.api_key else None,
+            verify_certs=self.verify_certs,
+            ca_certs=self.ca_certs,
+            timeout=self.timeout,
+        )
+
+
+def default_prefix(workspace: Path) -> str:
+    """`<folder name>-<8 hex of the absolute path>`: two workspaces never share indices."""
+    root = workspace.expanduser().resolve()
+    name = re.sub(r"[^a-z0-9_-]+", "-", root.name.lower()).strip("-_")[:40] or "workspace"
+    return f"{name}-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "settings"
+        msg = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {msg}")
+    return f"invalid settings ({source}): " + "; ".join(problems)
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"config file {where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def _from_env(environ: dict[str, str]) -> dict:
+    out = {}
+    for name in Settings.model_fields:
+        key = ENV_PREFIX + name.upper()
+        if key in environ:
+            out[name] = environ[key]
+    return out
+
+
+def load_settings(
+    workspace: Path | None = None,
+    config_file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Merge the YAML file, the environment and explicit overrides (None values ignored), then validate."""
+    environ = os.environ if environ is None else environ
+    merged: dict[str, Any] = {}
+    sources = []
+    if config_file is None and workspace is not None and (workspace / CONFIG_NAME).is_file():
+        config_file = workspace / CONFIG_NAME
+    if config_file is not None:
+        merged.update(_read_yaml(Path(config_file)))
+        sources.append(str(config_file))
+    env = _from_env(environ)
+    if env:
+        sources.append("environment " + ", ".join(ENV_PREFIX + k.upper() for k in env))
+    merged.update(env)
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if flags:
+        sources.append("command line")
+    merged.update(flags)
+    try:
+        settings = Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, ", ".join(sources) or "defaults")) from None
+    except ConfigError as exc:
+        raise ConfigError(f"invalid settings ({', '.join(sources) or 'defaults'}): {exc}") from None
+    if settings.index_prefix is None and workspace is not None:
+        settings.index_prefix = default_prefix(workspace)
+    return settings
+
+
+__all__ = ["Settings", "load_settings", "default_prefix", "CONFIG_NAME"]

@@ -1,0 +1,92 @@
+"""Embedders for the command line: none, local (all-MiniLM-L6-v2, offline) or an OpenAI-compatible API."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Protocol
+
+from ..errors import ConfigError, ReMeESError
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of `dimensions` floats."""
+
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text."""
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible `/embeddings` endpoint (key from the settings or OPENAI_API_KEY)."""
+
+    def __init__(self, model: str, base_url: str, api_key: str | None, dimensions: int | None, batch_size: int = 256):
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigError("embedding: openai needs an API key: set REME_ES_EMBEDDING_API_KEY or OPENAI_API_KEY")
+        self._key = key
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.dimensions = dimensions or 1536
+        self.batch_size = batch_size
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, dimensions={self.dimensions})"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed in batches; raises ReMeESError with the server's reason on failure."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            body = {"model": self.model, "input": [t or " " for t in texts[start : start + self.batch_size]]}
+            if self.dimensions:
+                body["dimensions"] = self.dimensions
+            req = urllib.request.Request(
+                f"{self.base_url}/embeddings",
+                data=json.dumps(body).encode(),
+                headers={"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(req, timeout=60) as resp:
+                    data = json.loads(resp.read())["data"]
+            except urllib.error.HTTPError as exc:
+                raise ReMeESError(f"embedding request failed with {exc.code}: {exc.read()[:300]!r}") from None
+            except (OSError, ValueError, KeyError) as exc:
+                raise ReMeESError(f"embedding request to {self.base_url} failed: {exc}") from None
+            out.extend(item["embedding"] for item in sorted(data, key=lambda d: d["index"]))
+        return out
+
+
+class _CheckedLocal:
+    """LocalMiniLM whose missing-file errors become a ConfigError with the install hint."""
+
+    dimensions = 384
+
+    def __init__(self) -> None:
+        from ..embeddings import LocalMiniLM
+
+        self._model = LocalMiniLM()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        try:
+            return self._model.embed(texts)
+        except (FileNotFoundError, ImportError) as exc:
+            raise ConfigError(f"embedding: local is not usable: {exc}") from None
+
+
+def make_embedder(kind: str, model: str = "", base_url: str = "", api_key: str | None = None,
+                  dims: int | None = None) -> Embedder | None:
+    """The embedder for a settings value (`none` gives None)."""
+    if kind == "none":
+        return None
+    if kind == "local":
+        if dims and dims != 384:
+            raise ConfigError(f"embedding: local gives 384-d vectors, but dims is {dims}")
+        embedder = _CheckedLocal()
+        embedder.embed(["probe"])  # fail now, not in the middle of a sync
+        return embedder
+    if kind == "openai":
+        return OpenAIEmbedder(model, base_url, api_key, dims)
+    raise ConfigError(f"embedding must be none, local or openai, got {kind!r}")

@@ -1,0 +1,174 @@
+"""Walk a workspace, read its files safely and diff their mtimes against what the store holds.
+
+Symlinks are followed only when they resolve inside the workspace, and each real folder is walked once
+(loops and duplicate links are reported and skipped). Real folders are walked before linked ones, so a file
+is indexed under its own path rather than a link's. Hidden entries (`.name`) are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .jsonl import chunk_jsonl
+from .markdown import Parsed, Warn, chunk_markdown
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """A candidate file: workspace-relative POSIX path, absolute path, mtime and size at scan time."""
+
+    path: str
+    abs: Path
+    st_mtime: float
+    size: int
+
+
+@dataclass
+class Changes:
+    """What a sync has to do: files to add, modify and delete, plus what it leaves alone."""
+
+    added: list[LocalFile] = field(default_factory=list)
+    modified: list[LocalFile] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)  # path -> reason (too large, unreadable, binary)
+
+    @property
+    def count(self) -> int:
+        """Number of files to write or delete."""
+        return len(self.added) + len(self.modified) + len(self.deleted)
+
+
+def in_scope(path: str, dirs: Iterable[str], suffixes: Iterable[str]) -> bool:
+    """Whether a workspace-relative path belongs to the synced dirs and suffixes."""
+    if not any(path.endswith("." + s) for s in suffixes):
+        return False
+    return any(d == "." or path.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def walk(root: Path, dirs: list[str], suffixes: list[str], max_bytes: int, warn: Warn) -> tuple[dict, dict]:
+    """Files under the workspace dirs with a wanted suffix -> (files by path, skipped path -> reason)."""
+    root = root.resolve()
+    found: dict[str, LocalFile] = {}
+    skipped: dict[str, str] = {}
+    seen: set[Path] = set()
+    linked: list[tuple[Path, str]] = []  # symlinked folders, walked after every real one
+    wanted = tuple("." + s for s in suffixes)
+
+    def outside(entry: Path, rel: str) -> bool:
+        target = entry.resolve()
+        if not target.is_relative_to(root):
+            warn(f"{rel}: symlink to {target} points outside the workspace; skipped")
+            return True
+        if not target.exists():
+            warn(f"{rel}: broken symlink; skipped")
+            return True
+        return False
+
+    def visit(folder: Path, rel: str) -> None:
+        real = folder.resolve()
+        if real in seen:
+            warn(f"{rel or '.'}: folder already walked (symlink loop or duplicate link); skipped")
+            return
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            warn(f"{rel or '.'}: cannot list folder ({exc.strerror}); skipped")
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                is_link = entry.is_symlink()
+                if is_link and outside(Path(entry.path), path):
+                    continue
+                if entry.is_dir():
+                    if is_link:
+                        linked.append((Path(entry.path), path))
+                    else:
+                        visit(Path(entry.path), path)
+                    continue
+                if not entry.name.endswith(wanted) or not entry.is_file():
+                    continue
+                st = entry.stat()
+            except OSError as exc:
+                warn(f"{path}: cannot read ({exc.strerror}); skipped")
+                skipped[path] = f"unreadable: {exc.strerror}"
+                continue
+            if st.st_size > max_bytes:
+                warn(f"{path}: {st.st_size / MB:.1f} MB is over the {max_bytes / MB:g} MB limit; skipped")
+                skipped[path] = "too large"
+                continue
+            found[path] = LocalFile(path, Path(entry.path), st.st_mtime, st.st_size)
+
+    for d in dirs:
+        base = root if d == "." else root / d
+        rel = "" if d == "." else d
+        if base.is_symlink() and outside(base, rel):
+            continue
+        if base.is_dir():
+            visit(base, rel)
+    while linked:
+        folder, rel = linked.pop(0)
+        visit(folder, rel)
+    return found, skipped
+
+
+def diff(
+    local: dict[str, LocalFile],
+    stored: dict[str, float],
+    dirs: list[str],
+    suffixes: list[str],
+    full: bool = False,
+    skipped: dict[str, float] | None = None,
+) -> Changes:
+    """Compare local mtimes with stored ones (`stored` path -> st_mtime); only in-scope stored paths are deleted.
+
+    `skipped` holds files skipped earlier (binary) by path -> mtime: unchanged ones are not read again.
+    """
+    changes = Changes()
+    skipped = skipped or {}
+    for path, file in local.items():
+        have = stored.get(path)
+        if have is None:
+            if not full and skipped.get(path) == file.st_mtime:
+                changes.skipped[path] = "skipped before, unchanged"
+            else:
+                changes.added.append(file)
+        elif full or have != file.st_mtime:
+            changes.modified.append(file)
+        else:
+            changes.unchanged += 1
+    changes.deleted = sorted(p for p in stored if p not in local and in_scope(p, dirs, suffixes))
+    return changes
+
+
+def read_text(file: LocalFile, warn: Warn) -> tuple[str, os.stat_result] | None:
+    """The file's text and its stat taken before reading (a write during the read shows at the next scan);
+    None for binary files (a NUL byte). Invalid UTF-8 is replaced with U+FFFD and reported."""
+    st = file.abs.stat()
+    data = file.abs.read_bytes()
+    if b"\x00" in data:
+        warn(f"{file.path}: binary content (NUL byte); skipped")
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        warn(f"{file.path}:{line}: invalid UTF-8 (byte {exc.start}); undecodable bytes replaced with U+FFFD")
+        text = data.decode("utf-8", errors="replace")
+    return text.removeprefix("\ufeff"), st
+
+
+def parse(path: str, text: str, warn: Warn, max_chars: int = 1500) -> Parsed:
+    """Chunk a file by its suffix."""
+    if path.endswith(".jsonl"):
+        return chunk_jsonl(path, text, warn, max_chars)
+    return chunk_markdown(path, text, warn, max_chars)
