@@ -1,0 +1,78 @@
+"""Request bodies are pure functions: compared with golden JSON, no server involved.
+
+Regenerate a golden file deliberately with REME_ES_UPDATE_GOLDEN=1 and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reme_es.adapters.base import ClientSettings, filter_clauses, keyword_body
+from reme_es.adapters.elasticsearch import ElasticsearchDialect
+from reme_es.adapters.opensearch import OpenSearchDialect
+from reme_es.models import Capabilities, SearchFilter
+from reme_es.templates import IndexOptions, render_index
+
+GOLDEN = Path(__file__).parent / "golden"
+SETTINGS = ClientSettings(hosts=["http://127.0.0.1:9200"])
+FILTER = SearchFilter.parse(
+    {"path_prefix": "daily/", "start_date": "2026-05-01", "end_date": "2026-05-31", "tag": ["a", 2], "kind": None}
+)
+
+
+def check(name: str, body: dict) -> None:
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("REME_ES_UPDATE_GOLDEN"):
+        path.write_text(json.dumps(body, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    assert body == json.loads(path.read_text())
+
+
+def test_filter_clauses():
+    check("filter_clauses", {"filter": filter_clauses(FILTER)})
+
+
+def test_keyword_body_uses_match_never_query_string():
+    body = keyword_body("title:* OR (x", 10, FILTER)
+    assert "query_string" not in json.dumps(body)
+    check("keyword_body", body)
+
+
+@pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
+def test_knn_body_puts_the_filter_inside_the_knn_clause(dialect):
+    body = dialect(SETTINGS).knn_body([0.5, 0.5], 5, FILTER)
+    check(f"knn_body_{dialect.engine}", body)
+
+
+def test_opensearch_hybrid_body():
+    check("hybrid_body_opensearch", OpenSearchDialect(SETTINGS).hybrid_body("orbital", [0.1, 0.2], 50, FILTER))
+
+
+@pytest.mark.parametrize("kind,weighted", [("minmax", False), ("rrf", False), ("rrf", True)])
+def test_pipeline_bodies(kind, weighted):
+    dialect = OpenSearchDialect(SETTINGS)
+    dialect.rrf_weights = weighted
+    check(f"pipeline_{kind}{'_weighted' if weighted else ''}", dialect.pipeline_body(kind, 0.7))
+
+
+@pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
+def test_chunks_index_body(dialect):
+    caps = Capabilities(engine=dialect.engine, version="9.9.9", english_analyzer=True, cjk_analyzer=True)
+    check(f"chunks_index_{dialect.engine}", render_index("chunks", dialect(SETTINGS), caps, IndexOptions(dims=384)))
+
+
+def test_missing_analyzers_fall_back_to_standard_and_are_recorded():
+    caps = Capabilities(engine="elasticsearch", version="9.3.2")
+    body = render_index("chunks", ElasticsearchDialect(SETTINGS), caps, IndexOptions())
+    assert body["settings"]["analysis"]["analyzer"] == {"reme_text": {"type": "standard"}, "reme_cjk": {"type": "standard"}}
+    assert body["mappings"]["_meta"]["reme_es"]["analyzers"] == {"reme_text": "english -> standard", "reme_cjk": "cjk -> standard"}
+    assert "embedding" not in body["mappings"]["properties"]
+
+
+def test_empty_path_list_matches_nothing_and_strict_dates_drop_undated():
+    assert filter_clauses(SearchFilter.parse({"paths": []})) == [{"match_none": {}}]
+    strict = filter_clauses(SearchFilter.parse({"start_date": "2026-05-18", "strict_date_filter": True}))
+    assert strict == [{"range": {"date": {"gte": "2026-05-18"}}}]

@@ -1,0 +1,70 @@
+"""Pure parts of the managed-node launcher: flavours, JVM option rewriting, Java discovery, port checks."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from reme_es.errors import ConfigError, ServerError
+from reme_es.server import node
+from reme_es.server.flavours import FLAVOURS, get_flavour
+
+
+def test_flavours_pair_plugin_versions_with_the_server():
+    for flavour in FLAVOURS.values():
+        for plugin in flavour.plugins:
+            assert plugin.version.startswith(flavour.version + "."), (flavour.name, plugin)
+    assert {m.name for m in get_flavour("opensearch-2.19").modules} == {"lang-painless", "analysis-common"}
+    with pytest.raises(ConfigError, match="opensearch-2.19"):
+        get_flavour("solr")
+
+
+def test_jvm_paths_point_into_the_node_folder(tmp_path):
+    options = (
+        "-XX:HeapDumpPath=data\n-XX:ErrorFile=logs/hs_err_pid%p.log\n"
+        "9-:-Xlog:gc*:file=logs/gc.log:utctime\n21-:-javaagent:agent/opensearch-agent.jar\n-Xlog:gc*:file=gc.log:x\n"
+    )
+    out = node._absolute_jvm_paths(options, tmp_path, Path("/opt/os"))
+    assert f"-XX:HeapDumpPath={tmp_path}/data" in out
+    assert f"-XX:ErrorFile={tmp_path}/logs/hs_err_pid%p.log" in out
+    assert f"file={tmp_path}/logs/gc.log:utctime" in out and f"file={tmp_path}/logs/gc.log:x" in out
+    assert "-javaagent:/opt/os/agent/opensearch-agent.jar" in out
+
+
+def _fake_jdk(root: Path, name: str, version: str) -> Path:
+    home = root / name
+    (home / "bin").mkdir(parents=True)
+    (home / "release").write_text(f'JAVA_VERSION="{version}"\n')
+    return home
+
+
+def test_find_java_picks_the_lowest_fitting_jdk(tmp_path, monkeypatch):
+    _fake_jdk(tmp_path, "jdk17", "17.0.15")
+    jdk25 = _fake_jdk(tmp_path, "jdk25", "25.0.1")
+    monkeypatch.setenv("REME_ES_JAVA_HOME", str(jdk25))
+    assert node.find_java(21) == (jdk25.resolve(), 25)
+    with pytest.raises(ServerError, match="Java 11..23"):
+        node.find_java(11, 23)
+    monkeypatch.setenv("REME_ES_JAVA_HOME", str(tmp_path / "jdk17"))
+    with pytest.raises(ServerError, match="Java 21"):
+        node.find_java(21)
+
+
+def test_taken_port_is_refused_before_anything_starts(tmp_path, monkeypatch):
+    monkeypatch.setenv("REME_ES_HOME", str(tmp_path))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        monkeypatch.setattr(node, "install", lambda flavour: tmp_path / "never")
+        monkeypatch.setattr(node, "find_java", lambda *a: (tmp_path, 17))
+        with pytest.raises(ServerError, match=f"port {port}"):
+            node.start("opensearch-2.19", name="porttest", http_port=port)
+    assert not (tmp_path / "nodes" / "porttest").exists()
+
+
+def test_status_of_a_node_never_started(tmp_path, monkeypatch):
+    monkeypatch.setenv("REME_ES_HOME", str(tmp_path))
+    assert node.status("nobody") == {"name": "nobody", "running": False, "reason": "never started"}

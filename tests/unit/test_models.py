@@ -1,0 +1,63 @@
+"""Filters, dates, ids and prefixes: pure parsing and validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from reme_es.errors import ConfigError, InvalidFilter
+from reme_es.models import SearchFilter, date_from_path, doc_id
+from reme_es.store import validate_prefix
+
+
+@pytest.mark.parametrize(
+    ("path", "date"),
+    [
+        ("daily/2026-05-18.md", "2026-05-18"),
+        ("daily/2026-05-18/notes.md", "2026-05-18"),
+        ("resource/2026-06-06/report.pdf", "2026-06-06"),
+        ("daily/2026-05-18.txt", None),
+        ("daily/2026-02-30.md", None),
+        ("2026-05-18.md", None),
+        ("digest/indexing.md", None),
+    ],
+)
+def test_date_from_path_follows_reme(path, date):
+    assert date_from_path(path) == date
+
+
+def test_filter_parse_collects_reme_keys():
+    f = SearchFilter.parse(
+        {"path": "a.md", "paths": ["b.md"], "prefix": "daily/", "path_prefixes": ["digest/"], "start_date": "2026-05-01",
+         "strict_date_filter": 1, "metadata": {"kind": "note"}, "tag": ["x", "y"]}
+    )
+    assert f.paths == ["a.md", "b.md"]
+    assert f.prefixes == ["daily/", "digest/"]
+    assert (f.start_date, f.end_date, f.strict_date) == ("2026-05-01", None, True)
+    assert f.metadata == {"kind": ["note"], "tag": ["x", "y"]}
+    assert SearchFilter.parse(None).empty and SearchFilter.parse({}).empty
+    assert not SearchFilter.parse({"paths": []}).empty
+
+
+@pytest.mark.parametrize(
+    "raw", [[1], {"metadata": []}, {"start_date": "yesterday"}, {"k": {"a": 1}}, {"k": [[1]]}, {"": 1}, {"path": 3}]
+)
+def test_bad_filters_are_named(raw):
+    with pytest.raises(InvalidFilter):
+        SearchFilter.parse(raw)
+
+
+def test_long_ids_are_hashed_short_ids_kept():
+    assert doc_id("digest/a.md") == "digest/a.md"
+    long = "x/" + "é" * 300
+    assert doc_id(long).startswith("sha256:") and len(doc_id(long)) == 71
+    assert doc_id(long) == doc_id(long)
+
+
+@pytest.mark.parametrize("bad", ["", "*", "_all", "a,b", "a..b", "Upper", "x" * 201, "-lead", "a b", "a/b"])
+def test_dangerous_prefixes_are_refused(bad):
+    with pytest.raises(ConfigError):
+        validate_prefix(bad)
+
+
+def test_good_prefix():
+    assert validate_prefix("reme-es_ws-1a2b") == "reme-es_ws-1a2b"
