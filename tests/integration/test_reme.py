@@ -41,12 +41,15 @@ class HashAsEmbedding(BaseAsEmbedding):
     """Hashed bag of words, L2-normalised: deterministic, offline; counts the texts it embeds."""
 
     texts: list[str] = []
+    fail = False
 
     def initialize_model(self) -> None:
         """Nothing to construct."""
 
     async def __call__(self, inputs, **kwargs):
         """Embed each input."""
+        if HashAsEmbedding.fail:
+            raise RuntimeError("embedding provider is down")
         out = []
         for text in inputs:
             HashAsEmbedding.texts.append(str(text))
@@ -396,3 +399,44 @@ async def test_reme_application_on_opensearch_matches_local(node_url, es_prefix,
                 assert mine[key] == pytest.approx(theirs[key], abs=2e-3), (stage, key)
                 continue
             assert mine[key] == theirs[key], (stage, key)
+
+
+async def test_embedding_failure_keeps_keyword_search_and_backfills_from_the_index(node_url, es_prefix, tmp_path):
+    ws = tmp_path / "ws"
+    write_workspace(ws)
+    cfg = app_config(ws, "opensearch", node_url, es_prefix)
+    cfg["components"]["embedding_store"]["default"]["max_retries"] = 1
+    HashAsEmbedding.texts = []
+    HashAsEmbedding.fail = True
+    app = make_app(cfg)
+    await app.start()
+    try:
+        fs = app.context.components["file_store"]["default"]
+        indexed = await app.run_job("index_once")
+        assert indexed.success, indexed.answer
+        assert indexed.metadata["counts"] == {"added": 6, "modified": 0, "deleted": 0}
+        assert fs.embedding_store.is_healthy is False
+        missing = [c.id async for page in fs.store.chunks_without_vectors() for c in page]
+        assert len(missing) == 9  # every chunk stored, none with a vector
+
+        resp = await app.run_job("search", query="kibana", limit=20)
+        assert resp.success, resp.answer
+        assert resp.metadata["counts"] == {"vector": 0, "keyword": 3, "returned": 3, "hybrid": False}
+        assert sorted(r["path"] for r in resp.metadata["results"]) == [
+            "daily/2026-05-20/retro.md",
+            "daily/2026-06-02.md",
+            "resource/2026-05-19/events.jsonl",
+        ]
+
+        # The provider recovers: the backfill reads the chunks from the index and embeds each once.
+        HashAsEmbedding.fail = False
+        assert await fs.resume_embedding(verified=True) is True
+        await fs.wait_backfill()
+        assert fs.embedding_store.is_healthy is True
+        assert len(HashAsEmbedding.texts) == 9
+        assert [c.id async for page in fs.store.chunks_without_vectors() for c in page] == []
+        resp = await app.run_job("search", query="kibana", limit=20)
+        assert resp.metadata["counts"] == {"vector": 9, "keyword": 3, "returned": 9, "hybrid": True}
+    finally:
+        HashAsEmbedding.fail = False
+        await app.close()

@@ -1,0 +1,67 @@
+"""The ReMe <-> reme-es conversions of the file store, without a server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("reme.schema", reason="ReMe is not installed: pip install 'reme-es[reme]'")
+
+import numpy as np  # noqa: E402
+from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode  # noqa: E402
+
+from reme_es.models import Hit  # noqa: E402
+from reme_es.reme.file_store import (  # noqa: E402
+    as_vector,
+    default_index_prefix,
+    to_chunk,
+    to_file_chunk,
+    to_file_doc,
+    to_file_node,
+)
+from reme_es.store import validate_prefix  # noqa: E402
+
+
+def test_node_round_trip_keeps_mtime_links_anchors_and_front_matter():
+    node = FileNode(
+        path="daily/2026-05-18/a.md",
+        st_mtime=1779091200.123456789,
+        links=[
+            FileLink(source_path="daily/2026-05-18/a.md", target_path="digest/x.md", target_anchor="Plan"),
+            FileLink(source_path="daily/2026-05-18/a.md", target_path="digest/missing.md"),
+        ],
+        front_matter=FileFrontMatter(name="a", description="d", memory_tags=["t1"], extra={"k": 1}),
+    )
+    chunks = [FileChunk(path=node.path, start_line=1, end_line=3, text="hi").set_hash_id()]
+    doc = to_file_doc(node, chunks)
+    assert doc.chunk_ids == [chunks[0].id]
+    assert [(x.target, x.anchor) for x in doc.links] == [("digest/x.md", "Plan"), ("digest/missing.md", "")]
+    back = to_file_node(doc)
+    assert back.st_mtime == node.st_mtime
+    assert back.links == node.links
+    assert back.front_matter.model_dump() == node.front_matter.model_dump()
+    assert back.chunk_ids == [chunks[0].id]
+
+
+def test_chunk_conversion_and_hit_scores():
+    chunk = FileChunk(path="digest/x.md", start_line=2, end_line=4, text="body", metadata={"k": "v"}).set_hash_id()
+    chunk.embedding = np.array([0.5, -0.25], dtype=np.float16)
+    vector = as_vector(chunk.embedding)
+    assert vector == [0.5, -0.25]
+    stored = to_chunk(chunk, vector)
+    assert (stored.id, stored.path, stored.start_line, stored.end_line, stored.metadata) == (
+        chunk.id, "digest/x.md", 2, 4, {"k": "v"}
+    )
+    hit = to_file_chunk(Hit(chunk=stored.model_copy(update={"embedding": None}), scores={"keyword": 1.5, "score": 1.5}))
+    assert hit.scores == {"keyword": 1.5, "score": 1.5}
+    assert hit.embedding is None and hit.id == chunk.id and hit.text == "body"
+
+
+def test_default_prefix_is_valid_and_differs_per_workspace(tmp_path: Path):
+    a = default_index_prefix(tmp_path / "My Workspace")
+    b = default_index_prefix(tmp_path / "other" / "My Workspace")
+    assert a != b
+    assert a.startswith("reme-my-workspace-")
+    assert validate_prefix(a) == a and validate_prefix(b) == b
+    assert default_index_prefix(tmp_path / "My Workspace") == a
