@@ -221,7 +221,9 @@ def _make_traversable(path: Path) -> None:
     subprocess.run(["chmod", "-R", "o+rX", str(path)], check=True)
 
 
-def _node_settings(flavour: Flavour, folder: Path, http_port: int, transport_port: int) -> str:
+def _node_settings(
+    flavour: Flavour, folder: Path, http_port: int, transport_port: int, extra: dict | None = None
+) -> str:
     settings = {
         "cluster.name": f"reme-es-{folder.name}",
         "node.name": folder.name,
@@ -235,6 +237,7 @@ def _node_settings(flavour: Flavour, folder: Path, http_port: int, transport_por
     }
     if flavour.engine == "elasticsearch":
         settings["xpack.security.enabled"] = False
+    settings.update(extra or {})
     return "".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items())
 
 
@@ -296,8 +299,12 @@ def start(
     http_port: int | None = None,
     heap: str = "512m",
     timeout: float = 180.0,
+    settings: dict | None = None,
 ) -> NodeInfo:
-    """Install if needed, configure and start a node, and wait until it reports yellow health."""
+    """Install if needed, configure and start a node, and wait until it reports yellow health.
+
+    `settings` are extra node settings (e.g. `thread_pool.write.queue_size`) written to the node's config.
+    """
     flavour = get_flavour(flavour_name)
     current = read_node(name)
     if current and _alive(current.pid):
@@ -317,7 +324,7 @@ def start(
     for sub in ("data", "logs", "tmp"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     conf_name = "opensearch.yml" if flavour.engine == "opensearch" else "elasticsearch.yml"
-    (folder / "config" / conf_name).write_text(_node_settings(flavour, folder, http_port, transport_port))
+    (folder / "config" / conf_name).write_text(_node_settings(flavour, folder, http_port, transport_port, settings))
     jvm_options = folder / "config" / "jvm.options"
     jvm_options.write_text(_absolute_jvm_paths(jvm_options.read_text(), folder, home))
 
