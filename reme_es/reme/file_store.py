@@ -563,7 +563,7 @@ class EsFileStore(BaseFileStore):
         try:
             await tag_index.rebuild(await self.get_nodes())
         except Exception:  # noqa: BLE001
-            self.logger.exception(f"{self.name}: tag index rebuild failed during {reason}; keeping file store available")
+            self.logger.exception(f"{self.name}: tag index rebuild failed during {reason}; file store stays available")
             tag_index.set_healthy(False)
             return False
         tag_index.set_healthy(True)

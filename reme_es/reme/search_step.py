@@ -70,7 +70,9 @@ class EsSearchStep(SearchStep):
         expand_links_enabled = bool(self.kwargs.get("expand_links", True))
         max_links_per_direction = int(self.kwargs.get("max_links_per_direction", 10))
         tool_context_id = (self.context.get("tool_context_id", "") or "").strip()
-        strict_date_filter = bool(self.context.get("strict_date_filter") or self.kwargs.get("strict_date_filter", False))
+        strict_date_filter = bool(
+            self.context.get("strict_date_filter") or self.kwargs.get("strict_date_filter", False)
+        )
 
         if not query:
             response.success = False
@@ -89,7 +91,8 @@ class EsSearchStep(SearchStep):
         normalize_date_filters(search_filter, self.logger)
         if strict_date_filter:
             search_filter["strict_date_filter"] = True
-        search_filter, tag_meta, tag_error = await self._resolve_tag_filter(self.context.get("tags", []) or [], search_filter)
+        raw_tags = self.context.get("tags", []) or []
+        search_filter, tag_meta, tag_error = await self._resolve_tag_filter(raw_tags, search_filter)
         if tag_error is not None:
             response.success = False
             response.answer = tag_error

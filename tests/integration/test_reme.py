@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import textwrap
 from pathlib import Path
 
@@ -133,7 +132,9 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
         "backend": "base",
         "watch_dirs": ["daily_dir", "digest_dir", "resource_dir"],
         "watch_suffixes": ["md", "jsonl"],
-        "steps": [{"backend": "init_changes_step", "monitor_type": "file_store", "dispatch_steps": ["update_index_step"]}],
+        "steps": [
+            {"backend": "init_changes_step", "monitor_type": "file_store", "dispatch_steps": ["update_index_step"]}
+        ],
     }
     if backend != "local":
         # The same job answered by the reme-es step (one hybrid request); `search` keeps ReMe's search_step.
