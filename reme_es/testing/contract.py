@@ -411,6 +411,19 @@ class HybridContract:
         assert _ids(native.hits) == _ids(client.hits)
         assert [round(h.score, 6) for h in native.hits] == [round(2 * h.score, 6) for h in client.hits]
 
+    async def test_a_response_that_bypassed_the_pipeline_fails_loudly(self, store_factory):
+        from ..errors import RequestFailed
+
+        store = await self._hybrid_corpus(store_factory)
+        if not store.native_hybrid_available():
+            pytest.skip(f"{store.caps.engine} {store.caps.version} has no native hybrid")
+        # Replace the pipeline with one that has no fusion processor: the server then returns raw sub-query scores.
+        await store.dialect.request("PUT", f"/_search/pipeline/{store.pipeline_name()}", {"description": "bare"})
+        with pytest.raises(RequestFailed, match="did not go through"):
+            await store.search("orbital mechanics", unit_vector(1), 5)
+        await store.ensure_pipeline()
+        assert (await store.search("orbital mechanics", unit_vector(1), 5)).fusion == "native"
+
     async def test_client_fusion_is_used_when_the_server_lacks_hybrid(self, store_factory):
         store = await self._hybrid_corpus(store_factory)
         store.caps = store.caps.model_copy(
