@@ -32,10 +32,11 @@ def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _run(coro) -> None:
-    """Run a command coroutine; reme-es errors become one line on stderr and an exit code, no traceback."""
+def _run(make) -> None:
+    """Build (settings are loaded here) and run a command coroutine; reme-es errors become one line on stderr
+    and an exit code, no traceback."""
     try:
-        code = asyncio.run(coro)
+        code = asyncio.run(make())
     except Exit as exc:
         code = exc.code
     except (ConfigError, InvalidFilter) as exc:
@@ -141,7 +142,7 @@ def main() -> None:
 @common(with_workspace=False)
 def sync(workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, as_json, config_file, **flags):
     """Index the workspace's Markdown and JSONL files (only what changed since the last sync)."""
-    _run(_sync(workspace, watch, full, dry_run, as_json,
+    _run(lambda: _sync(workspace, watch, full, dry_run, as_json,
                _settings(workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, **flags)))
 
 
@@ -253,8 +254,8 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
 def search(query, limit, mode, start_date, end_date, path_prefix, min_score, links, embedding, as_json, workspace,
            config_file, **flags):
     """Search the indexed workspace; prints each hit as ReMe does, with its file's links."""
-    settings = _settings(workspace, config_file, embedding=embedding, **flags)
-    _run(_search(settings, query, limit, mode, start_date, end_date, list(path_prefix), min_score, links, as_json))
+    _run(lambda: _search(_settings(workspace, config_file, embedding=embedding, **flags), query, limit, mode,
+                         start_date, end_date, list(path_prefix), min_score, links, as_json))
 
 
 def _format_scores(scores: dict[str, float]) -> str:
@@ -339,7 +340,7 @@ async def _search(settings: Settings, query, limit, mode, start_date, end_date, 
 @common()
 def optimize(deleted_ratio, max_segments, as_json, workspace, config_file, **flags):
     """Force-merge the indices: expunge deleted documents (or merge to --max-segments)."""
-    _run(_optimize(_settings(workspace, config_file, **flags), deleted_ratio, max_segments, as_json))
+    _run(lambda: _optimize(_settings(workspace, config_file, **flags), deleted_ratio, max_segments, as_json))
 
 
 async def _optimize(settings: Settings, deleted_ratio, max_segments, as_json) -> int:
@@ -364,7 +365,7 @@ async def _optimize(settings: Settings, deleted_ratio, max_segments, as_json) ->
 @common()
 def status(as_json, workspace, config_file, **flags):
     """Server version and capabilities, per-index docs/deleted/segments, and the last sync."""
-    _run(_status(_settings(workspace, config_file, **flags), as_json))
+    _run(lambda: _status(_settings(workspace, config_file, **flags), as_json))
 
 
 def _size(n: int) -> str:
@@ -441,7 +442,7 @@ def templates() -> None:
 @common()
 def templates_install(workspace, config_file, **flags):
     """Create missing indices and the hybrid pipeline (idempotent); existing ones are checked."""
-    _run(_templates_install(_settings(workspace, config_file, **flags)))
+    _run(lambda: _templates_install(_settings(workspace, config_file, **flags)))
 
 
 async def _templates_install(settings: Settings) -> int:
@@ -463,7 +464,7 @@ async def _templates_install(settings: Settings) -> int:
 @common()
 def templates_diff(workspace, config_file, **flags):
     """Show how the live mappings differ from the templates (exit 1 when they differ)."""
-    _run(_templates_diff(_settings(workspace, config_file, **flags)))
+    _run(lambda: _templates_diff(_settings(workspace, config_file, **flags)))
 
 
 async def _templates_diff(settings: Settings) -> int:
@@ -487,7 +488,7 @@ async def _templates_diff(settings: Settings) -> int:
 @common()
 def reindex(embedding, workspace, config_file, **flags):
     """Rebuild every index as <prefix>-<kind>-<n+1> from the current templates and swap the aliases."""
-    _run(_reindex(_settings(workspace, config_file, embedding=embedding, **flags)))
+    _run(lambda: _reindex(_settings(workspace, config_file, embedding=embedding, **flags)))
 
 
 async def _reindex(settings: Settings) -> int:
@@ -542,7 +543,7 @@ def server_start(flavour, port, heap, as_json, name):
                    f"(pid {info.pid})")
         return 0
 
-    _run(go())
+    _run(go)
 
 
 @server.command("stop")
@@ -557,7 +558,7 @@ def server_stop(name):
         click.echo(f"node {name!r} stopped" if stopped else f"node {name!r} was not running")
         return 0
 
-    _run(go())
+    _run(go)
 
 
 @server.command("status")
@@ -586,7 +587,7 @@ def server_status(as_json, name):
         click.echo(f"capabilities: {', '.join(k for k, v in st['capabilities'].items() if v) or 'none'}")
         return 0
 
-    _run(go())
+    _run(go)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ class Changes:
         return len(self.added) + len(self.modified) + len(self.deleted)
 
 
+def _human(n: int) -> str:
+    return f"{n / MB:.1f} MB" if n >= MB else f"{n / 1024:.1f} kB"
+
+
 def in_scope(path: str, dirs: Iterable[str], suffixes: Iterable[str]) -> bool:
     """Whether a workspace-relative path belongs to the synced dirs and suffixes."""
     if not any(path.endswith("." + s) for s in suffixes):
@@ -103,7 +107,7 @@ def walk(root: Path, dirs: list[str], suffixes: list[str], max_bytes: int, warn:
                 skipped[path] = f"unreadable: {exc.strerror}"
                 continue
             if st.st_size > max_bytes:
-                warn(f"{path}: {st.st_size / MB:.1f} MB is over the {max_bytes / MB:g} MB limit; skipped")
+                warn(f"{path}: {_human(st.st_size)} is over the {_human(max_bytes)} limit; skipped")
                 skipped[path] = "too large"
                 continue
             found[path] = LocalFile(path, Path(entry.path), st.st_mtime, st.st_size)

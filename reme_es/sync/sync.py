@@ -419,8 +419,9 @@ class WorkspaceSync:
         top = rel.split("/", 1)[0]
         return any(d == "." or d.split("/", 1)[0] == top for d in self.dirs)
 
-    async def watch(self, on_summary: Callable[[Summary], None], debounce_ms: int = 400) -> None:
-        """Follow changes until `stop` is set: each burst of events becomes one pass (one update per file);
+    async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
+        """Follow changes until `stop` is set: events are grouped until `quiet_ms` pass without one (at most
+        `max_wait_ms`), and each group becomes one pass, so a save storm is one update per file;
         server errors are retried with exponential backoff, and the pass resumes where the store left off."""
         from watchfiles import awatch
 
@@ -428,8 +429,8 @@ class WorkspaceSync:
         async for _ in awatch(
             self.root,
             watch_filter=self._watch_filter,
-            debounce=debounce_ms,
-            step=50,
+            debounce=max_wait_ms,
+            step=quiet_ms,
             stop_event=self.stop,
             recursive=True,
             force_polling=bool(os.environ.get("REME_ES_WATCH_POLLING")),

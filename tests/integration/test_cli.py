@@ -1,0 +1,454 @@
+"""End-to-end tests of the `reme-es` command line against a real node (the `node_url` fixture).
+
+Each test copies examples/workspace to a temporary folder, uses its own index prefix and its own reme-es
+home (for the local sync state), and drops its indices afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reme_es.adapters.base import ClientSettings
+from reme_es.cli import main
+from reme_es.connect import detect_engine, make_dialect
+from reme_es.models import LinkScope
+from reme_es.store import MemoryStore
+from reme_es.sync.markdown import chunk_id
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+EXAMPLE_FILES = [
+    "daily/2026-05-18.md",
+    "daily/2026-05-19/notes.md",
+    "digest/indexing.md",
+    "digest/project-atlas.md",
+    "digest/search.md",
+    "resource/conversations.jsonl",
+    "resource/tools.jsonl",
+]
+
+
+async def _with_store(url: str, prefix: str, fn):
+    cs = ClientSettings([url])
+    store = MemoryStore(make_dialect(await detect_engine(cs), cs), prefix)
+    try:
+        return await fn(store)
+    finally:
+        await store.close()
+
+
+class Cli:
+    """Runs `reme-es` in-process against the test node with this test's prefix."""
+
+    def __init__(self, url: str, prefix: str, workspace: Path, home: Path):
+        self.url, self.prefix, self.workspace, self.home = url, prefix, workspace, home
+
+    def __call__(self, *args: str, target: bool = True) -> object:
+        extra = ["--hosts", self.url, "--index-prefix", self.prefix] if target else []
+        result = CliRunner().invoke(main, [*args, *extra], env={"REME_ES_HOME": str(self.home)}, catch_exceptions=False)
+        return result
+
+    def sync(self, *args: str):
+        return self("sync", str(self.workspace), *args)
+
+    def search(self, query: str, *args: str) -> list[tuple[str, int, int]]:
+        result = self("search", query, "--json", "--limit", "10", *args)
+        assert result.exit_code == 0, result.stderr
+        return [(h["path"], h["start_line"], h["end_line"]) for h in json.loads(result.stdout)["hits"]]
+
+    def store(self, fn):
+        return asyncio.run(_with_store(self.url, self.prefix, fn))
+
+
+@pytest.fixture
+def cli(node_url, prefix, tmp_path):
+    workspace = tmp_path / "workspace"
+    shutil.copytree(EXAMPLE, workspace)
+    c = Cli(node_url, prefix, workspace, tmp_path / "home")
+    yield c
+    c.store(lambda s: s.drop())
+
+
+def _summary(result) -> str:
+    lines = [x for x in result.stdout.splitlines() if x.startswith(("synced:", "would sync:"))]
+    assert lines, result.stdout + result.stderr
+    return re.sub(r"; \d+ chunks in .*$", "", lines[-1])
+
+
+def _touch(path: Path, text: str) -> None:
+    """Write and move the mtime forward (coarse file-system clocks must not hide the change)."""
+    before = path.stat().st_mtime if path.exists() else 0
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (time.time(), max(time.time(), before + 1)))
+
+
+def _alias_exists(url: str, name: str) -> bool:
+    try:
+        urllib.request.urlopen(f"{url}/_alias/{name}", timeout=10)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 404
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------- sync
+
+
+def test_sync_then_search_prints_hits_and_links(cli):
+    result = cli.sync()
+    assert result.exit_code == 0, result.stderr
+    assert _summary(result) == "synced: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped"
+    assert re.search(r"; 8 chunks in \d+\.\d\ds \(\d+ chunks/s\)$", result.stdout.splitlines()[-1])
+    assert result.stderr == ""
+
+    files = cli.store(lambda s: s.get_files())
+    assert [f.path for f in files] == EXAMPLE_FILES
+    by_path = {f.path: f for f in files}
+    assert by_path["digest/indexing.md"].front_matter == {
+        "name": "Indexing",
+        "description": "How the agent's memory files become searchable chunks",
+        "tags": ["memory", "indexing"],
+        "updated": "2026-05-19",
+    }
+    assert [(x.target, x.anchor) for x in by_path["digest/project-atlas.md"].links] == [
+        ("digest/search.md", ""),
+        ("digest/indexing.md", ""),
+        ("atlas-diagram.png", ""),
+    ]
+
+    assert cli.search("milestone 2 due") == [
+        ("resource/conversations.jsonl", 1, 4),
+        ("daily/2026-05-19/notes.md", 1, 11),
+        ("digest/project-atlas.md", 7, 20),
+    ]
+    assert cli.search("retention", "--path-prefix", "daily/") == [("daily/2026-05-18.md", 1, 12)]
+    assert cli.search("milestone", "--start-date", "2026-05-19", "--path-prefix", "daily/") == [
+        ("daily/2026-05-19/notes.md", 1, 11)
+    ]
+
+    text = cli("search", "rename watcher", "--limit", "1")
+    assert text.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert re.fullmatch(r"========== daily/2026-05-19/notes\.md:1-11 \[score=\d+\.\d{4} keyword=\d+\.\d{4}\] ==========",
+                        lines[0])
+    assert lines[1] == "# Notes, 2026-05-19"
+    assert lines[-6:] == [
+        "  outlinks (3):",
+        '    → digest/project-atlas.md  name="Project Atlas"  description="The team\'s shared agent memory server, '
+        'backed by OpenSearch"',
+        "        via anchor=#Milestones",
+        '    → digest/indexing.md  name="Indexing"  description="How the agent\'s memory files become searchable '
+        'chunks"',
+        "        via anchor=#Chunk ids",
+        "    → digest/retrospective.md  (virtual: not indexed)",
+    ]
+    assert "inlinks" not in text.stdout  # nothing links to the daily note
+
+
+def test_resync_edit_delete_rename(cli):
+    assert cli.sync().exit_code == 0
+    again = cli.sync()
+    assert _summary(again) == "synced: 0 added, 0 modified, 0 deleted, 0 failed, 7 unchanged, 0 skipped"
+
+    # edit: the new text is found, the old is gone
+    _touch(cli.workspace / "digest/search.md", "# Search\n\nQuokka ranking replaced reciprocal rank fusion.\n")
+    edited = cli.sync()
+    assert _summary(edited) == "synced: 0 added, 1 modified, 0 deleted, 0 failed, 6 unchanged, 0 skipped"
+    assert cli.search("quokka") == [("digest/search.md", 1, 3)]
+    assert cli.search("cosine") == []
+    assert cli.store(lambda s: s.get_files(["digest/search.md"]))[0].front_matter == {}
+
+    # delete: chunks, file doc and its links go; links to it turn virtual
+    (cli.workspace / "digest/indexing.md").unlink()
+    deleted = cli.sync()
+    assert _summary(deleted) == "synced: 0 added, 0 modified, 1 deleted, 0 failed, 6 unchanged, 0 skipped"
+    assert cli.search("SHA-256") == []
+    virtual = cli.store(lambda s: s.get_outlinks("digest/project-atlas.md", LinkScope.VIRTUAL))
+    assert [x.target for x in virtual] == ["digest/indexing.md", "atlas-diagram.png"]
+
+    # rename: old path removed, new path added
+    (cli.workspace / "digest/project-atlas.md").rename(cli.workspace / "digest/atlas.md")
+    renamed = cli.sync()
+    assert _summary(renamed) == "synced: 1 added, 0 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped"
+    assert cli.search("force-merge") == [("digest/atlas.md", 7, 20)]
+    assert [f.path for f in cli.store(lambda s: s.get_files())] == [
+        "daily/2026-05-18.md",
+        "daily/2026-05-19/notes.md",
+        "digest/atlas.md",
+        "digest/search.md",
+        "resource/conversations.jsonl",
+        "resource/tools.jsonl",
+    ]
+    final = cli.sync()
+    assert _summary(final) == "synced: 0 added, 0 modified, 0 deleted, 0 failed, 6 unchanged, 0 skipped"
+
+
+def test_dry_run_writes_nothing(cli, node_url):
+    first = cli.sync("--dry-run")
+    assert first.exit_code == 0, first.stderr
+    assert [x for x in first.stdout.splitlines() if x.startswith("would ")] == [
+        *(f"would add {p}" for p in EXAMPLE_FILES),
+        "would sync: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped",
+    ]
+    assert not _alias_exists(node_url, f"{cli.prefix}-files")
+
+    assert cli.sync().exit_code == 0
+    _touch(cli.workspace / "digest/search.md", "# Search\n\nchanged\n")
+    (cli.workspace / "resource/tools.jsonl").unlink()
+    dry = cli.sync("--dry-run")
+    assert [x for x in dry.stdout.splitlines() if x.startswith("would ")] == [
+        "would modify digest/search.md",
+        "would delete resource/tools.jsonl",
+        "would sync: 0 added, 1 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped",
+    ]
+    assert cli.search("memory_search") == [("resource/tools.jsonl", 1, 3)]
+    assert _summary(cli.sync()) == "synced: 0 added, 1 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped"
+
+
+def test_bad_input_warns_and_the_rest_syncs(cli, tmp_path):
+    ws = cli.workspace
+    (ws / "daily/latin1.md").write_bytes("# Caf\xe9 notes\n\nthe zebra menu\n".encode("latin-1"))
+    (ws / "digest/blob.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (ws / "digest/broken.md").write_text("---\nname: [unclosed\n---\n# Broken\n\nwalrus facts\n")
+    (ws / "resource/events.jsonl").write_text('{"a": 1}\n{not json}\n{"b": "narwhal"}\n')
+    outside = tmp_path / "secret.md"
+    outside.write_text("# secret\n\nplatypus\n")
+    (ws / "digest/escape.md").symlink_to(outside)
+    (ws / "digest/links.md").write_text("# Links\n\nSee [[../../etc/passwd]] and [[/etc/hosts]] and [[digest/search.md]].\n")
+
+    result = cli.sync()
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"warning: digest/escape.md: symlink to {outside} points outside the workspace; skipped",
+        "warning: daily/latin1.md:1: invalid UTF-8 (byte 5); undecodable bytes replaced with U+FFFD",
+        "warning: digest/blob.md: binary content (NUL byte); skipped",
+        "warning: digest/broken.md:2: front matter is not valid YAML (expected ',' or ']', but got '<stream end>'); "
+        "indexed as plain text",
+        "warning: resource/events.jsonl:2: malformed JSON line skipped (Expecting property name enclosed in double "
+        "quotes)",
+    ]
+    assert _summary(result) == "synced: 11 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
+
+    assert cli.search("zebra") == [("daily/latin1.md", 1, 3)]
+    assert cli.search("walrus") == [("digest/broken.md", 4, 6)]
+    assert cli.search("unclosed") == [("digest/broken.md", 1, 3)]  # the broken front matter is indexed as text
+    assert cli.search("narwhal") == [("resource/events.jsonl", 3, 3)]
+    assert cli.search("platypus") == []
+    chunks = cli.store(lambda s: s.keyword_search("zebra", 1))
+    assert chunks[0].chunk.text == "# Caf\ufffd notes\n\nthe zebra menu"
+
+    virtual = cli.store(lambda s: s.get_outlinks("digest/links.md", LinkScope.VIRTUAL))
+    real = cli.store(lambda s: s.get_outlinks("digest/links.md", LinkScope.REAL))
+    assert [x.target for x in virtual] == ["../../etc/passwd", "/etc/hosts"]
+    assert [x.target for x in real] == ["digest/search.md"]
+
+    again = cli.sync()
+    assert again.stderr.splitlines() == [
+        f"warning: digest/escape.md: symlink to {outside} points outside the workspace; skipped"
+    ]
+    assert _summary(again) == "synced: 0 added, 0 modified, 0 deleted, 0 failed, 11 unchanged, 1 skipped"
+
+
+def test_symlink_loop_and_inside_link(cli):
+    ws = cli.workspace
+    (ws / "digest/loop").symlink_to(ws / "digest")
+    (ws / "daily/alias.md").symlink_to(ws / "digest/search.md")
+    result = cli.sync()
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: digest/loop: folder already walked (symlink loop or duplicate link); skipped"
+    ]
+    assert _summary(result) == "synced: 8 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped"
+    hits = cli.search("reciprocal rank fusion", "--path-prefix", "daily/alias", "--path-prefix", "digest/search")
+    assert hits == [("daily/alias.md", 6, 19), ("digest/search.md", 6, 19)]
+
+
+def test_failed_file_is_listed_and_exit_code_is_1(cli):
+    (cli.workspace / "digest/huge.md").write_text("x" * (9 << 20))  # one 9 MiB line: over the 8 MiB chunk limit
+    result = cli.sync()
+    assert result.exit_code == 1
+    assert _summary(result) == "synced: 7 added, 0 modified, 0 deleted, 1 failed, 0 unchanged, 0 skipped"
+    cid = chunk_id("digest/huge.md", 1, 1, "x" * (9 << 20))
+    assert result.stderr.splitlines() == [
+        f"failed: digest/huge.md: chunk {cid} of digest/huge.md has more than 8 MiB of text; split it"
+    ]
+    assert [f.path for f in cli.store(lambda s: s.get_files())] == EXAMPLE_FILES
+
+
+def test_too_large_file_is_skipped(cli):
+    (cli.workspace / "digest/big.md").write_text("# big\n" + "y" * 20480)
+    (cli.workspace / "reme-es.yaml").write_text("max_file_mb: 0.015625\n")
+    result = cli.sync()
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == ["warning: digest/big.md: 20.0 kB is over the 16.0 kB limit; skipped"]
+    assert _summary(result) == "synced: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
+
+
+# ------------------------------------------------------------------------------------- watch mode
+
+
+def test_watch_picks_up_changes(cli, node_url):
+    env = {**os.environ, "REME_ES_HOME": str(cli.home), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(cli.workspace), "--watch",
+           "--hosts", node_url, "--index-prefix", cli.prefix]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, f"watch exited early: {proc.stderr.read()}"
+            lines.append(line.rstrip("\n"))
+            if line.startswith("watching "):
+                break
+        assert lines[-1] == f"watching {cli.workspace.resolve()} (Ctrl-C to stop)"
+        time.sleep(0.5)
+        for i in range(5):  # a save storm: one update for the file
+            (cli.workspace / "digest/new.md").write_text(f"# New\n\nocelot sighting {i}\n")
+        (cli.workspace / "resource/tools.jsonl").unlink()
+        found = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and found != [("digest/new.md", 1, 3)]:
+            time.sleep(0.3)
+            found = cli.search("ocelot")
+        assert found == [("digest/new.md", 1, 3)]
+        assert time.monotonic() < deadline
+        text = cli.store(lambda s: s.keyword_search("ocelot", 1))[0].chunk.text
+        assert text == "# New\n\nocelot sighting 4"
+        assert cli.search("memory_search") == []
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 0, err
+    summaries = [x for x in [*lines, *out.splitlines()] if x.startswith("synced:")]
+    assert [re.sub(r"; \d+ chunks in .*$", "", s) for s in summaries] == [
+        "synced: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped",
+        "synced: 1 added, 0 modified, 1 deleted, 0 failed, 6 unchanged, 0 skipped",
+    ]
+
+
+# ------------------------------------------------------------------------------------ other commands
+
+
+def test_status_reports_server_indices_and_last_sync(cli, node_url):
+    empty = cli("status")
+    assert empty.exit_code == 0, empty.stderr
+    assert "indices: none yet (run `reme-es sync`)" in empty.stdout
+    assert "last sync: none recorded on this machine" in empty.stdout
+
+    assert cli.sync().exit_code == 0
+    result = cli("status")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(rf"server: (opensearch|elasticsearch) \d+\.\d+\.\d+ at {re.escape(node_url)}", lines[0])
+    assert lines[1].startswith("capabilities: knn")
+    assert f"index prefix: {cli.prefix}" in lines
+    stats = [re.sub(r", [\d.]+ [kMG]?B$", "", x) for x in lines if x.startswith("  ")]
+    assert stats == [
+        f"  chunks  {cli.prefix}-chunks-1: 8 docs, 0 deleted, 1 segments",
+        f"  files   {cli.prefix}-files-1: 7 docs, 0 deleted, 1 segments",
+        f"  links   {cli.prefix}-links-1: 11 docs, 0 deleted, 1 segments",
+    ]
+    assert re.fullmatch(
+        rf"last sync: \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d from {re.escape(str(cli.workspace.resolve()))} "
+        r"\(7 added, 0 modified, 0 deleted, 0 failed\)",
+        lines[-1],
+    )
+    as_json = json.loads(cli("status", "--json").stdout)
+    assert as_json["index_prefix"] == cli.prefix
+    assert {k: v["docs"] for k, v in as_json["indices"].items()} == {"chunks": 8, "files": 7, "links": 11}
+
+
+def test_reindex_swaps_aliases_and_keeps_documents(cli, node_url):
+    assert cli.sync().exit_code == 0
+    result = cli("reindex")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{cli.prefix}-chunks: {cli.prefix}-chunks-1 -> {cli.prefix}-chunks-2 (8 docs)",
+        f"{cli.prefix}-files: {cli.prefix}-files-1 -> {cli.prefix}-files-2 (7 docs)",
+        f"{cli.prefix}-links: {cli.prefix}-links-1 -> {cli.prefix}-links-2 (11 docs)",
+    ]
+    assert not _alias_exists(node_url, f"{cli.prefix}-chunks-1")
+    assert cli.search("force-merge") == [("digest/project-atlas.md", 7, 20)]
+    assert _summary(cli.sync()) == "synced: 0 added, 0 modified, 0 deleted, 0 failed, 7 unchanged, 0 skipped"
+    diff = cli("templates", "diff")
+    assert diff.exit_code == 0, diff.stdout
+    assert diff.stdout.splitlines() == [f"{cli.prefix}-{k}: up to date" for k in ("chunks", "files", "links")]
+
+
+def test_optimize_expunges_deletes(cli):
+    assert cli.sync().exit_code == 0
+    for name in ("digest/search.md", "digest/indexing.md"):
+        _touch(cli.workspace / name, "# replaced\n")
+    assert cli.sync().exit_code == 0
+    result = cli("optimize", "--max-segments", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["merged"] == ["chunks", "files", "links"]
+    assert {k: (v["docs"], v["segments"]) for k, v in out["after"].items()} == {
+        "chunks": (7, 1), "files": (7, 1), "links": (9, 1)
+    }
+
+
+def test_config_and_connection_errors(cli, tmp_path):
+    bad_weight = CliRunner().invoke(
+        main, ["sync", str(cli.workspace), "--hosts", cli.url, "--index-prefix", cli.prefix],
+        env={"REME_ES_VECTOR_WEIGHT": "2", "REME_ES_HOME": str(cli.home)},
+    )
+    assert bad_weight.exit_code == 2
+    assert bad_weight.stderr == (
+        "error: invalid settings (environment REME_ES_VECTOR_WEIGHT, command line): "
+        "vector_weight: Input should be less than or equal to 1\n"
+    )
+
+    bad_prefix = cli("status", "--hosts", cli.url, "--index-prefix", "Bad*Prefix", target=False)
+    assert bad_prefix.exit_code == 2
+    assert bad_prefix.stderr.startswith("error: invalid settings (command line): index prefix 'Bad*Prefix' is not allowed")
+
+    (cli.workspace / "reme-es.yaml").write_text("hosts: [http://127.0.0.1:1]\nbogus: 1\n")
+    unknown = cli("sync", str(cli.workspace), target=False)
+    assert unknown.exit_code == 2
+    assert unknown.stderr == (
+        f"error: invalid settings ({cli.workspace / 'reme-es.yaml'}): bogus: Extra inputs are not permitted\n"
+    )
+
+    (cli.workspace / "reme-es.yaml").write_text("hosts: http://127.0.0.1:1\nengine: opensearch\n")
+    down = cli("sync", str(cli.workspace), target=False)
+    assert down.exit_code == 1
+    assert down.stderr.startswith("error: could not reach http://127.0.0.1:1 (")
+    assert len(down.stderr.splitlines()) == 1  # one line, no traceback
+
+    usage = cli("search", "x", "--mode", "fuzzy")
+    assert usage.exit_code == 2
+
+    bad_date = cli("search", "x", "--start-date", "yesterday")
+    assert bad_date.exit_code == 2
+    assert bad_date.stderr == "error: filter 'start_date' must be a date written YYYY-MM-DD, got 'yesterday'\n"
+
+
+def test_default_prefix_comes_from_the_workspace(cli, node_url):
+    from reme_es.config import default_prefix
+
+    prefix = default_prefix(cli.workspace)
+    assert re.fullmatch(r"workspace-[0-9a-f]{8}", prefix)
+    result = CliRunner().invoke(main, ["sync", str(cli.workspace), "--hosts", node_url, "--dry-run"],
+                                env={"REME_ES_HOME": str(cli.home)})
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"syncing {cli.workspace.resolve()} into {prefix}-* ")
