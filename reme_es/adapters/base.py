@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -94,6 +95,16 @@ def cosine_from_score(score: float) -> float:
     return 2.0 * score - 1.0
 
 
+def redact_host(url: str) -> str:
+    """A host URL fit for messages and logs: a password written into it (`user:pw@host`) becomes `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, hostport = parts.netloc.rsplit("@", 1)
+    user = userinfo.split(":", 1)[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}" if ":" in userinfo else parts.netloc))
+
+
 # --------------------------------------------------------------------------------------- dialect
 
 
@@ -111,6 +122,11 @@ class ClientSettings:
     client_key: str | None = field(default=None, repr=False)
     timeout: float = 30.0
     max_retries: int = 3
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["hosts"] = [redact_host(h) for h in self.hosts]
+        return f"ClientSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
 @dataclass
@@ -178,7 +194,7 @@ class Dialect(ABC):
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
         """Map a client exception to the ReMeESError tree (the only place this is done)."""
         status, reason, connection = self._error_info(exc)
-        hosts = ", ".join(self.settings.hosts)
+        hosts = ", ".join(redact_host(h) for h in self.settings.hosts)
         if connection:
             return ConnectionFailed(
                 f"could not reach {hosts} ({reason}); check that the server runs and the hosts/TLS settings "
