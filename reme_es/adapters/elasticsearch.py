@@ -86,6 +86,11 @@ class ElasticsearchDialect(Dialect):
             "index_options": {"type": "hnsw", "m": m, "ef_construction": ef_construction},
         }
 
+    def index_settings(self, with_vectors: bool) -> dict:
+        # 9.2+ leaves vectors out of _source by default; reme-es reads them back to reuse unchanged chunks'
+        # vectors and to copy indices on reindex, so keep them (searches still exclude them explicitly).
+        return {"index": {"mapping.exclude_source_vectors": False}} if with_vectors else {}
+
     def knn_body(self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None) -> dict:
         knn: dict = {
             "field": "embedding",

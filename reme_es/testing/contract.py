@@ -360,6 +360,16 @@ class VectorContract:
         assert len(hits) == 10
         assert _paths(hits) == {f"digest/n{i:03d}.md" for i in range(0, 300, 30)}
 
+    async def test_stored_vectors_can_be_read_back_for_reuse(self, store_factory):
+        store = await store_factory()
+        vec = unit_vector(0.6, 0.8)
+        c = chunk("digest/a.md", "kept vector", vector=vec)
+        await store.upsert([file_with(c.path, [c])])
+        stored = await store.get_chunks({c.path: [c.id]}, with_vectors=True)
+        assert stored[c.id]["embedding"] == pytest.approx(vec, abs=1e-6)
+        assert "embedding" not in (await store.get_chunks({c.path: [c.id]}))[c.id]
+        assert all(h.chunk.embedding is None for h in await store.vector_search(vec, 1))
+
     async def test_wrong_dimension_is_refused_on_write_and_query(self, store_factory):
         store = await store_factory()
         bad = chunk("digest/bad.md", "three dims", vector=[0.1, 0.2, 0.3])

@@ -237,6 +237,7 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
             native = await app.run_job("search_native", query="opensearch migration plan", limit=20)
             assert native.success, native.answer
             out["native"] = native.metadata
+            out["native_available"] = app.context.components["file_store"]["default"].store.native_hybrid_available()
 
         # Edit one file (append a paragraph), delete another, re-index.
         await asyncio.sleep(0.05)
@@ -270,19 +271,19 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
 
 
 @pytest.fixture
-async def es_prefix(node_url, prefix):
+async def es_prefix(server, prefix):
     """The test's index prefix, dropped afterwards."""
     yield prefix
-    store = await open_store(ClientSettings(hosts=[node_url]), prefix, "opensearch")
+    store = await open_store(ClientSettings(hosts=[server.url]), prefix, server.engine)
     try:
         await store.drop()
     finally:
         await store.close()
 
 
-async def test_reme_application_on_opensearch_matches_local(node_url, es_prefix, tmp_path):
-    es = await run_scenario("opensearch", tmp_path / "es", node_url, es_prefix)
-    local = await run_scenario("local", tmp_path / "local", node_url, es_prefix)
+async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, tmp_path):
+    es = await run_scenario(server.engine, tmp_path / "es", server.url, es_prefix)
+    local = await run_scenario("local", tmp_path / "local", server.url, es_prefix)
 
     # --- what ReMe indexed, exactly ----------------------------------------------------------------
     assert es["first_counts"] == {"added": 6, "modified": 0, "deleted": 0}
@@ -358,9 +359,10 @@ async def test_reme_application_on_opensearch_matches_local(node_url, es_prefix,
         ],
     }
 
-    # --- the reme-es search step: one native hybrid request, same candidates ----------------------
+    # --- the reme-es search step: one native hybrid request where the server has one (OpenSearch with
+    # neural-search), ReMe's fusion client-side elsewhere; the same candidates either way -------------
     native = es["native"]
-    assert native["counts"]["fusion"] == "native"
+    assert native["counts"]["fusion"] == ("native" if es["native_available"] else "client")
     assert sorted(r["id"] for r in native["results"]) == initial["hybrid_ids"]
     assert native["link_expansion"] == initial["link_expansion"]
 
@@ -402,10 +404,10 @@ async def test_reme_application_on_opensearch_matches_local(node_url, es_prefix,
             assert mine[key] == theirs[key], (stage, key)
 
 
-async def test_embedding_failure_keeps_keyword_search_and_backfills_from_the_index(node_url, es_prefix, tmp_path):
+async def test_embedding_failure_keeps_keyword_search_and_backfills_from_the_index(server, es_prefix, tmp_path):
     ws = tmp_path / "ws"
     write_workspace(ws)
-    cfg = app_config(ws, "opensearch", node_url, es_prefix)
+    cfg = app_config(ws, server.engine, server.url, es_prefix)
     cfg["components"]["embedding_store"]["default"]["max_retries"] = 1
     HashAsEmbedding.texts = []
     HashAsEmbedding.fail = True
