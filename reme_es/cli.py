@@ -225,7 +225,9 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
         if not as_json:
             click.echo(f"syncing {workspace.resolve()} into {store.prefix}-* ({', '.join(settings.dirs)}; "
                        f"{', '.join(settings.suffixes)})")
-        summary = await syncer.run(full=full, dry_run=dry_run)
+        summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))
+        if summary is None:  # stopped while waiting for the server
+            return 130
         show(summary)
         if summary.interrupted:
             return 130

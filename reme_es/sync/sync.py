@@ -55,6 +55,7 @@ class Summary:
     failed: list[Failure] = field(default_factory=list)
     dry_run: bool = False
     interrupted: bool = False
+    planned: dict[str, list[str]] = field(default_factory=dict)  # dry run: add/modify/delete -> paths
 
     @property
     def changes(self) -> int:
@@ -163,6 +164,7 @@ class WorkspaceSync:
         max_file_bytes: int = 20 * MB,
         chunk_chars: int = 1500,
         state: State | None = None,
+        concurrency: int = 2,
     ):
         self.store = store
         self.root = root.resolve()
@@ -174,6 +176,7 @@ class WorkspaceSync:
         self.max_file_bytes = max_file_bytes
         self.chunk_chars = chunk_chars
         self.state = state or State(None)
+        self.concurrency = max(1, concurrency)
         self.stop = asyncio.Event()
         self._known: dict[str, _Known] | None = None
         self._reuse: dict[str, list[float]] = {}  # text hash -> vector, from files deleted in this run
@@ -214,11 +217,14 @@ class WorkspaceSync:
         changes = await self.plan(full)
         summary = Summary(unchanged=changes.unchanged, skipped=len(changes.skipped), dry_run=dry_run)
         if dry_run:
-            for label, items in (("add", changes.added), ("modify", changes.modified)):
-                for f in items:
-                    self.report.info(f"would {label} {f.path}")
-            for p in changes.deleted:
-                self.report.info(f"would delete {p}")
+            summary.planned = {
+                "add": [f.path for f in changes.added],
+                "modify": [f.path for f in changes.modified],
+                "delete": list(changes.deleted),
+            }
+            for label, paths in summary.planned.items():
+                for p in paths:
+                    self.report.info(f"would {label} {p}")
             summary.added, summary.modified, summary.deleted = len(changes.added), len(changes.modified), len(changes.deleted)
             summary.seconds = time.monotonic() - started
             return summary
@@ -228,17 +234,23 @@ class WorkspaceSync:
         todo = [(f, "added") for f in changes.added] + [(f, "modified") for f in changes.modified]
         self.report.start(len(todo))
         since_refresh = 0
+        writing: set[asyncio.Task] = set()
         try:
             batches = [todo[i : i + self.batch_files] for i in range(0, len(todo), self.batch_files)]
             loop = asyncio.get_running_loop()
             pending = loop.run_in_executor(None, self._prepare, batches[0]) if batches else None
             for i in range(len(batches)):
                 prepared = await pending
-                # Chunk the next batch in a worker thread while this one is written.
+                # Chunk the next batch in a worker thread while up to `concurrency` batches are written.
                 pending = loop.run_in_executor(None, self._prepare, batches[i + 1]) if i + 1 < len(batches) else None
-                await self._write(prepared, summary)
+                while len(writing) >= self.concurrency:
+                    done, writing = await asyncio.wait(writing, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()
+                writing.add(asyncio.create_task(self._write(prepared, summary)))
                 since_refresh += len(batches[i])
                 if since_refresh >= REFRESH_EVERY:
+                    await self._drain(writing)
                     await self.store.refresh()
                     since_refresh = 0
                 if self.stop.is_set():
@@ -246,11 +258,15 @@ class WorkspaceSync:
                     if pending is not None:
                         await pending
                     break
+            await self._drain(writing)
             if not summary.interrupted:
                 await self._delete(changes.deleted, summary)
                 if self.embedder and self.store.dims:
                     await self._backfill(summary)
         finally:
+            for task in writing:
+                task.cancel()
+            await asyncio.gather(*writing, return_exceptions=True)
             self.report.finish()
             await self.store.refresh()
         summary.seconds = time.monotonic() - started
@@ -259,6 +275,13 @@ class WorkspaceSync:
         self.state.data["summary"] = summary.to_dict()
         self.state.save()
         return summary
+
+    @staticmethod
+    async def _drain(writing: set[asyncio.Task]) -> None:
+        """Wait for the batches being written; the first error is raised."""
+        while writing:
+            task = writing.pop()
+            await task
 
     def _prepare(self, batch: list[tuple[LocalFile, str]]) -> list[tuple[str, str, FileDoc | None, list[Chunk], str]]:
         """Read and chunk files: (path, kind, file doc or None, chunks, failure reason or skip reason)."""
@@ -419,6 +442,24 @@ class WorkspaceSync:
         top = rel.split("/", 1)[0]
         return any(d == "." or d.split("/", 1)[0] == top for d in self.dirs)
 
+    async def run_retrying(self, full: bool = False) -> Summary | None:
+        """`run`, retried with exponential backoff (1 s .. 60 s) while the server is unreachable or failing;
+        None when stopped first. Files written before an outage stay written; the next pass resumes from the
+        store's state."""
+        delay = 1.0
+        while not self.stop.is_set():
+            try:
+                return await self.run(full=full)
+            except (ConnectionFailed, RequestFailed) as exc:
+                self.report.warn(f"server error, retrying in {delay:.0f}s: {exc}")
+                try:
+                    await asyncio.wait_for(self.stop.wait(), delay)
+                except TimeoutError:
+                    pass
+                delay = min(delay * 2, 60.0)
+                self._known = None  # reload what the store holds after the outage
+        return None
+
     async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
         """Follow changes until `stop` is set: events are grouped until `quiet_ms` pass without one (at most
         `max_wait_ms`), and each group becomes one pass, so a save storm is one update per file;
@@ -435,22 +476,9 @@ class WorkspaceSync:
             recursive=True,
             force_polling=bool(os.environ.get("REME_ES_WATCH_POLLING")),
         ):
-            delay = 1.0
-            while not self.stop.is_set():
-                try:
-                    summary = await self.run()
-                except (ConnectionFailed, RequestFailed) as exc:
-                    self.report.warn(f"server error, retrying in {delay:.0f}s: {exc}")
-                    try:
-                        await asyncio.wait_for(self.stop.wait(), delay)
-                    except TimeoutError:
-                        pass
-                    delay = min(delay * 2, 60.0)
-                    self._known = None  # reload what the store holds after the outage
-                    continue
-                if summary.changes or summary.failed:
-                    on_summary(summary)
-                break
+            summary = await self.run_retrying()
+            if summary is not None and (summary.changes or summary.failed):
+                on_summary(summary)
 
 
 __all__ = ["WorkspaceSync", "Summary", "Failure", "Reporter", "State", "state_path", "in_scope"]
