@@ -9,6 +9,7 @@ Read consistency: the indices are created with `refresh_interval: -1`, so search
 the last refresh reme-es issued, and reme-es refreshes only after a write call has finished all its bulk
 requests. A file's old and new chunks are therefore never visible together. (A `wait_for` refresh policy
 would let a scheduled refresh expose a half-applied upsert, which is why the store refreshes explicitly.)
+`connect` refreshes once too, so what a crashed writer had acknowledged is seen by the next session's scans.
 Writes are two-phase: new chunks first; only for files whose chunks were all stored are stale chunks deleted
 and the file doc and links written, so a failed item never loses what was stored before.
 """
@@ -133,7 +134,7 @@ class MemoryStore:
         return f"{self.prefix}-{kind}"
 
     async def connect(self, create: bool = True) -> Capabilities:
-        """Probe the server, then create (or check) the indices and the hybrid pipeline."""
+        """Probe the server, create (or check) the indices and the hybrid pipeline, and refresh them once."""
         self.caps = await self.dialect.probe()
         if self.options.dims and not self.caps.knn:
             raise CapabilityError(
@@ -144,6 +145,9 @@ class MemoryStore:
             await self.ensure_indices()
         else:
             await self._load_dims()
+        # A writer that died (SIGKILL, lost connection) never issued its closing refresh; make what the cluster
+        # acknowledged visible now, or this session's scans (files to delete, orphan chunks) would miss it.
+        await self.refresh()
         if self.pipeline_kind is None:
             self.pipeline_kind = "rrf" if self.caps.rrf_processor else "minmax"
         if self.hybrid != "client" and self.caps.hybrid_query and self.dims:

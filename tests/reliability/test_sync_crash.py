@@ -1,0 +1,240 @@
+"""Crash safety of `reme-es sync`: SIGKILL at a random moment, re-run, and compare with a clean sync.
+
+A generated workspace of 400 Markdown files with wikilinks is synced by the real command line in a subprocess
+(`--hosts` points at the test node, so no node is started). Each trial syncs into its own prefix, kills the
+process after a seeded random delay inside its write phase, runs the sync again to completion, and compares
+the indexed state with a clean sync of the same workspace into another prefix: sorted chunk ids, file paths
+with st_mtime, and link (source, target, anchor) triples, read back with scans.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from reme_es.adapters.base import ClientSettings
+from reme_es.connect import open_store
+from reme_es.store import MemoryStore
+
+SEED = 20260518
+FILES = 400
+TRIALS = 5
+BATCH_FILES = 25  # 16 batches: many moments at which a kill leaves a partial state
+TOPICS = ["tides", "harbour", "engines", "ledger", "weather", "crew", "cargo", "charts", "radio", "lights"]
+
+
+def make_workspace(root: Path, rng: random.Random) -> None:
+    """400 Markdown files in daily/, digest/ and resource/ with front matter, sections and wikilinks."""
+    paths = (
+        [f"daily/2026-0{1 + i // 28}-{1 + i % 28:02d}.md" for i in range(120)]
+        + [f"digest/{TOPICS[i % 10]}-{i:03d}.md" for i in range(160)]
+        + [f"resource/ref/{TOPICS[i % 10]}/{i:03d}.md" for i in range(120)]
+    )
+    assert len(paths) == FILES
+    for n, path in enumerate(paths):
+        topic = TOPICS[n % 10]
+        lines = ["---", f"name: {topic} note {n}", f"description: about {topic}", f"tags: [{topic}, t{n % 7}]", "---"]
+        for s in range(rng.randint(1, 4)):
+            lines += ["", f"## {topic.title()} section {s}", ""]
+            for _ in range(rng.randint(1, 12)):
+                words = " ".join(rng.choice(TOPICS) for _ in range(rng.randint(8, 30)))
+                link = ""
+                if rng.random() < 0.4:
+                    target = rng.choice(paths)
+                    anchor = f"#{rng.choice(TOPICS).title()} section 0" if rng.random() < 0.3 else ""
+                    link = f" see [[{target}{anchor}]]"
+                elif rng.random() < 0.1:
+                    link = f" and [[missing/{rng.choice(TOPICS)}.md]]"
+                lines.append(words + link)
+        file = root / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.utime(file, (1_770_000_000 + n, 1_770_000_000 + n))
+
+
+class Sync:
+    """`reme-es sync` as a child process against one node, with a private reme-es home."""
+
+    def __init__(self, url: str, workspace: Path, home: Path):
+        self.url, self.workspace = url, workspace
+        self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES)}
+
+    def start(self, prefix: str) -> subprocess.Popen:
+        code = "from reme_es.cli import main; main()"
+        return subprocess.Popen(
+            [sys.executable, "-c", code, "sync", str(self.workspace), "--hosts", self.url, "--index-prefix", prefix,
+             "--engine", "opensearch"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+        )
+
+    def run(self, prefix: str) -> tuple[str, float]:
+        """Sync to completion; returns stdout and the seconds from the 'syncing' line to exit."""
+        proc = self.start(prefix)
+        first = proc.stdout.readline()
+        assert first.startswith("syncing "), first + proc.stderr.read()
+        began = time.monotonic()
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out + err
+        return first + out, time.monotonic() - began
+
+    def kill_after(self, prefix: str, delay: float) -> tuple[int, str]:
+        """Start a sync, SIGKILL it `delay` seconds after its 'syncing' line; returns (returncode, stdout)."""
+        proc = self.start(prefix)
+        first = proc.stdout.readline()
+        assert first.startswith("syncing "), first + proc.stderr.read()
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+        return proc.returncode, first + out
+
+
+async def indexed_state(url: str, prefix: str) -> dict:
+    """Chunk ids, (path, st_mtime) and link triples of a prefix, read with search_after scans (after a refresh:
+    only call this once the syncs are over, or it would make a killed sync's writes visible to the next one)."""
+    store = MemoryStore(make_dialect_for(url), prefix)
+    try:
+        await store.refresh()
+        chunks = sorted([c.id async for page in store.chunks_without_vectors() for c in page])
+        files = [(f.path, f.st_mtime) for f in await store.get_files()]
+        links = sorted(await _scan_links(store))
+        file_links = sorted((x.source, x.target, x.anchor) for f in await store.get_files() for x in f.links)
+    finally:
+        await store.close()
+    return {"chunks": chunks, "files": files, "links": links, "file_links": file_links}
+
+
+def make_dialect_for(url: str):
+    from reme_es.adapters.opensearch import OpenSearchDialect
+
+    return OpenSearchDialect(ClientSettings([url]))
+
+
+async def _scan_links(store: MemoryStore) -> list[tuple[str, str, str]]:
+    out, after = [], None
+    while True:
+        body = {"size": 1000, "_source": ["source", "target", "anchor"], "sort": [{"source": "asc"}, {"target": "asc"}, {"anchor": "asc"}]}
+        if after:
+            body["search_after"] = after
+        hits = (await store.dialect.request("POST", f"/{store.index('links')}/_search", body))["hits"]["hits"]
+        out += [(h["_source"]["source"], h["_source"]["target"], h["_source"].get("anchor", "")) for h in hits]
+        if len(hits) < 1000:
+            return out
+        after = hits[-1]["sort"]
+
+
+async def drop(url: str, prefix: str) -> None:
+    store = await open_store(ClientSettings([url]), prefix, "opensearch", create=True)
+    try:
+        await store.drop()
+    finally:
+        await store.close()
+
+
+def _progress(out: str) -> str:
+    """The last `synced N/400 files` progress line of a run (what it had acknowledged), or 0."""
+    lines = [x.split()[1] for x in out.splitlines() if x.startswith("synced ") and x.endswith(" files")]
+    return lines[-1] if lines else f"0/{FILES}"
+
+
+def _summary(out: str) -> str:
+    return [x for x in out.splitlines() if x.startswith("synced:")][-1].split(";")[0]
+
+
+@pytest.fixture
+def prefixes(node_url):
+    """Prefixes handed out to one test, dropped afterwards."""
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(f"rel-crash-{uuid.uuid4().hex[:10]}")
+        return made[-1]
+
+    yield make
+    import asyncio
+
+    for p in made:
+        asyncio.run(drop(node_url, p))
+
+
+def test_killed_syncs_converge_on_rerun(node_url, tmp_path, prefixes):
+    rng = random.Random(SEED)
+    workspace = tmp_path / "workspace"
+    make_workspace(workspace, rng)
+    sync = Sync(node_url, workspace, tmp_path / "home")
+    import asyncio
+
+    clean = prefixes()
+    out, write_seconds = sync.run(clean)
+    assert "synced: 400 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped" in out
+    expected = asyncio.run(indexed_state(node_url, clean))
+    assert len(expected["files"]) == FILES
+    assert expected["links"] == expected["file_links"]
+
+    report = []
+    for trial in range(TRIALS):
+        prefix = prefixes()
+        delay = rng.uniform(0.0, 0.8 * write_seconds)
+        code, out_killed = sync.kill_after(prefix, delay)
+        out_rerun, _ = sync.run(prefix)
+        state = asyncio.run(indexed_state(node_url, prefix))
+        report.append((delay, code, _progress(out_killed), _summary(out_rerun)))
+        assert state == expected, f"trial {trial}: delay {delay:.2f}s"
+    print(f"\nclean sync: {len(expected['chunks'])} chunks, {len(expected['files'])} files, "
+          f"{len(expected['links'])} links, write phase {write_seconds:.2f}s")
+    for row in report:
+        print("kill after %.2fs: exit %s, %s files acknowledged before the kill; rerun %s" % row)
+    assert sum(1 for r in report if r[1] == -signal.SIGKILL) >= TRIALS - 1
+
+
+def edit_workspace(root: Path, rng: random.Random) -> None:
+    """After a crash: rewrite 40 files (new text, new links), delete 15, add 15."""
+    files = sorted(root.rglob("*.md"))
+    for n, file in enumerate(rng.sample(files, 55)):
+        if n < 15:
+            file.unlink()
+            continue
+        text = file.read_text(encoding="utf-8").replace("tides", "currents") + f"\nedited {n} [[digest/new-{n}.md]]\n"
+        file.write_text(text, encoding="utf-8")
+        os.utime(file, (1_780_000_000 + n, 1_780_000_000 + n))
+    for n in range(15):
+        file = root / "digest" / f"new-{n}.md"
+        file.write_text(f"# New {n}\n\nfresh notes on {TOPICS[n % 10]} [[{files[n].relative_to(root).as_posix()}]]\n")
+        os.utime(file, (1_780_100_000 + n, 1_780_100_000 + n))
+
+
+def test_killed_sync_then_edits_converge_on_rerun(node_url, tmp_path, prefixes):
+    """The workspace changes between the crash and the re-run: stale chunks the killed run wrote must go."""
+    import asyncio
+
+    rng = random.Random(SEED + 1)
+    report = []
+    for trial in range(3):
+        workspace = tmp_path / f"workspace-{trial}"
+        make_workspace(workspace, random.Random(SEED))
+        sync = Sync(node_url, workspace, tmp_path / f"home-{trial}")
+        _, write_seconds = sync.run(prefixes()) if trial == 0 else (None, write_seconds)
+        prefix = prefixes()
+        delay = rng.uniform(0.1 * write_seconds, 0.9 * write_seconds)
+        code, out_killed = sync.kill_after(prefix, delay)
+        edit_workspace(workspace, random.Random(SEED + 2))
+        out_rerun, _ = sync.run(prefix)
+        clean = prefixes()
+        sync.run(clean)
+        expected = asyncio.run(indexed_state(node_url, clean))
+        state = asyncio.run(indexed_state(node_url, prefix))
+        report.append((delay, code, _progress(out_killed), _summary(out_rerun)))
+        extra = sorted(set(state["chunks"]) - set(expected["chunks"]))
+        missing = sorted(set(expected["chunks"]) - set(state["chunks"]))
+        extra_files = sorted(set(state["files"]) - set(expected["files"]))
+        assert (len(extra), len(missing)) == (0, 0), f"trial {trial}: delay {delay:.2f}s, {report[-1]}, {extra_files}"
+        assert state == expected, f"trial {trial}: delay {delay:.2f}s"
+    for row in report:
+        print("kill after %.2fs: exit %s, %s files acknowledged; edits; rerun %s" % row)
