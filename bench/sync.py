@@ -38,11 +38,12 @@ from reme_es.store import MemoryStore
 from reme_es.sync.scan import parse
 from reme_es.templates import IndexOptions, render_index
 
-WORDS = (
+_VOCABULARY = (
     "agent memory index chunk search vector keyword hybrid ranking fusion note digest daily resource link "
     "embedding segment shard refresh bulk mapping analyzer token query filter path date project atlas retention "
     "policy summary workspace sync watch rename delete update failure retry backoff cluster node alias template"
-).split()
+)
+WORDS = _VOCABULARY.split()
 
 
 def generate(root: Path, files: int, sections: int = 10, seed: int = 7) -> None:
@@ -72,10 +73,20 @@ def chunk_ndjson(root: Path) -> tuple[list[bytes], int]:
         rel = path.relative_to(root).as_posix()
         for c in parse(rel, path.read_text(), lambda _m: None).chunks:
             lines.append(orjson.dumps({"index": {"_id": c.id, "routing": rel}}))
-            lines.append(orjson.dumps({
-                "chunk_id": c.id, "path": rel, "date": date_from_path(rel), "start_line": c.start_line,
-                "end_line": c.end_line, "hash": c.hash, "text": c.text, "metadata": {},
-            }))
+            lines.append(
+                orjson.dumps(
+                    {
+                        "chunk_id": c.id,
+                        "path": rel,
+                        "date": date_from_path(rel),
+                        "start_line": c.start_line,
+                        "end_line": c.end_line,
+                        "hash": c.hash,
+                        "text": c.text,
+                        "metadata": {},
+                    }
+                )
+            )
             docs += 1
             if len(lines) >= 4000:
                 bodies.append(b"\n".join(lines) + b"\n")
@@ -162,8 +173,18 @@ def bench(size: int, host: str, tmp: Path) -> dict:
 
 def _sync_measured(workspace: Path, host: str, prefix: str, home: Path):
     """Like run_sync, but with the rusage of exactly this child (os.wait4 before Popen reaps it)."""
-    cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(workspace), "--json", "--hosts", host,
-           "--index-prefix", prefix]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reme_es.cli",
+        "sync",
+        str(workspace),
+        "--json",
+        "--hosts",
+        host,
+        "--index-prefix",
+        prefix,
+    ]
     env = {**os.environ, "REME_ES_HOME": str(home)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
@@ -190,10 +211,20 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             rows.append(bench(size, host, Path(tmp)))
             shutil.rmtree(Path(tmp) / f"ws-{size}", ignore_errors=True)
-    print(f"node: {asyncio.run(_scratch_body(host))[1]} at {host}; {os.cpu_count()} CPUs; "
-          "~10 chunks per file; docs/s = chunk docs per wall-clock second")
-    head = ["files", "chunks", "raw _bulk docs/s", "sync docs/s", "sync % of raw", "sync s", "no-change re-run s",
-            "sync peak RSS MiB"]
+    print(
+        f"node: {asyncio.run(_scratch_body(host))[1]} at {host}; {os.cpu_count()} CPUs; "
+        "~10 chunks per file; docs/s = chunk docs per wall-clock second"
+    )
+    head = [
+        "files",
+        "chunks",
+        "raw _bulk docs/s",
+        "sync docs/s",
+        "sync % of raw",
+        "sync s",
+        "no-change re-run s",
+        "sync peak RSS MiB",
+    ]
     keys = ["files", "chunks", "raw_bulk_docs_s", "sync_docs_s", "sync_share", "sync_s", "rerun_s", "peak_rss_mib"]
     widths = [max(len(h), *(len(str(r[k])) for r in rows)) for h, k in zip(head, keys)]
     print(" | ".join(h.rjust(w) for h, w in zip(head, widths)))

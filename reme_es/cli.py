@@ -58,12 +58,21 @@ def common(with_workspace: bool = True):
         f = click.option("--index-prefix", help="Index prefix (default: from the workspace folder).")(f)
         f = click.option("--engine", type=click.Choice(["auto", "opensearch", "elasticsearch"]), help="Engine.")(f)
         f = click.option("--hosts", help="Comma-separated cluster URLs (none: the managed local node).")(f)
-        f = click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-                         help="YAML settings file (default: <workspace>/reme-es.yaml if present).")(f)
+        f = click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="YAML settings file (default: <workspace>/reme-es.yaml if present).",
+        )(f)
         if with_workspace:
-            f = click.option("-w", "--workspace", default=".", show_default=True,
-                             type=click.Path(file_okay=False, path_type=Path),
-                             help="Workspace folder (names the default index prefix).")(f)
+            f = click.option(
+                "-w",
+                "--workspace",
+                default=".",
+                show_default=True,
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Workspace folder (names the default index prefix).",
+            )(f)
         return f
 
     return decorate
@@ -81,8 +90,10 @@ async def _client(settings: Settings):
         from .server import node
 
         info = await asyncio.to_thread(node.start, settings.flavour, "default")
-        _err(f"no hosts configured: using the managed local {info.flavour} node at {info.url} "
-             "(stop it with `reme-es server stop`)")
+        _err(
+            f"no hosts configured: using the managed local {info.flavour} node at {info.url} "
+            "(stop it with `reme-es server stop`)"
+        )
         cs.hosts = [info.url]
         engine = info.engine
     return cs, engine
@@ -99,8 +110,15 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
     from .connect import open_store
 
     cs, engine = client or await _client(settings)
-    return await open_store(cs, settings.index_prefix, engine, IndexOptions(dims=dims), create=create,
-                            hybrid=settings.hybrid, vector_weight=settings.vector_weight)
+    return await open_store(
+        cs,
+        settings.index_prefix,
+        engine,
+        IndexOptions(dims=dims),
+        create=create,
+        hybrid=settings.hybrid,
+        vector_weight=settings.vector_weight,
+    )
 
 
 def _stop_on_signals(event: asyncio.Event) -> None:
@@ -142,16 +160,25 @@ def main() -> None:
 @common(with_workspace=False)
 def sync(workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, as_json, config_file, **flags):
     """Index the workspace's Markdown and JSONL files (only what changed since the last sync)."""
-    _run(lambda: _sync(workspace, watch, full, dry_run, as_json,
-               _settings(workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, **flags)))
+    _run(
+        lambda: _sync(
+            workspace,
+            watch,
+            full,
+            dry_run,
+            as_json,
+            _settings(workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, **flags),
+        )
+    )
 
 
 def _reporter(as_json: bool):
     from .sync.sync import Reporter
 
     echo = (lambda msg: None) if as_json else click.echo
-    warn = lambda msg: _err(f"warning: {msg}")  # noqa: E731
+    warn = lambda msg: _err(f"warning: {msg}")
     if as_json or not sys.stdout.isatty():
+
         class Plain(Reporter):
             def start(self, total: int) -> None:
                 self.total, self.done = total, 0
@@ -205,8 +232,16 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
         store = await _open(settings, dims=embedder.dimensions if embedder else None)
     reporter = _reporter(as_json)
     syncer = WorkspaceSync(
-        store, workspace, settings.dirs, settings.suffixes, embedder, reporter, settings.batch_files,
-        int(settings.max_file_mb * MB), settings.chunk_chars, State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts)),
+        store,
+        workspace,
+        settings.dirs,
+        settings.suffixes,
+        embedder,
+        reporter,
+        settings.batch_files,
+        int(settings.max_file_mb * MB),
+        settings.chunk_chars,
+        State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts)),
     )
     _stop_on_signals(syncer.stop)
     failed = False
@@ -223,8 +258,10 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
 
     try:
         if not as_json:
-            click.echo(f"syncing {workspace.resolve()} into {store.prefix}-* ({', '.join(settings.dirs)}; "
-                       f"{', '.join(settings.suffixes)})")
+            click.echo(
+                f"syncing {workspace.resolve()} into {store.prefix}-* ({', '.join(settings.dirs)}; "
+                f"{', '.join(settings.suffixes)})"
+            )
         summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))
         if summary is None:  # stopped while waiting for the server
             return 130
@@ -253,11 +290,36 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
 @click.option("--embedding", type=click.Choice(["none", "local", "openai"]))
 @click.option("--json", "as_json", is_flag=True)
 @common()
-def search(query, limit, mode, start_date, end_date, path_prefix, min_score, links, embedding, as_json, workspace,
-           config_file, **flags):
+def search(
+    query,
+    limit,
+    mode,
+    start_date,
+    end_date,
+    path_prefix,
+    min_score,
+    links,
+    embedding,
+    as_json,
+    workspace,
+    config_file,
+    **flags,
+):
     """Search the indexed workspace; prints each hit as ReMe does, with its file's links."""
-    _run(lambda: _search(_settings(workspace, config_file, embedding=embedding, **flags), query, limit, mode,
-                         start_date, end_date, list(path_prefix), min_score, links, as_json))
+    _run(
+        lambda: _search(
+            _settings(workspace, config_file, embedding=embedding, **flags),
+            query,
+            limit,
+            mode,
+            start_date,
+            end_date,
+            list(path_prefix),
+            min_score,
+            links,
+            as_json,
+        )
+    )
 
 
 def _format_scores(scores: dict[str, float]) -> str:
@@ -314,11 +376,19 @@ async def _search(settings: Settings, query, limit, mode, start_date, end_date, 
         await store.close()
     if as_json:
         hits = [
-            {"path": h.chunk.path, "start_line": h.chunk.start_line, "end_line": h.chunk.end_line,
-             "scores": h.scores, "text": h.chunk.text, **expansion.get(h.chunk.path, {})}
+            {
+                "path": h.chunk.path,
+                "start_line": h.chunk.start_line,
+                "end_line": h.chunk.end_line,
+                "scores": h.scores,
+                "text": h.chunk.text,
+                **expansion.get(h.chunk.path, {}),
+            }
             for h in result.hits
         ]
-        click.echo(json.dumps({"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}, ensure_ascii=False))
+        click.echo(
+            json.dumps({"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}, ensure_ascii=False)
+        )
         return 0
     if not result.hits:
         click.echo("no results")
@@ -335,8 +405,13 @@ async def _search(settings: Settings, query, limit, mode, start_date, end_date, 
 
 
 @main.command()
-@click.option("--deleted-ratio", default=0.1, show_default=True, type=click.FloatRange(0, 1),
-              help="Expunge deletes in indices with at least this share of deleted docs.")
+@click.option(
+    "--deleted-ratio",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Expunge deletes in indices with at least this share of deleted docs.",
+)
 @click.option("--max-segments", type=click.IntRange(1), help="Merge down to this many segments instead.")
 @click.option("--json", "as_json", is_flag=True)
 @common()
@@ -357,8 +432,10 @@ async def _optimize(settings: Settings, deleted_ratio, max_segments, as_json) ->
     for kind, before in result["before"].items():
         after = result["after"][kind]
         verb = "merged " if kind in result["merged"] else "left   "
-        click.echo(f"{verb}{store.index(kind)}: deleted {before['deleted']} -> {after['deleted']}, "
-                   f"segments {before['segments']} -> {after['segments']}")
+        click.echo(
+            f"{verb}{store.index(kind)}: deleted {before['deleted']} -> {after['deleted']}, "
+            f"segments {before['segments']} -> {after['segments']}"
+        )
     return 0
 
 
@@ -423,13 +500,17 @@ async def _status(settings: Settings, as_json: bool) -> int:
         click.echo("indices: none yet (run `reme-es sync`)")
     else:
         for kind, s in stats.items():
-            click.echo(f"  {kind:<7} {s['index']}: {s['docs']} docs, {s['deleted']} deleted, "
-                       f"{s['segments']} segments, {_size(s['bytes'])}")
+            click.echo(
+                f"  {kind:<7} {s['index']}: {s['docs']} docs, {s['deleted']} deleted, "
+                f"{s['segments']} segments, {_size(s['bytes'])}"
+            )
     if info["last_sync"]:
         when = dt.datetime.fromtimestamp(info["last_sync"]).strftime("%Y-%m-%d %H:%M:%S")
         s = info["last_summary"] or {}
-        click.echo(f"last sync: {when} from {state.get('workspace', '?')} ({s.get('added', 0)} added, "
-                   f"{s.get('modified', 0)} modified, {s.get('deleted', 0)} deleted, {len(s.get('failed', []))} failed)")
+        click.echo(
+            f"last sync: {when} from {state.get('workspace', '?')} ({s.get('added', 0)} added, "
+            f"{s.get('modified', 0)} modified, {s.get('deleted', 0)} deleted, {len(s.get('failed', []))} failed)"
+        )
     else:
         click.echo("last sync: none recorded on this machine")
     return 0
@@ -485,8 +566,11 @@ async def _templates_diff(settings: Settings) -> int:
 
 
 @main.command()
-@click.option("--embedding", type=click.Choice(["none", "local", "openai"]),
-              help="Rebuild for this embedder's dimension (vectors are dropped when it changes).")
+@click.option(
+    "--embedding",
+    type=click.Choice(["none", "local", "openai"]),
+    help="Rebuild for this embedder's dimension (vectors are dropped when it changes).",
+)
 @common()
 def reindex(embedding, workspace, config_file, **flags):
     """Rebuild every index as <prefix>-<kind>-<n+1> from the current templates and swap the aliases."""
@@ -541,8 +625,11 @@ def server_start(flavour, port, heap, as_json, name):
         from .server import node
 
         info = await asyncio.to_thread(node.start, flavour, name, port, heap)
-        click.echo(json.dumps(info.__dict__) if as_json else f"{info.flavour} node {info.name!r} running at {info.url} "
-                   f"(pid {info.pid})")
+        click.echo(
+            json.dumps(info.__dict__)
+            if as_json
+            else f"{info.flavour} node {info.name!r} running at {info.url} (pid {info.pid})"
+        )
         return 0
 
     _run(go)
@@ -582,8 +669,10 @@ def server_status(as_json, name):
         if "version" not in st:
             click.echo(f"node {name!r}: running at {st['url']} but not answering ({st.get('reason', '')})")
             return 1
-        click.echo(f"node {name!r}: {st['engine']} {st['version']} ({st['flavour']}) at {st['url']}, "
-                   f"health {st['health']}, pid {st['pid']}")
+        click.echo(
+            f"node {name!r}: {st['engine']} {st['version']} ({st['flavour']}) at {st['url']}, "
+            f"health {st['health']}, pid {st['pid']}"
+        )
         click.echo(f"modules: {', '.join(st['modules']) or 'none'}")
         click.echo(f"plugins: {', '.join(f'{k} {v}' for k, v in st['plugins'].items()) or 'none'}")
         click.echo(f"capabilities: {', '.join(k for k, v in st['capabilities'].items() if v) or 'none'}")

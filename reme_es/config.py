@@ -187,4 +187,4 @@ def load_settings(
     return settings
 
 
-__all__ = ["Settings", "load_settings", "default_prefix", "CONFIG_NAME"]
+__all__ = ["CONFIG_NAME", "Settings", "default_prefix", "load_settings"]

@@ -33,8 +33,9 @@ async def _count(store: MemoryStore, index: str) -> int:
     return (await store.dialect.request("GET", f"/{index}/_count"))["count"]
 
 
-async def _copy(store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool,
-                progress: Callable[[int], None] | None) -> int:
+async def _copy(
+    store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool, progress: Callable[[int], None] | None
+) -> int:
     body = {"size": PAGE, "sort": ["_doc"], "query": {"match_all": {}}}
     resp = await store.dialect.request("POST", f"/{old}/_search", body, {"scroll": SCROLL})
     scroll_id = resp.get("_scroll_id")
@@ -98,13 +99,17 @@ async def reindex(
         keep_vectors = kind != "chunks" or (target.dims is not None and target.dims == store.dims)
         await store.dialect.request("PUT", f"/{new}", render_index(kind, store.dialect, store.caps, target))
         try:
-            copied = await _copy(store, old, new, kind, keep_vectors, (lambda n, k=kind: progress(k, n)) if progress else None)
+            copied = await _copy(
+                store, old, new, kind, keep_vectors, (lambda n, k=kind: progress(k, n)) if progress else None
+            )
             await store.dialect.request("POST", f"/{new}/_refresh")
             await store.dialect.request("POST", f"/{old}/_refresh")
             before, after = await _count(store, old), await _count(store, new)
             if before != after:
-                raise RequestFailed(f"reindex of {alias}: {old} holds {before} docs but {new} got {after}; nothing "
-                                    "was swapped. Stop other writers and run `reme-es reindex` again.")
+                raise RequestFailed(
+                    f"reindex of {alias}: {old} holds {before} docs but {new} got {after}; nothing "
+                    "was swapped. Stop other writers and run `reme-es reindex` again."
+                )
         except BaseException:
             await store.dialect.request("DELETE", f"/{new}")
             raise
@@ -153,8 +158,11 @@ async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, 
             elif field not in want:
                 problems.append(f"- {field}: {have[field]} (not in the template)")
             else:
-                changed = sorted(k for k in set(have[field]) | set(want[field])
-                                 if _norm(have[field].get(k)) != _norm(want[field].get(k)))
+                changed = sorted(
+                    k
+                    for k in set(have[field]) | set(want[field])
+                    if _norm(have[field].get(k)) != _norm(want[field].get(k))
+                )
                 for k in changed:
                     problems.append(f"~ {field}.{k}: index has {have[field].get(k)}, template has {want[field].get(k)}")
         v_have = actual.get("_meta", {}).get("reme_es", {}).get("template_version")

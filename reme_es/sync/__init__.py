@@ -3,4 +3,4 @@
 from .scan import Changes, LocalFile, diff, walk
 from .sync import Failure, Reporter, Summary, WorkspaceSync
 
-__all__ = ["Changes", "LocalFile", "diff", "walk", "Failure", "Reporter", "Summary", "WorkspaceSync"]
+__all__ = ["Changes", "Failure", "LocalFile", "Reporter", "Summary", "WorkspaceSync", "diff", "walk"]

@@ -76,8 +76,9 @@ class _CheckedLocal:
             raise ConfigError(f"embedding: local is not usable: {exc}") from None
 
 
-def make_embedder(kind: str, model: str = "", base_url: str = "", api_key: str | None = None,
-                  dims: int | None = None) -> Embedder | None:
+def make_embedder(
+    kind: str, model: str = "", base_url: str = "", api_key: str | None = None, dims: int | None = None
+) -> Embedder | None:
     """The embedder for a settings value (`none` gives None)."""
     if kind == "none":
         return None

@@ -80,8 +80,10 @@ def split_front_matter(path: str, lines: list[str], warn: Warn) -> tuple[dict[st
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark else 1
-        warn(f"{path}:{line}: front matter is not valid YAML ({getattr(exc, 'problem', None) or exc}); "
-             "indexed as plain text")
+        warn(
+            f"{path}:{line}: front matter is not valid YAML ({getattr(exc, 'problem', None) or exc}); "
+            "indexed as plain text"
+        )
         return {}, 0
     if data is None:
         return {}, close + 1
@@ -116,7 +118,7 @@ def _sections(lines: list[str], first: int) -> list[tuple[int, int, int]]:
             marker = m.group(1)
             if not fence:
                 fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not line[m.end():].strip():
+            elif marker[0] == fence[0] and len(marker) >= len(fence) and not line[m.end() :].strip():
                 fence = ""
             continue
         if fence:

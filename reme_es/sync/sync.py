@@ -225,7 +225,11 @@ class WorkspaceSync:
             for label, paths in summary.planned.items():
                 for p in paths:
                     self.report.info(f"would {label} {p}")
-            summary.added, summary.modified, summary.deleted = len(changes.added), len(changes.modified), len(changes.deleted)
+            summary.added, summary.modified, summary.deleted = (
+                len(changes.added),
+                len(changes.modified),
+                len(changes.deleted),
+            )
             summary.seconds = time.monotonic() - started
             return summary
 
@@ -399,7 +403,9 @@ class WorkspaceSync:
         ids = {p: known[p].chunk_ids for p in deleted if p in known}
         if ids:
             stored = await self.store.get_chunks(ids, with_vectors=True)
-            self._reuse.update({s["hash"]: s["embedding"] for s in stored.values() if s.get("embedding") and s.get("hash")})
+            self._reuse.update(
+                {s["hash"]: s["embedding"] for s in stored.values() if s.get("embedding") and s.get("hash")}
+            )
 
     async def _attach_vectors(self, items: list[tuple[FileDoc, list[Chunk]]], summary: Summary) -> None:
         """Reuse stored vectors for unchanged chunk ids (and texts of deleted files); embed only the rest."""
@@ -488,4 +494,4 @@ class WorkspaceSync:
                 on_summary(summary)
 
 
-__all__ = ["WorkspaceSync", "Summary", "Failure", "Reporter", "State", "state_path", "in_scope"]
+__all__ = ["Failure", "Reporter", "State", "Summary", "WorkspaceSync", "in_scope", "state_path"]

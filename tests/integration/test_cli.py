@@ -142,16 +142,21 @@ def test_sync_then_search_prints_hits_and_links(cli):
     text = cli("search", "rename watcher", "--limit", "1")
     assert text.exit_code == 0, text.stderr
     lines = text.stdout.splitlines()
-    assert re.fullmatch(r"========== daily/2026-05-19/notes\.md:1-11 \[score=\d+\.\d{4} keyword=\d+\.\d{4}\] ==========",
-                        lines[0])
+    assert re.fullmatch(
+        r"========== daily/2026-05-19/notes\.md:1-11 \[score=\d+\.\d{4} keyword=\d+\.\d{4}\] ==========", lines[0]
+    )
     assert lines[1] == "# Notes, 2026-05-19"
     assert lines[-6:] == [
         "  outlinks (3):",
-        '    → digest/project-atlas.md  name="Project Atlas"  description="The team\'s shared agent memory server, '
-        'backed by OpenSearch"',
+        (
+            '    → digest/project-atlas.md  name="Project Atlas"  description="The team\'s shared agent memory server, '
+            'backed by OpenSearch"'
+        ),
         "        via anchor=#Milestones",
-        '    → digest/indexing.md  name="Indexing"  description="How the agent\'s memory files become searchable '
-        'chunks"',
+        (
+            '    → digest/indexing.md  name="Indexing"  description="How the agent\'s memory files become searchable '
+            'chunks"'
+        ),
         "        via anchor=#Chunk ids",
         "    → digest/retrospective.md  (virtual: not indexed)",
     ]
@@ -227,7 +232,9 @@ def test_bad_input_warns_and_the_rest_syncs(cli, tmp_path):
     outside = tmp_path / "secret.md"
     outside.write_text("# secret\n\nplatypus\n")
     (ws / "digest/escape.md").symlink_to(outside)
-    (ws / "digest/links.md").write_text("# Links\n\nSee [[../../etc/passwd]] and [[/etc/hosts]] and [[digest/search.md]].\n")
+    (ws / "digest/links.md").write_text(
+        "# Links\n\nSee [[../../etc/passwd]] and [[/etc/hosts]] and [[digest/search.md]].\n"
+    )
 
     result = cli.sync()
     assert result.exit_code == 0, result.stderr
@@ -235,10 +242,14 @@ def test_bad_input_warns_and_the_rest_syncs(cli, tmp_path):
         f"warning: digest/escape.md: symlink to {outside} points outside the workspace; skipped",
         "warning: daily/latin1.md:1: invalid UTF-8 (byte 5); undecodable bytes replaced with U+FFFD",
         "warning: digest/blob.md: binary content (NUL byte); skipped",
-        "warning: digest/broken.md:2: front matter is not valid YAML (expected ',' or ']', but got '<stream end>'); "
-        "indexed as plain text",
-        "warning: resource/events.jsonl:2: malformed JSON line skipped (Expecting property name enclosed in double "
-        "quotes)",
+        (
+            "warning: digest/broken.md:2: front matter is not valid YAML (expected ',' or ']', but got '<stream end>'); "
+            "indexed as plain text"
+        ),
+        (
+            "warning: resource/events.jsonl:2: malformed JSON line skipped (Expecting property name enclosed in double "
+            "quotes)"
+        ),
     ]
     assert _summary(result) == "synced: 11 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
 
@@ -302,8 +313,18 @@ def test_too_large_file_is_skipped(cli):
 
 def test_watch_picks_up_changes(cli, node_url):
     env = {**os.environ, "REME_ES_HOME": str(cli.home), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(cli.workspace), "--watch",
-           "--hosts", node_url, "--index-prefix", cli.prefix]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reme_es.cli",
+        "sync",
+        str(cli.workspace),
+        "--watch",
+        "--hosts",
+        node_url,
+        "--index-prefix",
+        cli.prefix,
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -403,13 +424,16 @@ def test_optimize_expunges_deletes(cli):
     out = json.loads(result.stdout)
     assert out["merged"] == ["chunks", "files", "links"]
     assert {k: (v["docs"], v["segments"]) for k, v in out["after"].items()} == {
-        "chunks": (7, 1), "files": (7, 1), "links": (9, 1)
+        "chunks": (7, 1),
+        "files": (7, 1),
+        "links": (9, 1),
     }
 
 
 def test_config_and_connection_errors(cli, tmp_path):
     bad_weight = CliRunner().invoke(
-        main, ["sync", str(cli.workspace), "--hosts", cli.url, "--index-prefix", cli.prefix],
+        main,
+        ["sync", str(cli.workspace), "--hosts", cli.url, "--index-prefix", cli.prefix],
         env={"REME_ES_VECTOR_WEIGHT": "2", "REME_ES_HOME": str(cli.home)},
     )
     assert bad_weight.exit_code == 2
@@ -420,7 +444,9 @@ def test_config_and_connection_errors(cli, tmp_path):
 
     bad_prefix = cli("status", "--hosts", cli.url, "--index-prefix", "Bad*Prefix", target=False)
     assert bad_prefix.exit_code == 2
-    assert bad_prefix.stderr.startswith("error: invalid settings (command line): index prefix 'Bad*Prefix' is not allowed")
+    assert bad_prefix.stderr.startswith(
+        "error: invalid settings (command line): index prefix 'Bad*Prefix' is not allowed"
+    )
 
     (cli.workspace / "reme-es.yaml").write_text("hosts: [http://127.0.0.1:1]\nbogus: 1\n")
     unknown = cli("sync", str(cli.workspace), target=False)
@@ -448,8 +474,9 @@ def test_default_prefix_comes_from_the_workspace(cli, node_url):
 
     prefix = default_prefix(cli.workspace)
     assert re.fullmatch(r"workspace-[0-9a-f]{8}", prefix)
-    result = CliRunner().invoke(main, ["sync", str(cli.workspace), "--hosts", node_url, "--dry-run"],
-                                env={"REME_ES_HOME": str(cli.home)})
+    result = CliRunner().invoke(
+        main, ["sync", str(cli.workspace), "--hosts", node_url, "--dry-run"], env={"REME_ES_HOME": str(cli.home)}
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith(f"syncing {cli.workspace.resolve()} into {prefix}-* ")
 
@@ -459,7 +486,13 @@ def test_full_and_json_summary(cli):
     assert first.exit_code == 0, first.stderr
     summary = json.loads(first.stdout)
     assert {k: summary[k] for k in ("added", "modified", "deleted", "unchanged", "skipped", "chunks", "failed")} == {
-        "added": 7, "modified": 0, "deleted": 0, "unchanged": 0, "skipped": 0, "chunks": 8, "failed": []
+        "added": 7,
+        "modified": 0,
+        "deleted": 0,
+        "unchanged": 0,
+        "skipped": 0,
+        "chunks": 8,
+        "failed": [],
     }
     full = json.loads(cli.sync("--full", "--json").stdout)
     assert (full["added"], full["modified"], full["unchanged"], full["chunks"]) == (0, 7, 0, 8)
@@ -504,11 +537,26 @@ def test_local_embeddings_are_computed_once(cli):
     assert vector[0] == ("daily/2026-05-18.md", 1, 12)
     hybrid = cli("search", "walruses", "--embedding", "local", "--limit", "1", "--no-links")
     assert hybrid.exit_code == 0, hybrid.stderr
-    assert re.fullmatch(r"========== digest/indexing\.md:40-41 \[score=\d\.\d{4}\] ==========",
-                        hybrid.stdout.splitlines()[0])
+    assert re.fullmatch(
+        r"========== digest/indexing\.md:40-41 \[score=\d\.\d{4}\] ==========", hybrid.stdout.splitlines()[0]
+    )
     client = CliRunner().invoke(
-        main, ["search", "walruses", "--embedding", "local", "--limit", "1", "--no-links", "--hosts", cli.url,
-               "--index-prefix", cli.prefix], env={"REME_ES_HYBRID": "client", "REME_ES_HOME": str(cli.home)})
+        main,
+        [
+            "search",
+            "walruses",
+            "--embedding",
+            "local",
+            "--limit",
+            "1",
+            "--no-links",
+            "--hosts",
+            cli.url,
+            "--index-prefix",
+            cli.prefix,
+        ],
+        env={"REME_ES_HYBRID": "client", "REME_ES_HOME": str(cli.home)},
+    )
     assert re.fullmatch(
         r"========== digest/indexing\.md:40-41 \[score=0\.0164 keyword=\d+\.\d{4} vector=0\.\d{4}\] ==========",
         client.stdout.splitlines()[0],
@@ -587,8 +635,18 @@ def test_watch_survives_a_server_outage(cli, node_url):
     proxy = _Proxy(node_url)
     proxy.start()
     env = {**os.environ, "REME_ES_HOME": str(cli.home), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(cli.workspace), "--watch",
-           "--hosts", proxy.url, "--index-prefix", cli.prefix]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reme_es.cli",
+        "sync",
+        str(cli.workspace),
+        "--watch",
+        "--hosts",
+        proxy.url,
+        "--index-prefix",
+        cli.prefix,
+    ]
     err_file = cli.home.parent / "watch.err"
     with err_file.open("w") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
