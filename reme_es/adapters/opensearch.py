@@ -58,6 +58,16 @@ class OpenSearchDialect(Dialect):
             kwargs["client_key"] = s.client_key
         return AsyncOpenSearch(**kwargs)
 
+    async def close(self) -> None:
+        """Close every connection, also those the pool marked dead (opensearch-py closes only the live ones)."""
+        if self._client is not None:
+            pool = self._client.transport.connection_pool
+            live = set(map(id, pool.connections))
+            for conn in getattr(pool, "orig_connections", ()):
+                if id(conn) not in live:
+                    await conn.close()
+        await super().close()
+
     async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
         return await self.client.transport.perform_request(method, path, params=params, body=body)
 

@@ -7,6 +7,7 @@ everything the opensearch, urllib3, aiohttp and reme_es loggers print at DEBUG w
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import logging
 import threading
@@ -85,6 +86,9 @@ async def test_every_host_down_fails_fast_with_advice(engine, debug_log):
     assert _leaks(_full_text(err.value)) == []
     assert any("127.0.0.1" in r for r in debug_log)  # the client did log the failed attempts
     assert _leaks("\n".join(debug_log)) == []
+    del err
+    gc.collect()
+    assert [r for r in debug_log if "Unclosed" in r] == []  # connections marked dead were closed too
 
 
 async def test_credentials_inside_host_urls_are_not_echoed(debug_log):
