@@ -538,7 +538,8 @@ def test_local_embeddings_are_computed_once(cli):
     hybrid = cli("search", "walruses", "--embedding", "local", "--limit", "1", "--no-links")
     assert hybrid.exit_code == 0, hybrid.stderr
     assert re.fullmatch(
-        r"========== digest/indexing\.md:40-41 \[score=\d\.\d{4}\] ==========", hybrid.stdout.splitlines()[0]
+        r"========== digest/indexing\.md:40-41 \[score=\d\.\d{4}( keyword=\d+\.\d{4} vector=0\.\d{4})?\] ==========",
+        hybrid.stdout.splitlines()[0],
     )
     client = CliRunner().invoke(
         main,
@@ -673,3 +674,21 @@ def test_watch_survives_a_server_outage(cli, node_url):
     warnings = [x for x in err_file.read_text().splitlines() if x.startswith("warning:")]
     assert warnings and all(x.startswith("warning: server error, retrying in ") for x in warnings)
     assert "synced: 1 added, 0 modified, 0 deleted, 0 failed, 7 unchanged, 0 skipped" in out
+
+
+def test_settings_precedence_yaml_env_flags(tmp_path):
+    from reme_es.config import default_prefix, load_settings
+
+    ws = tmp_path / "My Notes!"
+    ws.mkdir()
+    (ws / "reme-es.yaml").write_text("hosts: [http://a:9200]\nindex_prefix: from-yaml\ndirs: daily\npassword: s3cret\n")
+    env = {"REME_ES_INDEX_PREFIX": "from-env", "REME_ES_HOSTS": "http://b:9200, http://c:9200"}
+    s = load_settings(ws, None, {"index_prefix": "from-flag", "hosts": None}, environ=env)
+    assert (s.index_prefix, s.hosts, s.dirs) == ("from-flag", ["http://b:9200", "http://c:9200"], ["daily"])
+    assert "s3cret" not in repr(s) and "s3cret" not in json.dumps(s.model_dump(mode="json"))
+    assert s.client_settings().password == "s3cret"
+    assert load_settings(ws, None, {}, environ=env).index_prefix == "from-env"
+    (ws / "reme-es.yaml").unlink()
+    assert load_settings(ws, None, {}, environ={}).index_prefix == default_prefix(ws)
+    assert re.fullmatch(r"my-notes-[0-9a-f]{8}", default_prefix(ws))
+    assert default_prefix(ws) != default_prefix(tmp_path / "other" / "My Notes!")
