@@ -24,7 +24,8 @@ from click.testing import CliRunner
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
-from reme_es.connect import detect_engine, make_dialect
+from reme_es.connect import detect_engine, make_dialect, open_store
+from reme_es.errors import MappingError
 from reme_es.models import LinkScope
 from reme_es.store import MemoryStore
 from reme_es.sync.markdown import chunk_id
@@ -46,6 +47,18 @@ async def _with_store(url: str, prefix: str, fn):
     store = MemoryStore(make_dialect(await detect_engine(cs), cs), prefix)
     try:
         return await fn(store)
+    finally:
+        await store.close()
+
+
+async def _drop(url: str, prefix: str) -> None:
+    """Drop the prefix's indices and its hybrid pipeline (a connected store knows the pipeline's name)."""
+    try:
+        store = await open_store(ClientSettings([url]), prefix, create=False)
+    except MappingError:  # no indices (e.g. a dry run only)
+        return await _with_store(url, prefix, lambda s: s.drop())
+    try:
+        await store.drop()
     finally:
         await store.close()
 
@@ -79,7 +92,7 @@ def cli(node_url, prefix, tmp_path):
     shutil.copytree(EXAMPLE, workspace)
     c = Cli(node_url, prefix, workspace, tmp_path / "home")
     yield c
-    c.store(lambda s: s.drop())
+    asyncio.run(_drop(node_url, prefix))
 
 
 def _summary(result) -> str:
