@@ -311,7 +311,20 @@ class MemoryStore:
         chunk_index, files_index, links_index = (self.index(k) for k in INDEX_KINDS)
         sources = {path: [self._chunk_source(c) for c in chunks] for path, (_, chunks) in by_path.items()}
         file_sources = {path: self._file_source(file) for path, (file, _) in by_path.items()}
-        old_chunks, old_links = await self._stored_ids(list(by_path))
+        old_chunks, old_links, known = await self._stored_ids(list(by_path))
+
+        # Phase 0: files not stored before get a placeholder file doc (st_mtime -1, no links) first, so chunks that
+        # a crash between the phases leaves behind still belong to a file doc: the next sync sees its mtime differ
+        # and re-indexes the file, or deletes all its chunks if the file is gone.
+        placeholders = [
+            {"_op_type": "index", "_index": files_index, "_id": doc_id(p), "_source": {**file_sources[p], "st_mtime": -1.0, "links": []}}
+            for p in by_path
+            if p not in known
+        ]
+        zero = await self.dialect.bulk(placeholders) if placeholders else BulkOutcome()
+        for failure in zero.failures:
+            by_path.pop(next(p for p in by_path if doc_id(p) == failure.id), None)
+            sources.pop(next((p for p in sources if doc_id(p) == failure.id), ""), None)
 
         # Phase 1: the new chunks.
         phase1 = [
@@ -357,15 +370,18 @@ class MemoryStore:
         second = await self.dialect.bulk(phase2)
         if refresh:
             await self.refresh()
-        outcome = BulkOutcome(first.succeeded + second.succeeded, first.failures + second.failures)
+        outcome = BulkOutcome(first.succeeded + second.succeeded, zero.failures + first.failures + second.failures)
         outcome.raise_for_failures()
         return outcome
 
-    async def _stored_ids(self, paths: list[str]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-        """Chunk and link ids stored for these paths: from the file docs (real-time) and a search (orphans)."""
+    async def _stored_ids(self, paths: list[str]) -> tuple[dict[str, set[str]], dict[str, set[str]], set[str]]:
+        """Chunk and link ids stored for these paths, from the file docs (real-time) and a search (orphans);
+        and which paths have a file doc."""
         chunks: dict[str, set[str]] = {p: set() for p in paths}
         links: dict[str, set[str]] = {p: set() for p in paths}
+        known: set[str] = set()
         for file in await self._mget_files(paths):
+            known.add(file.path)
             chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
             links[file.path].update(link.id for link in file.links)
         async for s in self._scan(self.index("chunks"), {"terms": {"path": paths}}, ["chunk_id", "path"], ["chunk_id"]):
@@ -373,7 +389,7 @@ class MemoryStore:
         link_fields = ["source", "target", "anchor"]
         async for s in self._scan(self.index("links"), {"terms": {"source": paths}}, link_fields, link_fields):
             links[s["source"]].add(Link(source=s["source"], target=s["target"], anchor=s.get("anchor", "")).id)
-        return chunks, links
+        return chunks, links, known
 
     async def _scan(self, index: str, query: dict, source: list[str] | bool, sort: list[str]):
         """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
@@ -395,7 +411,7 @@ class MemoryStore:
         if not paths:
             return 0
         existing = {f.path for f in await self._mget_files(paths)}
-        old_chunks, old_links = await self._stored_ids(paths)
+        old_chunks, old_links, _ = await self._stored_ids(paths)
         actions: list[dict] = []
         for path in paths:
             actions += [

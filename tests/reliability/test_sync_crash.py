@@ -237,8 +237,6 @@ def test_killed_sync_then_edits_converge_on_rerun(node_url, tmp_path, prefixes):
         print("kill after %.2fs: exit %s, %s files acknowledged; edits; rerun %s" % row)
 
 
-@pytest.mark.xfail(strict=True, reason="sync plans deletions from file docs only: chunks of a file whose file doc "
-                   "was never acknowledged (crash or failure between the two upsert phases) outlive the file")
 def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(node_url, tmp_path, prefixes):
     """The state a SIGKILL between the upsert phases leaves, made deterministic with an injected phase-2 failure."""
     import asyncio
