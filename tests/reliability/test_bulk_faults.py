@@ -24,9 +24,9 @@ from .conftest import chunk_ids, count
 class FaultyBulk:
     """Wraps `client.bulk`: items whose id is in `faults` fail with (status, for how many attempts)."""
 
-    def __init__(self, client, faults: dict[str, tuple[int, int | None]]):
+    def __init__(self, client, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]]):
         self.real = client.bulk
-        self.faults = faults  # id -> (status, failing attempts; None = always)
+        self.faults = faults  # id -> (status, failing attempts or None = always[, attempts that pass first])
         self.attempts: Counter[str] = Counter()
         client.bulk = self
 
@@ -42,8 +42,9 @@ class FaultyBulk:
         passing, injected = [], {}
         for n, (op, meta, sent) in enumerate(items):
             self.attempts[meta["_id"]] += 1
-            status, times = self.faults.get(meta["_id"], (0, 0))
-            if status and (times is None or self.attempts[meta["_id"]] <= times):
+            status, times, passes = (*self.faults.get(meta["_id"], (0, 0)), 0)[:3]
+            n_fail = self.attempts[meta["_id"]] - passes
+            if status and n_fail > 0 and (times is None or n_fail <= times):
                 kind = "es_rejected_execution_exception" if status == 429 else "mapper_parsing_exception"
                 injected[n] = {
                     op: {
@@ -151,16 +152,20 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     assert _retries(caplog) == [
         f"bulk: 3 item(s) rejected with 429/5xx, retry {n + 1} in {0.1 * 2**n:.1f}s" for n in range(5)
     ]
-    # files 0 and 3 are not written (their landed chunks are taken back); 1, 2 and 4 are stored completely
+    # files 0 and 3 are not written (their landed chunks are taken back); 1, 2 and 4 are stored completely.
+    # New files 0 and 3 keep the phase-0 placeholder doc (st_mtime -1, no links), so the next sync rewrites them.
     stored = [1, 2, 4]
     assert await chunk_ids(store) == sorted(c.id for i in stored for c in files[i][1])
-    assert [f.path for f in await store.get_files()] == [f"notes/f{i}.md" for i in stored]
+    assert [(f.path, f.st_mtime, len(f.links)) for f in await store.get_files()] == [
+        (f"notes/f{i}.md", -1.0 if i in (0, 3) else 1_716_000_000.0, 0 if i in (0, 3) else 1) for i in range(5)
+    ]
     assert await count(store, "links") == 3
 
 
 async def test_phase_two_failures_are_reported_with_their_ids(store_factory, no_jitter):
     store = await store_factory()
-    files = _workspace()
+    await store.upsert(_workspace(tag="v1"))
+    files = _workspace(tag="v2")
     file_doc, link_id = doc_id("notes/f2.md"), files[3][0].links[0].id
     faulty = FaultyBulk(store.dialect.client, {file_doc: (503, None), link_id: (400, None)})
     with pytest.raises(BulkError) as err:
@@ -168,6 +173,24 @@ async def test_phase_two_failures_are_reported_with_their_ids(store_factory, no_
 
     assert sorted((f.id, f.status) for f in err.value.failures) == sorted([(file_doc, 503), (link_id, 400)])
     assert (faulty.attempts[file_doc], faulty.attempts[link_id]) == (6, 1)
+    # Phase 1 succeeded for every file: all v2 chunks are stored and the v1 ones deleted. The file doc of f2
+    # still describes v1 (the failure is reported; the next write of f2 makes them agree).
     assert await chunk_ids(store) == sorted(c.id for _, chunks in files for c in chunks)
+    by_path = {f.path: f for f in await store.get_files()}
+    assert by_path["notes/f2.md"].chunk_ids == [c.id for c in _workspace(tag="v1")[2][1]]
+    assert [by_path[f"notes/f{i}.md"].chunk_ids for i in (0, 1, 3)] == [[c.id for c in files[i][1]] for i in (0, 1, 3)]
+    assert await count(store, "links") == 4  # f3's link was stored by the v1 write; only its rewrite failed
+
+
+async def test_a_failed_placeholder_skips_the_file(store_factory, no_jitter):
+    store = await store_factory()
+    files = _workspace()
+    faulty = FaultyBulk(store.dialect.client, {doc_id("notes/f2.md"): (400, None)})
+    with pytest.raises(BulkError) as err:
+        await store.upsert(files)
+
+    assert [(f.id, f.status) for f in err.value.failures] == [("notes/f2.md", 400)]
+    assert faulty.attempts["notes/f2.md"] == 1
+    assert faulty.attempts[files[2][1][0].id] == 0  # no chunk of f2 was sent
+    assert await chunk_ids(store) == sorted(c.id for i in (0, 1, 3) for c in files[i][1])
     assert [f.path for f in await store.get_files()] == ["notes/f0.md", "notes/f1.md", "notes/f3.md"]
-    assert await count(store, "links") == 3

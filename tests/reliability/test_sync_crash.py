@@ -259,9 +259,12 @@ def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(node_ur
             path = "digest/b.md"
             parsed = parse(path, (workspace / path).read_text(), lambda m: None)
             doc = FileDoc(path=path, st_mtime=(workspace / path).stat().st_mtime, chunk_ids=[c.id for c in parsed.chunks])
-            FaultyBulk(store.dialect.client, {doc_id(path): (400, None)})
+            # the placeholder file doc (phase 0) passes, the real one (phase 2) fails: chunks stored, no real doc
+            FaultyBulk(store.dialect.client, {doc_id(path): (400, None, 1)})
             with pytest.raises(BulkError):
                 await store.upsert([(doc, parsed.chunks)])
+            hits = await store.keyword_search("harbour", 10, SearchFilter(paths=[path]))
+            assert [h.chunk.id for h in hits] == [c.id for c in parsed.chunks]
             return [c.id for c in parsed.chunks]
         finally:
             await store.close()
