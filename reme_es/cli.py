@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from .adapters.base import redact_host
 from .config import Settings, load_settings
 from .errors import ConfigError, InvalidFilter, MappingError, ReMeESError
 from .store import MemoryStore
@@ -491,7 +492,7 @@ async def _status(settings: Settings, as_json: bool) -> int:
         click.echo(json.dumps(info))
         return 0
     flags = [k for k, v in info["capabilities"].items() if v is True]
-    click.echo(f"server: {caps.engine} {caps.version} at {', '.join(cs.hosts)}")
+    click.echo(f"server: {caps.engine} {caps.version} at {', '.join(redact_host(h) for h in cs.hosts)}")
     click.echo(f"capabilities: {', '.join(flags) or 'none'}")
     if caps.knn_engines:
         click.echo(f"k-NN engines: {', '.join(caps.knn_engines)}")

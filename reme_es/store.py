@@ -347,6 +347,8 @@ class MemoryStore:
                     {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path}
                     for i in sorted(new_ids - failed_ids - keep)
                 ]
+                if path not in known:  # nothing of this file is stored any more: drop its placeholder too
+                    phase2.append({"_op_type": "delete", "_index": files_index, "_id": doc_id(path)})
                 continue
             phase2 += [
                 {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path}

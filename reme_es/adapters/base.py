@@ -209,7 +209,7 @@ class Dialect(ABC):
             return ReMeESError(f"{what} failed: {type(exc).__name__}: {exc}")
         return RequestFailed(f"{what} failed with {status}: {reason}", status=status, reason=reason)
 
-    async def bulk(self, actions: list[dict], max_retries: int = 5, chunk_bytes: int = 10 << 20) -> BulkOutcome:
+    async def bulk(self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20) -> BulkOutcome:
         """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported."""
         outcome = BulkOutcome()
         pending = actions

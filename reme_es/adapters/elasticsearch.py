@@ -31,6 +31,7 @@ class ElasticsearchDialect(Dialect):
             "request_timeout": s.timeout,
             "max_retries": s.max_retries,
             "retry_on_timeout": True,
+            "retry_on_status": (429, 502, 503, 504),
             "verify_certs": s.verify_certs,
             "serializers": {"application/json": OrjsonSerializer()},
         }

@@ -44,6 +44,7 @@ class OpenSearchDialect(Dialect):
             "timeout": s.timeout,
             "max_retries": s.max_retries,
             "retry_on_timeout": True,
+            "retry_on_status": (429, 502, 503, 504),
             "verify_certs": s.verify_certs,
             "ssl_show_warn": False,
         }

@@ -23,7 +23,7 @@ from reme.enumeration import LinkScopeEnum
 from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme.utils import hash_text
 
-from ..adapters.base import ClientSettings, validate_hosts
+from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..connect import open_store
 from ..errors import ConfigError, MappingError
 from ..models import Chunk, FileDoc, Hit, Link, LinkScope
@@ -217,7 +217,8 @@ class EsFileStore(BaseFileStore):
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
         self.store = await self._open(settings, prefix, IndexOptions(dims=dims, **self.index_options))
         self.logger.info(
-            f"{self.name}: {self.store.caps.engine} {self.store.caps.version} at {', '.join(hosts)}, "
+            f"{self.name}: {self.store.caps.engine} {self.store.caps.version} at "
+            f"{', '.join(redact_host(h) for h in hosts)}, "
             f"prefix={prefix}, dims={self.store.dims}"
         )
         await self._rebuild_tag_index("startup synchronization")

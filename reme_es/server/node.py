@@ -386,8 +386,14 @@ def _wait_healthy(info: NodeInfo, proc: subprocess.Popen, timeout: float) -> Non
             )
         try:
             if _http_json(url, timeout=5).get("status") in ("yellow", "green"):
+                nodes = _http_json(f"{info.url}/_nodes/_local", timeout=5)["nodes"]
+                if next(iter(nodes.values()))["name"] != info.name:
+                    raise ServerError(
+                        f"port {info.http_port} is answered by another node than {info.name!r}; "
+                        "stop it or choose another port with --port"
+                    )
                 return
-        except (OSError, ValueError, urllib.error.HTTPError):
+        except (OSError, ValueError, KeyError, urllib.error.HTTPError):
             pass
         time.sleep(0.5)
     stop(info.name)

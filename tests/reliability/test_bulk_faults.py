@@ -7,6 +7,7 @@ tests can assert exactly how often Dialect.bulk retried each item.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import Counter
 
@@ -69,9 +70,12 @@ def _retries(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "reme_es.adapters.base"]
 
 
+RETRY_CAP = inspect.signature(base.Dialect.bulk).parameters["max_retries"].default
+
+
 @pytest.fixture
 def no_jitter(monkeypatch):
-    """Backoff without jitter: delays are exactly 0.1 * 2**attempt seconds."""
+    """Backoff without jitter: delays are exactly half the nominal 0.2 * 2**attempt seconds (capped at 10)."""
     monkeypatch.setattr(base.random, "random", lambda: 0.0)
 
 
@@ -148,16 +152,17 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     failures = err.value.failures
     assert sorted(f.id for f in failures) == sorted(stuck_chunks)
     assert {(f.index, f.status) for f in failures} == {(f"{store.index('chunks')}-1", 429)}
-    assert {v: faulty.attempts[v] for v in stuck_chunks} == {v: 6 for v in stuck_chunks}  # 1 + max_retries=5
+    assert {v: faulty.attempts[v] for v in stuck_chunks} == {v: 1 + RETRY_CAP for v in stuck_chunks}
     assert _retries(caplog) == [
-        f"bulk: 3 item(s) rejected with 429/5xx, retry {n + 1} in {0.1 * 2**n:.1f}s" for n in range(5)
+        f"bulk: 3 item(s) rejected with 429/5xx, retry {n + 1} in {min(10.0, 0.2 * 2**n) / 2:.1f}s"
+        for n in range(RETRY_CAP)
     ]
-    # files 0 and 3 are not written (their landed chunks are taken back); 1, 2 and 4 are stored completely.
-    # New files 0 and 3 keep the phase-0 placeholder doc (st_mtime -1, no links), so the next sync rewrites them.
+    # files 0 and 3 are not written (their landed chunks and their phase-0 placeholders are taken back);
+    # 1, 2 and 4 are stored completely.
     stored = [1, 2, 4]
     assert await chunk_ids(store) == sorted(c.id for i in stored for c in files[i][1])
     assert [(f.path, f.st_mtime, len(f.links)) for f in await store.get_files()] == [
-        (f"notes/f{i}.md", -1.0 if i in (0, 3) else 1_716_000_000.0, 0 if i in (0, 3) else 1) for i in range(5)
+        (f"notes/f{i}.md", 1_716_000_000.0, 1) for i in stored
     ]
     assert await count(store, "links") == 3
 
@@ -172,7 +177,7 @@ async def test_phase_two_failures_are_reported_with_their_ids(store_factory, no_
         await store.upsert(files)
 
     assert sorted((f.id, f.status) for f in err.value.failures) == sorted([(file_doc, 503), (link_id, 400)])
-    assert (faulty.attempts[file_doc], faulty.attempts[link_id]) == (6, 1)
+    assert (faulty.attempts[file_doc], faulty.attempts[link_id]) == (1 + RETRY_CAP, 1)
     # Phase 1 succeeded for every file: all v2 chunks are stored and the v1 ones deleted. The file doc of f2
     # still describes v1 (the failure is reported; the next write of f2 makes them agree).
     assert await chunk_ids(store) == sorted(c.id for _, chunks in files for c in chunks)
