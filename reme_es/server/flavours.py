@@ -20,6 +20,7 @@ class Artifact:
     name: str
     version: str
     packaging: str = "jar"
+    sha256: str = ""  # pinned: several of these files have no checksum published next to them
 
     @property
     def filename(self) -> str:
@@ -33,6 +34,30 @@ class Artifact:
 
     def __str__(self) -> str:
         return f"{self.group}:{self.name}:{self.version}:{self.packaging}"
+
+
+SHA256 = {
+    "analysis-common-2.19.1.jar": "13fdc1071af42946b13153a62491a5e9b0ad214d44f7c8153d3afef60f558821",
+    "antlr4-runtime-4.13.1.jar": "54665d2838cc66458343468efc539e454fc95b46a8a04b13c6ac43fc9be63505",
+    "asm-9.7.jar": "adf46d5e34940bdf148ecdd26a9ee8eea94496a72034ff7141066b3eea5c4e9d",
+    "asm-analysis-9.7.jar": "7bc6bcbc21379948a0c8c467fb0f864206e5b818f6bc0b546872f5c9f941556f",
+    "asm-commons-9.7.jar": "389bc247958e049fc9a0408d398c92c6d370c18035120395d4cba1d9d9304b7a",
+    "asm-tree-9.7.jar": "62f4b3bc436045c1acb5c3ba2d8ec556ec3369093d7f5d06c747eb04b56d52b1",
+    "asm-util-9.7.jar": "37a6414d36641973f1af104937c95d6d921b2ddb4d612c66c5a9f2b13fc14211",
+    "elasticsearch-9.3.2.zip": "99b5b540c8d3a5c53cbe1e4f35c46acefff59131760ddc330a7616cd319086f1",
+    "lang-painless-2.19.1.jar": "3cf5e02efa40ff5b88e74e1ab66a0bc462de3509fab4a6a4ffe90b8d13777a9a",
+    "neural-search-2.19.1.0.zip": "b17ca1d774692902c58cbae102bf463970740c31d81446866e8eabd336e285aa",
+    "opensearch-2.19.1.zip": "af7152d8b7f6f1cee09d47276b32b70479fe6dd8cdbb61213f84eb7f8098b261",
+    "opensearch-3.5.0.zip": "b676ad392c95a94d8d2bd8785b8b922c7811536daf6a9ec0c7277a34bd8a17a9",
+    "opensearch-knn-2.19.1.0.zip": "eab8c9818865bc035212eab5068cdacae164baa09d4c152f49b736d6f6b0e85c",
+    "opensearch-knn-3.5.0.0.zip": "99fdf3ac9ef95974e276298b83a58532bf21ba13bd5fd96a4b59465b7e613309",
+    "opensearch-scripting-painless-spi-2.19.1.jar": "c2598797a5f6f897ce7e8d05f593ff96de3fbc56c52f299d63cddcae41556dda",
+}
+
+
+def _pinned(group: str, name: str, version: str, packaging: str = "jar") -> Artifact:
+    """An artifact with its pinned sha256 (files without a pin are verified by the published .sha1 only)."""
+    return Artifact(group, name, version, packaging, SHA256.get(f"{name}-{version}.{packaging}", ""))
 
 
 @dataclass(frozen=True)
@@ -79,10 +104,10 @@ def _opensearch_2_modules(version: str, asm: str, antlr: str) -> tuple[Module, .
         classname="org.opensearch.painless.PainlessPlugin",
         description="An easy, safe and fast scripting language for OpenSearch",
         jars=(
-            Artifact(plugin, "lang-painless", version),
-            Artifact(plugin, "opensearch-scripting-painless-spi", version),
-            Artifact("org.antlr", "antlr4-runtime", antlr),
-            *(Artifact("org.ow2.asm", a, asm) for a in ("asm", "asm-util", "asm-tree", "asm-commons", "asm-analysis")),
+            _pinned(plugin, "lang-painless", version),
+            _pinned(plugin, "opensearch-scripting-painless-spi", version),
+            _pinned("org.antlr", "antlr4-runtime", antlr),
+            *(_pinned("org.ow2.asm", a, asm) for a in ("asm", "asm-util", "asm-tree", "asm-commons", "asm-analysis")),
         ),
         policy=_PAINLESS_POLICY,
     )
@@ -90,7 +115,7 @@ def _opensearch_2_modules(version: str, asm: str, antlr: str) -> tuple[Module, .
         name="analysis-common",
         classname="org.opensearch.analysis.common.CommonAnalysisPlugin",
         description="Adds built-in analyzers to OpenSearch.",
-        jars=(Artifact(plugin, "analysis-common", version),),
+        jars=(_pinned(plugin, "analysis-common", version),),
         extended_plugins="lang-painless",
     )
     return painless, analysis
@@ -102,11 +127,11 @@ FLAVOURS: dict[str, Flavour] = {
         engine="opensearch",
         version="2.19.1",
         java_min=11,
-        distribution=Artifact("org.opensearch.distribution.integ-test-zip", "opensearch", "2.19.1", "zip"),
+        distribution=_pinned("org.opensearch.distribution.integ-test-zip", "opensearch", "2.19.1", "zip"),
         modules=_opensearch_2_modules("2.19.1", asm="9.7", antlr="4.13.1"),
         plugins=(
-            Artifact("org.opensearch.plugin", "opensearch-knn", "2.19.1.0", "zip"),
-            Artifact("org.opensearch.plugin", "neural-search", "2.19.1.0", "zip"),
+            _pinned("org.opensearch.plugin", "opensearch-knn", "2.19.1.0", "zip"),
+            _pinned("org.opensearch.plugin", "neural-search", "2.19.1.0", "zip"),
         ),
     ),
     # The 3.5.0 integ-test zip already ships every module; neural-search 3.5.0.0 is not on Maven
@@ -116,8 +141,8 @@ FLAVOURS: dict[str, Flavour] = {
         engine="opensearch",
         version="3.5.0",
         java_min=21,
-        distribution=Artifact("org.opensearch.distribution.integ-test-zip", "opensearch", "3.5.0", "zip"),
-        plugins=(Artifact("org.opensearch.plugin", "opensearch-knn", "3.5.0.0", "zip"),),
+        distribution=_pinned("org.opensearch.distribution.integ-test-zip", "opensearch", "3.5.0", "zip"),
+        plugins=(_pinned("org.opensearch.plugin", "opensearch-knn", "3.5.0.0", "zip"),),
     ),
     # 9.3.0 is not on Maven Central (404); 9.3.2 is.
     "elasticsearch-9": Flavour(
@@ -125,7 +150,7 @@ FLAVOURS: dict[str, Flavour] = {
         engine="elasticsearch",
         version="9.3.2",
         java_min=21,
-        distribution=Artifact("org.elasticsearch.distribution.integ-test-zip", "elasticsearch", "9.3.2", "zip"),
+        distribution=_pinned("org.elasticsearch.distribution.integ-test-zip", "elasticsearch", "9.3.2", "zip"),
     ),
 }
 

@@ -68,3 +68,20 @@ def test_taken_port_is_refused_before_anything_starts(tmp_path, monkeypatch):
 def test_status_of_a_node_never_started(tmp_path, monkeypatch):
     monkeypatch.setenv("REME_ES_HOME", str(tmp_path))
     assert node.status("nobody") == {"name": "nobody", "running": False, "reason": "never started"}
+
+
+def test_every_flavour_artifact_has_a_pinned_sha256():
+    for flavour in FLAVOURS.values():
+        parts = [flavour.distribution, *flavour.plugins, *(j for m in flavour.modules for j in m.jars)]
+        assert all(len(a.sha256) == 64 for a in parts), [str(a) for a in parts if not a.sha256]
+
+
+def test_a_file_that_does_not_match_its_pin_is_refused_and_removed(tmp_path):
+    from reme_es.server.fetch import _verify_pinned
+    from reme_es.server.flavours import Artifact
+
+    bad = tmp_path / "x.zip"
+    bad.write_bytes(b"not the real thing")
+    with pytest.raises(ServerError, match="checksum mismatch"):
+        _verify_pinned(Artifact("g", "x", "1", "zip", "0" * 64), bad)
+    assert not bad.exists()
