@@ -412,18 +412,26 @@ class MemoryStore:
         paths = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
         if not paths:
             return 0
-        existing = {f.path for f in await self._mget_files(paths)}
-        old_chunks, old_links, _ = await self._stored_ids(paths)
-        actions: list[dict] = []
+        old_chunks, old_links, existing = await self._stored_ids(paths)
+        # Chunks and links first, file docs after: a crash in between leaves a file doc whose chunks are partly
+        # gone (the next sync deletes it again), never chunks without a file doc that nothing would find.
+        parts: list[dict] = []
         for path in paths:
-            actions += [
+            parts += [
                 {"_op_type": "delete", "_index": self.index("chunks"), "_id": i, "_routing": path}
                 for i in sorted(old_chunks[path])
             ]
-            actions += [{"_op_type": "delete", "_index": self.index("links"), "_id": i} for i in sorted(old_links[path])]
-            if path in existing:
-                actions.append({"_op_type": "delete", "_index": self.index("files"), "_id": doc_id(path)})
-        outcome = await self.dialect.bulk(actions)
+            parts += [{"_op_type": "delete", "_index": self.index("links"), "_id": i} for i in sorted(old_links[path])]
+        outcome = await self.dialect.bulk(parts) if parts else BulkOutcome()
+        failed = {f.id for f in outcome.failures}
+        untouched = {a["_routing"] for a in parts if a["_id"] in failed and "_routing" in a}
+        files = [
+            {"_op_type": "delete", "_index": self.index("files"), "_id": doc_id(path)}
+            for path in paths
+            if path in existing and path not in untouched
+        ]
+        second = await self.dialect.bulk(files) if files else BulkOutcome()
+        outcome = BulkOutcome(outcome.succeeded + second.succeeded, outcome.failures + second.failures)
         if refresh:
             await self.refresh()
         outcome.raise_for_failures()
