@@ -131,7 +131,7 @@ def raw_ops(store: MemoryStore, raw: Raw, mode: str, f: SearchFilter):
         if mode == "native hybrid":
             return [
                 await raw.request(
-                    "POST", index, dialect.hybrid_body(q, v, size, f), {"search_pipeline": store.pipeline_name()}
+                    "POST", index, dialect.hybrid_body(q, v, size, f, store.keyword_fields), {"search_pipeline": store.pipeline_name()}
                 )
             ]
         return list(

@@ -6,7 +6,7 @@ Each of the 1,400 documents is one chunk (title + abstract) at `resource/cran/NN
 all-MiniLM-L6-v2 (reme_es.embeddings.LocalMiniLM; vectors cached under ~/.cache/reme-es-bench). The 225 queries
 are numbered 1..225 in file order (the judgments' numbering, not the `.I` numbers). Every mode retrieves the top
 100 through the store (`limit=100`, so hybrid modes fuse min(200, limit x 5) = 200 candidates per branch):
-  BM25                 store.keyword_search, with the default keyword_fields ("text", "text.cjk") and with ("text",)
+  BM25                 store.keyword_search, with the default keyword_fields (auto) and with ("text",)
   vector               store.vector_search (k-NN, cosine)
   native hybrid        OpenSearch hybrid query + search pipeline: rrf (score-ranker-processor) and minmax
                        (min-max normalisation, arithmetic mean weighted keyword 0.3 / vector 0.7)
@@ -227,7 +227,7 @@ async def main() -> None:
             runs[name] = (deep, shallow, sw.wall, note)
 
         default_fields = store.keyword_fields
-        await add("BM25", "keyword", "default keyword_fields ('text', 'text.cjk')")
+        await add("BM25", "keyword", "default keyword_fields (auto: 'text', plus 'text.cjk' for CJK queries)")
         store.keyword_fields = ("text",)
         await add("BM25 (text)", "keyword", "keyword_fields=('text',)")
         store.keyword_fields = default_fields

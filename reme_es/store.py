@@ -111,7 +111,7 @@ class MemoryStore:
         hybrid: str = "auto",
         pipeline: str | None = None,
         vector_weight: float = 0.7,
-        keyword_fields: tuple[str, ...] = ("text", "text.cjk"),
+        keyword_fields: tuple[str, ...] | None = None,
     ):
         if hybrid not in HYBRID_MODES:
             raise ConfigError(f"hybrid must be one of {', '.join(HYBRID_MODES)}, got {hybrid!r}")
@@ -645,7 +645,7 @@ class MemoryStore:
         self, query: str, vector: list[float], limit: int, candidates: int, f: SearchFilter, min_score: float
     ) -> SearchResult:
         self._check_vector(vector, "the query")
-        body = self.dialect.hybrid_body(query, vector, candidates, f)
+        body = self.dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields)
         params = {"search_pipeline": self.pipeline_name()}
         try:
             resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)

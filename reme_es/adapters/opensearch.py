@@ -120,8 +120,10 @@ class OpenSearchDialect(Dialect):
             clause["filter"] = {"bool": {"filter": clauses}}
         return {"knn": {"embedding": clause}}
 
-    def hybrid_body(self, text: str, vector: list[float], size: int, f: SearchFilter) -> dict:
-        keyword = keyword_query(text, f)
+    def hybrid_body(
+        self, text: str, vector: list[float], size: int, f: SearchFilter, fields: tuple[str, ...] | None = None
+    ) -> dict:
+        keyword = keyword_query(text, f, fields)
         return {
             "size": size,
             "query": {"hybrid": {"queries": [keyword, self.knn_query(vector, size, f)]}},

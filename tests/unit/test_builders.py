@@ -76,3 +76,15 @@ def test_empty_path_list_matches_nothing_and_strict_dates_drop_undated():
     assert filter_clauses(SearchFilter.parse({"paths": []})) == [{"match_none": {}}]
     strict = filter_clauses(SearchFilter.parse({"start_date": "2026-05-18", "strict_date_filter": True}))
     assert strict == [{"range": {"date": {"gte": "2026-05-18"}}}]
+
+
+def test_cjk_queries_add_the_bigram_field_english_queries_do_not():
+    assert keyword_body("東京の天気", 5, SearchFilter())["query"]["bool"]["must"] == [
+        {"multi_match": {"query": "東京の天気", "fields": ["text", "text.cjk"], "type": "most_fields"}}
+    ]
+    assert keyword_body("tokyo weather", 5, SearchFilter())["query"]["bool"]["must"] == [
+        {"match": {"text": {"query": "tokyo weather"}}}
+    ]
+    assert keyword_body("tokyo", 5, SearchFilter(), ("text.cjk",))["query"]["bool"]["must"] == [
+        {"match": {"text.cjk": {"query": "tokyo"}}}
+    ]
