@@ -237,7 +237,11 @@ def _node_settings(
     }
     if flavour.engine == "elasticsearch":
         settings["xpack.security.enabled"] = False
-    settings.update(extra or {})
+    for key, value in (extra or {}).items():
+        if value is None:
+            settings.pop(key, None)  # e.g. a cluster node drops discovery.type
+        else:
+            settings[key] = value
     return "".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items())
 
 
@@ -300,10 +304,13 @@ def start(
     heap: str = "512m",
     timeout: float = 180.0,
     settings: dict | None = None,
+    config_files: dict[str, bytes] | None = None,
 ) -> NodeInfo:
     """Install if needed, configure and start a node, and wait until it reports yellow health.
 
-    `settings` are extra node settings (e.g. `thread_pool.write.queue_size`) written to the node's config.
+    `settings` are extra node settings (e.g. `thread_pool.write.queue_size`) written to the node's config; a None
+    value removes a default (e.g. `discovery.type` for a cluster node). `config_files` are written into the node's
+    config folder before start (certificates, users files).
     """
     flavour = get_flavour(flavour_name)
     current = read_node(name)
@@ -325,6 +332,10 @@ def start(
         (folder / sub).mkdir(parents=True, exist_ok=True)
     conf_name = "opensearch.yml" if flavour.engine == "opensearch" else "elasticsearch.yml"
     (folder / "config" / conf_name).write_text(_node_settings(flavour, folder, http_port, transport_port, settings))
+    for rel, content in (config_files or {}).items():
+        target = folder / "config" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
     jvm_options = folder / "config" / "jvm.options"
     jvm_options.write_text(_absolute_jvm_paths(jvm_options.read_text(), folder, home))
 
