@@ -149,8 +149,8 @@ class MemoryStore:
         # acknowledged visible now, or this session's scans (files to delete, orphan chunks) would miss it.
         await self.refresh()
         if self.pipeline_kind is None:
-            self.pipeline_kind = "rrf" if self.caps.rrf_processor else "minmax"
-        if self.hybrid != "client" and self.caps.hybrid_query and self.dims:
+            self.pipeline_kind = "minmax" if self.caps.normalization_processor and not self.caps.rrf_processor else "rrf"
+        if self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps.hybrid_query and self.dims:
             await self.ensure_pipeline()
         return self.caps
 
@@ -441,8 +441,9 @@ class MemoryStore:
         """Drop every file, chunk and link of this prefix (the indices are recreated empty)."""
         await self.drop()
         await self.ensure_indices()
-        if self.hybrid != "client" and self.caps and self.caps.hybrid_query and self.dims:
-            await self.ensure_pipeline()
+        if self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps and self.caps.hybrid_query:
+            if self.dims:
+                await self.ensure_pipeline()
 
     # ------------------------------------------------------------------------------------ files
 
@@ -596,9 +597,7 @@ class MemoryStore:
         """Whether one-request hybrid search can be used with the current server and configuration."""
         if self.hybrid == "client" or not self.caps or not self.dims:
             return False
-        if self.pipeline_kind == "rrf":
-            return self.caps.rrf_processor
-        return self.caps.normalization_processor
+        return self.dialect.native_hybrid(self.caps, self.pipeline_kind)
 
     async def search(
         self,
@@ -627,7 +626,8 @@ class MemoryStore:
             return await self._native_hybrid(query, vector, limit, candidates, f, min_score)
         if self.hybrid == "native":
             raise CapabilityError(
-                f"native hybrid search needs the neural-search plugin with the {self.pipeline_kind} processor; "
+                f"native {self.pipeline_kind} hybrid search needs the neural-search plugin (OpenSearch) or the licensed "
+                f"rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{self.caps.engine if self.caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
         keyword, vec = await asyncio.gather(
@@ -646,11 +646,11 @@ class MemoryStore:
     ) -> SearchResult:
         self._check_vector(vector, "the query")
         body = self.dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields)
-        params = {"search_pipeline": self.pipeline_name()}
+        params = {"search_pipeline": self.pipeline_name()} if self.dialect.uses_search_pipeline else None
         try:
             resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)
         except RequestFailed as exc:
-            if "pipeline" not in str(exc).lower():
+            if params is None or "pipeline" not in str(exc).lower():
                 raise
             await self.ensure_pipeline()  # deleted behind our back: recreate once
             resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)

@@ -209,9 +209,15 @@ class Dialect(ABC):
         status, reason, connection = self._error_info(exc)
         hosts = ", ".join(redact_host(h) for h in self.settings.hosts)
         if connection:
+            tls = ""
+            if re.search(r"certificate|ssl|tls", reason, re.IGNORECASE):
+                tls = (
+                    "; the TLS handshake failed: set ca_certs to the CA file that signed the server certificate "
+                    "(verify_certs=False skips verification: tests only)"
+                )
             return ConnectionFailed(
                 f"could not reach {hosts} ({reason}); check that the server runs and the hosts/TLS settings "
-                "are right (start a local node with `reme-es server start`)"
+                f"are right (start a local node with `reme-es server start`){tls}"
             )
         if status in (401, 403):
             return AuthError(
@@ -288,6 +294,12 @@ class Dialect(ABC):
     ) -> dict:
         """A native hybrid request body (engines without one raise)."""
         raise NotImplementedError
+
+    uses_search_pipeline = False
+
+    def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
+        """Whether this server can fuse `kind` ('rrf' or 'minmax') in one request."""
+        return False
 
     def pipeline_body(self, kind: str, vector_weight: float) -> dict:
         """A search pipeline body for native hybrid (engines without pipelines raise)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, Dialect, filter_clauses
+from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, keyword_query
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
@@ -65,7 +65,9 @@ class ElasticsearchDialect(Dialect):
         from elastic_transport import TlsError
         from elasticsearch import ApiError
 
-        if isinstance(exc, (TransportConnectionError, TlsError)):
+        if isinstance(exc, TlsError):  # str() is just "TLS error"; the message says what failed
+            return None, exc.message if isinstance(exc.message, str) and exc.message else str(exc), True
+        if isinstance(exc, TransportConnectionError):
             return None, str(exc), True
         if isinstance(exc, ApiError):
             body = exc.body if isinstance(exc.body, dict) else {}
@@ -102,6 +104,26 @@ class ElasticsearchDialect(Dialect):
         if clauses := filter_clauses(f):
             knn["filter"] = {"bool": {"filter": clauses}}
         return {"size": k, "knn": knn, "_source": {"excludes": SOURCE_EXCLUDES}}
+
+    def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
+        return kind == "rrf" and caps.rrf_retriever
+
+    def hybrid_body(
+        self, text: str, vector: list[float], size: int, f: SearchFilter, fields: tuple[str, ...] | None = None
+    ) -> dict:
+        """One request through the `rrf` retriever (licensed; used only when the probe finds it usable)."""
+        knn = self.knn_body(vector, size, f)["knn"]
+        return {
+            "size": size,
+            "retriever": {
+                "rrf": {
+                    "retrievers": [{"standard": {"query": keyword_query(text, f, fields)}}, {"knn": knn}],
+                    "rank_constant": 60,
+                    "rank_window_size": size,
+                }
+            },
+            "_source": {"excludes": SOURCE_EXCLUDES},
+        }
 
     async def probe(self) -> Capabilities:
         nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]

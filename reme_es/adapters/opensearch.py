@@ -130,6 +130,11 @@ class OpenSearchDialect(Dialect):
             "_source": {"excludes": SOURCE_EXCLUDES},
         }
 
+    uses_search_pipeline = True
+
+    def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
+        return caps.rrf_processor if kind == "rrf" else caps.normalization_processor
+
     def pipeline_body(self, kind: str, vector_weight: float) -> dict:
         from ..templates import load_template
 

@@ -20,12 +20,13 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ServerError
@@ -168,11 +169,23 @@ class NodeInfo:
     transport_port: int
     home: str
     dir: str
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
-        """HTTP address of the node."""
-        return f"http://127.0.0.1:{self.http_port}"
+        """HTTP(S) address of the node."""
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+
+@dataclass(frozen=True)
+class NodeSecurity:
+    """How the launcher talks to a secured node while it waits for health: HTTPS verified against `ca_certs` (a
+    PEM file on this machine) and basic auth. The node's own TLS/user settings go in `settings`/`config_files`;
+    the credentials are never written to node.json."""
+
+    ca_certs: str
+    username: str
+    password: str = field(repr=False)
 
 
 def _port_free(port: int) -> bool:
@@ -283,8 +296,16 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _http_json(url: str, timeout: float = 5.0) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
+def _http_json(url: str, timeout: float = 5.0, security: NodeSecurity | None = None) -> dict:
+    if security is None:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return json.loads(resp.read())
+    import base64
+
+    token = base64.b64encode(f"{security.username}:{security.password}".encode()).decode()
+    request = urllib.request.Request(url, headers={"Authorization": f"Basic {token}"})
+    context = ssl.create_default_context(cafile=security.ca_certs)
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
         return json.loads(resp.read())
 
 
@@ -305,12 +326,14 @@ def start(
     timeout: float = 180.0,
     settings: dict | None = None,
     config_files: dict[str, bytes] | None = None,
+    security: NodeSecurity | None = None,
 ) -> NodeInfo:
     """Install if needed, configure and start a node, and wait until it reports yellow health.
 
     `settings` are extra node settings (e.g. `thread_pool.write.queue_size`) written to the node's config; a None
     value removes a default (e.g. `discovery.type` for a cluster node). `config_files` are written into the node's
-    config folder before start (certificates, users files).
+    config folder before start (certificates, users files). With `security` the node is reached over HTTPS with
+    those credentials and start-up waits for an authenticated 200 (not an open port).
     """
     flavour = get_flavour(flavour_name)
     current = read_node(name)
@@ -380,14 +403,18 @@ def start(
         transport_port=transport_port,
         home=str(home),
         dir=str(folder),
+        scheme="https" if security else "http",
     )
     (folder / "node.json").write_text(json.dumps(asdict(info), indent=2))
-    _wait_healthy(info, proc, timeout)
+    _wait_healthy(info, proc, timeout, security)
     return info
 
 
-def _wait_healthy(info: NodeInfo, proc: subprocess.Popen, timeout: float) -> None:
+def _wait_healthy(
+    info: NodeInfo, proc: subprocess.Popen, timeout: float, security: NodeSecurity | None = None
+) -> None:
     deadline = time.monotonic() + timeout
+    last_error = "no answer"
     url = f"{info.url}/_cluster/health?wait_for_status=yellow&timeout=2s"
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -396,20 +423,20 @@ def _wait_healthy(info: NodeInfo, proc: subprocess.Popen, timeout: float) -> Non
                 f"Last log lines:\n{log_tail(info.name)}"
             )
         try:
-            if _http_json(url, timeout=5).get("status") in ("yellow", "green"):
-                nodes = _http_json(f"{info.url}/_nodes/_local", timeout=5)["nodes"]
+            if _http_json(url, timeout=5, security=security).get("status") in ("yellow", "green"):
+                nodes = _http_json(f"{info.url}/_nodes/_local", timeout=5, security=security)["nodes"]
                 if next(iter(nodes.values()))["name"] != info.name:
                     raise ServerError(
                         f"port {info.http_port} is answered by another node than {info.name!r}; "
                         "stop it or choose another port with --port"
                     )
                 return
-        except (OSError, ValueError, KeyError, urllib.error.HTTPError):
-            pass
+        except (OSError, ValueError, KeyError, urllib.error.HTTPError) as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
         time.sleep(0.5)
     stop(info.name)
     raise ServerError(
-        f"{info.flavour} node {info.name!r} did not become healthy within {timeout:.0f}s. "
+        f"{info.flavour} node {info.name!r} did not become healthy within {timeout:.0f}s ({last_error}). "
         f"Last log lines:\n{log_tail(info.name)}"
     )
 

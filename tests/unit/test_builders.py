@@ -88,3 +88,24 @@ def test_cjk_queries_add_the_bigram_field_english_queries_do_not():
     assert keyword_body("tokyo", 5, SearchFilter(), ("text.cjk",))["query"]["bool"]["must"] == [
         {"match": {"text.cjk": {"query": "tokyo"}}}
     ]
+
+
+def test_elasticsearch_rrf_retriever_body():
+    check("hybrid_body_elasticsearch", ElasticsearchDialect(SETTINGS).hybrid_body("orbital", [0.1, 0.2], 50, FILTER))
+
+
+@pytest.mark.parametrize(
+    ("dialect", "caps", "kind", "native"),
+    [
+        (OpenSearchDialect, {"rrf_processor": True, "normalization_processor": True}, "rrf", True),
+        (OpenSearchDialect, {"rrf_processor": False, "normalization_processor": True}, "rrf", False),
+        (OpenSearchDialect, {"rrf_processor": False, "normalization_processor": True}, "minmax", True),
+        (OpenSearchDialect, {}, "minmax", False),
+        (ElasticsearchDialect, {"rrf_retriever": True}, "rrf", True),
+        (ElasticsearchDialect, {"rrf_retriever": False}, "rrf", False),
+        (ElasticsearchDialect, {"rrf_retriever": True}, "minmax", False),
+    ],
+)
+def test_native_hybrid_follows_the_probe(dialect, caps, kind, native):
+    probed = Capabilities(engine=dialect.engine, version="9.9.9", **caps)
+    assert dialect(SETTINGS).native_hybrid(probed, kind) is native

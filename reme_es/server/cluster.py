@@ -1,0 +1,175 @@
+"""A local multi-node cluster on 127.0.0.1 built from managed nodes (`node.start` per member).
+
+Every member gets a fixed HTTP and transport port, the same `cluster.name`, the members' transport addresses as
+seed hosts and the member names as initial cluster managers. Members are started concurrently (the first one
+cannot become healthy before a quorum has joined). A killed member is restarted with the same ports and its
+node folder's data. Used by the reliability tests (node SIGKILL, re-election, full-cluster restart).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..errors import ServerError
+from . import node
+
+
+def _port() -> int:
+    """A loopback port chosen by the OS (away from the 920x range other nodes use)."""
+    return node._free_port()
+
+
+@dataclass
+class Cluster:
+    """Members of one local cluster: names, ports and the settings each member is (re)started with."""
+
+    flavour: str
+    names: list[str]
+    http_ports: dict[str, int]
+    transport_ports: dict[str, int]
+    cluster_name: str
+    heap: str = "512m"
+    extra: dict = field(default_factory=dict)
+
+    def url(self, name: str) -> str:
+        """HTTP address of one member."""
+        return f"http://127.0.0.1:{self.http_ports[name]}"
+
+    @property
+    def urls(self) -> list[str]:
+        """HTTP addresses of every member, in member order."""
+        return [self.url(n) for n in self.names]
+
+    def settings(self, name: str) -> dict:
+        """The node settings of one member."""
+        return {
+            "discovery.type": None,
+            "cluster.name": self.cluster_name,
+            "node.name": name,
+            "transport.port": self.transport_ports[name],
+            "discovery.seed_hosts": [f"127.0.0.1:{self.transport_ports[n]}" for n in self.names],
+            "cluster.initial_cluster_manager_nodes": list(self.names),
+            "node.processors": 1,
+            **self.extra,
+        }
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def start_member(self, name: str, timeout: float = 180.0) -> node.NodeInfo:
+        """Start (or restart, keeping its data) one member and wait until it answers with yellow health."""
+        info = node.start(
+            self.flavour, name=name, http_port=self.http_ports[name], heap=self.heap, timeout=timeout,
+            settings=self.settings(name),
+        )
+        if info.http_port != self.http_ports[name]:
+            raise ServerError(f"member {name!r} runs on port {info.http_port}, expected {self.http_ports[name]}")
+        return info
+
+    def start(self, names: list[str] | None = None, timeout: float = 180.0) -> None:
+        """Start members concurrently (all by default) and wait until they form one cluster."""
+        names = names or self.names
+        with ThreadPoolExecutor(len(names)) as pool:
+            futures = [pool.submit(self.start_member, n, timeout) for n in names]
+            errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]
+        self.wait(nodes=len(self.names), status="yellow", timeout=timeout)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one member's process group (no shutdown, no flush) and reap it."""
+        info = node.read_node(name)
+        if info is None:
+            raise ServerError(f"member {name!r} was never started")
+        try:
+            os.killpg(info.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and node._alive(info.pid):
+            try:
+                os.waitpid(info.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.05)
+        if node._alive(info.pid):
+            raise ServerError(f"member {name!r} (pid {info.pid}) survived SIGKILL")
+
+    def stop(self) -> None:
+        """Stop every member (SIGTERM, SIGKILL after a timeout); members already gone are skipped."""
+        with ThreadPoolExecutor(len(self.names)) as pool:
+            list(pool.map(lambda n: node.stop(n, timeout=30), self.names))
+
+    def wipe(self) -> None:
+        """Delete the members' node folders (data included); refuses while a member runs."""
+        for name in self.names:
+            info = node.read_node(name)
+            if info is not None and node._alive(info.pid):
+                raise ServerError(f"member {name!r} is running (pid {info.pid}); stop it before wiping")
+            shutil.rmtree(node.node_dir(name), ignore_errors=True)
+
+    # ------------------------------------------------------------------------------ inspection
+
+    def get(self, path: str, names: list[str] | None = None, timeout: float = 10.0) -> dict | list:
+        """GET a path from the first member (of `names`, default all) that answers."""
+        last: Exception | None = None
+        for name in names or self.names:
+            try:
+                with urllib.request.urlopen(self.url(name) + path, timeout=timeout) as resp:
+                    return json.loads(resp.read())
+            except (OSError, ValueError) as exc:
+                last = exc
+        raise ServerError(f"no member answered GET {path}: {last}")
+
+    def manager(self, names: list[str] | None = None) -> str:
+        """Name of the elected cluster manager, as a live member reports it."""
+        rows = self.get("/_cat/cluster_manager?format=json", names)
+        return rows[0]["node"]
+
+    def wait(
+        self, nodes: int, status: str = "green", timeout: float = 120.0, names: list[str] | None = None
+    ) -> dict:
+        """Wait until the cluster reports `status` (or better) with exactly `nodes` nodes; returns the health."""
+        deadline = time.monotonic() + timeout
+        health: dict | None = None
+        query = f"/_cluster/health?wait_for_status={status}&wait_for_nodes={nodes}&timeout=5s"
+        while time.monotonic() < deadline:
+            try:
+                health = self.get(query, names)
+                if not health.get("timed_out") and health.get("number_of_nodes") == nodes:
+                    return health
+            except (ServerError, urllib.error.HTTPError):
+                pass
+            time.sleep(0.5)
+        raise ServerError(f"cluster not {status} with {nodes} nodes within {timeout:.0f}s; last health: {health}")
+
+
+def make_cluster(flavour: str, names: list[str], heap: str = "512m", extra: dict | None = None) -> Cluster:
+    """A cluster description with fresh loopback ports (nothing started yet)."""
+    ports: set[int] = set()
+
+    def fresh() -> int:
+        while (p := _port()) in ports:
+            pass
+        ports.add(p)
+        return p
+
+    return Cluster(
+        flavour=flavour,
+        names=list(names),
+        http_ports={n: fresh() for n in names},
+        transport_ports={n: fresh() for n in names},
+        cluster_name=f"reme-es-{names[0]}",
+        heap=heap,
+        extra=dict(extra or {}),
+    )
+
+
+__all__ = ["Cluster", "make_cluster"]
