@@ -150,9 +150,16 @@ class MemoryStore:
         await self.refresh()
         if self.pipeline_kind is None:
             self.pipeline_kind = "minmax" if self.caps.normalization_processor and not self.caps.rrf_processor else "rrf"
-        if self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps.hybrid_query and self.dims:
+        if self.native_pipeline_wanted():
             await self.ensure_pipeline()
         return self.caps
+
+    def native_pipeline_wanted(self) -> bool:
+        """Whether this store keeps a search pipeline (OpenSearch with neural-search, vectors, hybrid not client)."""
+        return bool(
+            self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps and self.caps.hybrid_query
+            and self.dims
+        )
 
     async def close(self) -> None:
         """Close the client."""
@@ -441,9 +448,8 @@ class MemoryStore:
         """Drop every file, chunk and link of this prefix (the indices are recreated empty)."""
         await self.drop()
         await self.ensure_indices()
-        if self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps and self.caps.hybrid_query:
-            if self.dims:
-                await self.ensure_pipeline()
+        if self.native_pipeline_wanted():
+            await self.ensure_pipeline()
 
     # ------------------------------------------------------------------------------------ files
 

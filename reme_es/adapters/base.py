@@ -201,7 +201,7 @@ class Dialect(ABC):
             return await self._perform(method, path, body, params)
         except ReMeESError:
             raise
-        except Exception as exc:  # noqa: BLE001 - mapped in one place below
+        except Exception as exc:
             raise self.map_error(exc, f"{method} {path}") from exc
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
@@ -247,7 +247,7 @@ class Dialect(ABC):
                     yield_ok=True,
                 )
                 results = [item async for item in stream]
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise self.map_error(exc, "bulk") from exc
             for action, (ok, item) in zip(pending, results, strict=True):
                 op, info = next(iter(item.items()))

@@ -498,7 +498,7 @@ class EsFileStore(BaseFileStore):
             await task
         except asyncio.CancelledError:
             pass
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.logger.exception(f"{self.name}: embedding backfill failed during shutdown")
 
     async def backfill_embeddings(self, *, skip_health_check: bool = False, rebuild: bool = False) -> dict[str, int]:
@@ -563,7 +563,7 @@ class EsFileStore(BaseFileStore):
         tag_index = self.require_tag_index()
         try:
             await tag_index.rebuild(await self.get_nodes())
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.logger.exception(f"{self.name}: tag index rebuild failed during {reason}; file store stays available")
             tag_index.set_healthy(False)
             return False
@@ -575,7 +575,7 @@ class EsFileStore(BaseFileStore):
             return
         try:
             await self.require_tag_index().upsert_nodes(nodes)
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.logger.exception(f"{self.name}: incremental tag index update failed; rebuilding")
             await self._rebuild_tag_index("incremental update recovery")
 
@@ -584,7 +584,7 @@ class EsFileStore(BaseFileStore):
             return
         try:
             await self.require_tag_index().delete(paths)
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.logger.exception(f"{self.name}: incremental tag index delete failed; rebuilding")
             await self._rebuild_tag_index("incremental delete recovery")
 
@@ -625,4 +625,4 @@ class ElasticsearchFileStore(EsFileStore):
     flavour = "elasticsearch-9"
 
 
-__all__ = ["EsFileStore", "OpenSearchFileStore", "ElasticsearchFileStore", "default_index_prefix"]
+__all__ = ["ElasticsearchFileStore", "EsFileStore", "OpenSearchFileStore", "default_index_prefix"]

@@ -77,7 +77,7 @@ def _fetch_with_mvn(artifacts: list[Artifact], dest: Path) -> None:
             f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
             "-DexcludeTransitive=true", f"-DoutputDirectory={out}",
         ]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise ServerError(

@@ -61,7 +61,7 @@ def _java_major(java_home: Path) -> int | None:
     if not java.is_file():
         return None
     try:
-        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30, check=False).stderr
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
@@ -142,7 +142,7 @@ def install(flavour: Flavour) -> Path:
     for plugin in flavour.plugins:
         with zipfile.ZipFile(paths[plugin]) as zf:
             descriptor = zf.read("plugin-descriptor.properties").decode()
-            name = re.search(r"^name=(.+)$", descriptor, re.M).group(1).strip()
+            name = re.search(r"^name=(.+)$", descriptor, re.MULTILINE).group(1).strip()
             zf.extractall(staged_home / "plugins" / name)
     for script in (staged_home / "bin").iterdir():
         script.chmod(0o755)
@@ -217,9 +217,8 @@ def _run_user() -> pwd.struct_passwd | None:
     except KeyError:
         pass
     nologin = "/usr/sbin/nologin" if Path("/usr/sbin/nologin").exists() else "/bin/false"
-    proc = subprocess.run(
-        ["useradd", "--system", "--no-create-home", "--shell", nologin, RUN_USER], capture_output=True, text=True
-    )
+    cmd = ["useradd", "--system", "--no-create-home", "--shell", nologin, RUN_USER]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ServerError(f"could not create the unprivileged user {RUN_USER!r}: {proc.stderr.strip()}")
     return pwd.getpwnam(RUN_USER)
