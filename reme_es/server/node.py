@@ -425,6 +425,7 @@ def _wait_healthy(
             if _http_json(url, timeout=5, security=security).get("status") in ("yellow", "green"):
                 nodes = _http_json(f"{info.url}/_nodes/_local", timeout=5, security=security)["nodes"]
                 if next(iter(nodes.values()))["name"] != info.name:
+                    stop(info.name)
                     raise ServerError(
                         f"port {info.http_port} is answered by another node than {info.name!r}; "
                         "stop it or choose another port with --port"

@@ -10,6 +10,7 @@ Each flavour is started once per test session and stopped at the end, failure or
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,7 +82,10 @@ def test_server(flavour: str) -> Iterator[Server]:
             yield server
         return
     name = f"test-{flavour}"
-    info = node.start(flavour, name=name, heap=os.environ.get("REME_ES_TEST_HEAP", "512m"))
+    with socket.socket() as s:  # an OS-chosen port: the 92xx range may belong to a developer's own nodes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    info = node.start(flavour, name=name, http_port=port, heap=os.environ.get("REME_ES_TEST_HEAP", "512m"))
     try:
         yield Server(info.url, flavour, engine, "managed")
     finally:
