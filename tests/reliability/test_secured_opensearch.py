@@ -1,0 +1,222 @@
+"""A secured OpenSearch 2.19 node (opensearch-security plugin, TLS on HTTP and transport, internal users): reme-es
+connects with the right CA, fails with advice without one, hides a wrong password, and stays inside a
+prefix-limited role.
+
+The plugin zip comes from Maven Central (no checksum is published next to it: the sha256 is pinned here) and is
+added to the 2.19 flavour as a test-only flavour; the security index is initialised from the config files
+(`plugins.security.allow_default_init_securityindex`). Password hashes come from the plugin's own Hasher.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import subprocess
+import traceback
+import uuid
+from pathlib import Path
+
+import pytest
+
+from reme_es.adapters.base import ClientSettings
+from reme_es.connect import open_store
+from reme_es.errors import AuthError, ConnectionFailed
+from reme_es.server import certs, node
+from reme_es.server.flavours import FLAVOURS, Artifact
+from reme_es.templates import IndexOptions
+from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
+
+from .conftest import free_port
+
+SECURITY_PLUGIN = Artifact(
+    "org.opensearch.plugin",
+    "opensearch-security",
+    "2.19.1.0",
+    "zip",
+    "94a04f12ac6033902209fac1e4e512618d45beee604bbf0e42c3ed79c55220cf",
+)
+FLAVOUR = "opensearch-2.19-security"
+NAME = f"rsecos-{uuid.uuid4().hex[:6]}"
+ADMIN, ADMIN_PW = "reme_admin", "Adm1n-" + uuid.uuid4().hex[:10]
+WRITER, WRITER_PW = "reme_writer", "Wr1ter-" + uuid.uuid4().hex[:10]
+WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
+
+# The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
+PREFIX_ROLE = {
+    "cluster_permissions": [
+        "cluster_composite_ops",
+        "cluster_monitor",
+        "cluster:admin/search/pipeline/put",
+        "cluster:admin/search/pipeline/delete",
+    ],
+    "index_permissions": [
+        {"index_patterns": ["rsec-*"], "allowed_actions": ["crud", "create_index", "manage"]},
+        # POST /_analyze without an index, and GET /_alias/<alias> (drop), are checked against every index
+        {"index_patterns": ["*"], "allowed_actions": ["indices:admin/analyze", "indices:admin/aliases/get"]},
+    ],
+}
+
+
+def _flavour():
+    base = FLAVOURS["opensearch-2.19"]
+    flavour = dataclasses.replace(base, name=FLAVOUR, plugins=(*base.plugins, SECURITY_PLUGIN))
+    FLAVOURS[FLAVOUR] = flavour
+    return flavour
+
+
+def _hashes(home: Path, passwords: list[str]) -> list[str]:
+    """bcrypt hashes made by the plugin's Hasher tool (no bcrypt package needed)."""
+    java, _ = node.find_java(11, 23)
+    plugin = home / "plugins" / "opensearch-security"
+    classpath = f"{plugin}/*:{plugin}/deps/*:{home}/lib/*"
+    out = []
+    for password in passwords:
+        proc = subprocess.run(
+            [f"{java}/bin/java", "-cp", classpath, "org.opensearch.security.tools.Hasher", "-p", password],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        out.append(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _yml(kind: str, body: dict) -> bytes:
+    return json.dumps({"_meta": {"type": kind, "config_version": 2}, **body}).encode()  # JSON is YAML
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    """(url, ca path) of a secured node; stopped at the end of the module even when a test fails."""
+    flavour = _flavour()
+    home = node.install(flavour)
+    admin_hash, writer_hash = _hashes(home, [ADMIN_PW, WRITER_PW])
+    material = certs.generate(NAME)
+    ca_path = tmp_path_factory.mktemp("secured-os") / "ca.crt"
+    ca_path.write_bytes(material.ca_cert)
+    shipped = home / "plugins" / "opensearch-security" / "config"
+    files = {
+        "certs/ca.crt": material.ca_cert,
+        "certs/node.crt": material.node_cert,
+        "certs/node.key": material.node_key,
+    }
+    for name in ("action_groups.yml", "tenants.yml", "nodes_dn.yml", "allowlist.yml", "audit.yml"):
+        files[f"opensearch-security/{name}"] = (shipped / name).read_bytes()
+    basic = {
+        "http_enabled": True,
+        "transport_enabled": True,
+        "order": 0,
+        "http_authenticator": {"type": "basic", "challenge": True},
+        "authentication_backend": {"type": "intern"},
+    }
+    files["opensearch-security/config.yml"] = _yml(
+        "config", {"config": {"dynamic": {"http": {"anonymous_auth_enabled": False}, "authc": {"basic": basic}}}}
+    )
+    files["opensearch-security/internal_users.yml"] = _yml(
+        "internalusers", {ADMIN: {"hash": admin_hash}, WRITER: {"hash": writer_hash}}
+    )
+    files["opensearch-security/roles.yml"] = _yml("roles", {"reme_prefix": PREFIX_ROLE})
+    files["opensearch-security/roles_mapping.yml"] = _yml(
+        "rolesmapping", {"all_access": {"users": [ADMIN]}, "reme_prefix": {"users": [WRITER]}}
+    )
+    pem = {
+        "pemcert_filepath": "certs/node.crt",
+        "pemkey_filepath": "certs/node.key",
+        "pemtrustedcas_filepath": "certs/ca.crt",
+    }
+    settings = {
+        "plugins.security.ssl.http.enabled": True,
+        "plugins.security.ssl.transport.enforce_hostname_verification": False,
+        "plugins.security.allow_default_init_securityindex": True,
+        "plugins.security.nodes_dn": [f"CN={NAME}"],
+        "plugins.security.authcz.admin_dn": ["CN=reme-es-admin"],
+        "plugins.security.audit.type": "noop",
+    }
+    for layer in ("http", "transport"):
+        settings.update({f"plugins.security.ssl.{layer}.{k}": v for k, v in pem.items()})
+    security = node.NodeSecurity(ca_certs=str(ca_path), username=ADMIN, password=ADMIN_PW)
+    try:
+        info = node.start(
+            FLAVOUR,
+            name=NAME,
+            http_port=free_port(),
+            heap="384m",
+            settings=settings,
+            config_files=files,
+            security=security,
+            timeout=150,
+        )
+        assert info.url.startswith("https://127.0.0.1:")
+        yield info.url, str(ca_path)
+    finally:
+        node.stop(NAME)
+        FLAVOURS.pop(FLAVOUR, None)  # test-only flavour: not seen by other tests of the session
+
+
+async def _roundtrip(settings: ClientSettings, prefix: str) -> None:
+    """Connect with vectors (so the hybrid search pipeline is put and deleted too), upsert one file, find it by
+    keyword, drop the prefix."""
+    store = await open_store(settings, prefix, "opensearch", IndexOptions(dims=DIMS))
+    try:
+        assert store.native_pipeline_wanted()
+        c = chunk("notes/tls.md", f"lighthouse keeper {prefix}", vector=unit_vector(1))
+        outcome = await store.upsert([file_with("notes/tls.md", [c])])
+        assert outcome.failures == []
+        hits = await store.keyword_search("lighthouse", 5)
+        assert [h.chunk.id for h in hits] == [c.id]
+        await store.drop()
+    finally:
+        await store.close()
+
+
+def _prefix() -> str:
+    return f"rsec-{uuid.uuid4().hex[:8]}"
+
+
+async def test_right_ca_and_admin_password_connect(secured):
+    url, ca = secured
+    await _roundtrip(ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca), _prefix())
+
+
+async def test_missing_ca_fails_with_the_option_to_set(secured):
+    url, _ = secured
+    settings = ClientSettings([url], username=ADMIN, password=ADMIN_PW, timeout=5.0, max_retries=0)
+    with pytest.raises(ConnectionFailed) as err:
+        await open_store(settings, _prefix(), "opensearch")
+    message = str(err.value)
+    assert message.startswith(f"could not reach {url} (")
+    assert "certificate verify failed" in message
+    assert "set ca_certs to the CA file that signed the server certificate" in message
+    assert ADMIN_PW not in "".join(traceback.format_exception(err.value))
+
+
+async def test_wrong_password_is_an_auth_error_without_the_secret(secured):
+    url, ca = secured
+    settings = ClientSettings([url], username=ADMIN, password=WRONG_PW, ca_certs=ca, max_retries=0)
+    with pytest.raises(AuthError) as err:
+        await open_store(settings, _prefix(), "opensearch")
+    message = str(err.value)
+    assert message.startswith("GET /_nodes/_local/plugins: the server answered 401 (")
+    assert "check the username/password or API key" in message
+    full = "".join(traceback.format_exception(err.value)) + repr(settings)
+    for secret in (WRONG_PW, ADMIN_PW, base64.b64encode(f"{ADMIN}:{WRONG_PW}".encode()).decode()):
+        assert secret not in full
+
+
+async def test_prefix_role_works_inside_its_prefix(secured):
+    url, ca = secured
+    await _roundtrip(ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca), _prefix())
+
+
+async def test_prefix_role_gets_403_outside_its_prefix(secured):
+    url, ca = secured
+    other = f"other-{uuid.uuid4().hex[:8]}"
+    settings = ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca, max_retries=0)
+    with pytest.raises(AuthError) as err:
+        await open_store(settings, other, "opensearch")
+    message = str(err.value)
+    assert "the server answered 403 (" in message
+    assert "and that the role may use this index prefix" in message
+    assert WRITER_PW not in "".join(traceback.format_exception(err.value))
