@@ -64,9 +64,25 @@ class Cluster:
     # ------------------------------------------------------------------------------- lifecycle
 
     def start_member(self, name: str, timeout: float = 180.0) -> node.NodeInfo:
-        """Start (or restart, keeping its data) one member and wait until it answers with yellow health."""
+        """Start (or restart, keeping its data) one member and wait until it answers with yellow health.
+
+        Right after a SIGKILL the kernel may hold the member's ports for a while (sockets of the dead process
+        still closing), so a restart first waits until both ports can be bound again.
+        """
+        current = node.read_node(name)
+        if current is None or not node._alive(current.pid):
+            deadline = time.monotonic() + timeout
+            ports = (self.http_ports[name], self.transport_ports[name])
+            while not all(node._port_free(p) for p in ports):
+                if time.monotonic() > deadline:
+                    raise ServerError(f"ports {ports} of member {name!r} stayed taken for {timeout:.0f}s")
+                time.sleep(0.5)
         info = node.start(
-            self.flavour, name=name, http_port=self.http_ports[name], heap=self.heap, timeout=timeout,
+            self.flavour,
+            name=name,
+            http_port=self.http_ports[name],
+            heap=self.heap,
+            timeout=timeout,
             settings=self.settings(name),
         )
         if info.http_port != self.http_ports[name]:
@@ -133,9 +149,7 @@ class Cluster:
         rows = self.get("/_cat/cluster_manager?format=json", names)
         return rows[0]["node"]
 
-    def wait(
-        self, nodes: int, status: str = "green", timeout: float = 120.0, names: list[str] | None = None
-    ) -> dict:
+    def wait(self, nodes: int, status: str = "green", timeout: float = 120.0, names: list[str] | None = None) -> dict:
         """Wait until the cluster reports `status` (or better) with exactly `nodes` nodes; returns the health."""
         deadline = time.monotonic() + timeout
         health: dict | None = None
