@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, mib, parser, table
 
-from reme_es.models import Chunk, FileDoc, date_from_path
-from reme_es.store import MemoryStore
+from reme_es.models import Chunk, FileDoc
+from reme_es.store import MemoryStore, chunk_source
 from reme_es.templates import render_index
 
 TARGETS = {"text": 0.80, "vectors": 0.70}
@@ -80,23 +80,6 @@ def build_files(
             )
         )
     return files
-
-
-def chunk_source(chunk: Chunk) -> dict:
-    """The `_source` of a chunk doc as the chunks mapping defines it (what the store writes)."""
-    src = {
-        "chunk_id": chunk.id,
-        "path": chunk.path,
-        "date": date_from_path(chunk.path),
-        "start_line": chunk.start_line,
-        "end_line": chunk.end_line,
-        "hash": chunk.hash,
-        "text": chunk.text,
-        "metadata": chunk.metadata,
-    }
-    if chunk.embedding is not None:
-        src["embedding"] = chunk.embedding
-    return src
 
 
 def ndjson_bodies(files: list[tuple[FileDoc, list[Chunk]]], index: str, body_bytes: int) -> list[bytes]:

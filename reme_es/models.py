@@ -26,6 +26,11 @@ def doc_id(key: str) -> str:
     return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def chunk_id(path: str, start: int, end: int, text: str) -> str:
+    """ReMe's deterministic chunk id: sha256 of "path start end text" (FileChunk.set_hash_id)."""
+    return hashlib.sha256(" ".join([path, str(start), str(end), text]).encode("utf-8")).hexdigest()
+
+
 _DATE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:\.md)?$")
 
 

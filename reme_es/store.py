@@ -68,6 +68,23 @@ def validate_prefix(prefix: str) -> str:
     return prefix
 
 
+def chunk_source(chunk: Chunk) -> dict:
+    """The `_source` of a chunk doc as the chunks template maps it (pure; the store validates before writing)."""
+    src: dict[str, Any] = {
+        "chunk_id": chunk.id,
+        "path": chunk.path,
+        "date": date_from_path(chunk.path),
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "hash": chunk.hash,
+        "text": chunk.text,
+        "metadata": chunk.metadata,
+    }
+    if chunk.embedding is not None:
+        src["embedding"] = chunk.embedding
+    return src
+
+
 def _chunk_from_source(src: dict) -> Chunk:
     return Chunk(
         id=src["chunk_id"],
@@ -276,18 +293,7 @@ class MemoryStore:
                 f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it"
             )
         self._check_vector(chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
-        src: dict[str, Any] = {
-            "chunk_id": chunk.id,
-            "path": chunk.path,
-            "date": date_from_path(chunk.path),
-            "start_line": chunk.start_line,
-            "end_line": chunk.end_line,
-            "hash": chunk.hash,
-            "text": chunk.text,
-            "metadata": chunk.metadata,
-        }
-        if chunk.embedding is not None:
-            src["embedding"] = chunk.embedding
+        src = chunk_source(chunk)
         _check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
         return src
 
@@ -749,4 +755,4 @@ class MemoryStore:
         return {"merged": merged, "before": before, "after": await self.stats()}
 
 
-__all__ = ["MemoryStore", "validate_prefix"]
+__all__ = ["MemoryStore", "chunk_source", "validate_prefix"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..models import Chunk, Link
+from ..models import Chunk, Link, chunk_id
 
 Warn = Callable[[str], None]
 
@@ -25,11 +25,6 @@ Warn = Callable[[str], None]
 WIKILINK_RE = re.compile(r"!?\[\[(?P<target>[^\[\]|#\n]+?)(?P<anchor>#[^\[\]|\n]+)?(?P<alias>\|[^\[\]\n]+)?\]\]")
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def chunk_id(path: str, start: int, end: int, text: str) -> str:
-    """ReMe's chunk id: sha256 of "path start end text"."""
-    return hashlib.sha256(" ".join([path, str(start), str(end), text]).encode("utf-8")).hexdigest()
 
 
 def make_chunk(path: str, start: int, end: int, text: str, metadata: dict | None = None) -> Chunk:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
-from ..models import Chunk, FileDoc, Link
+from ..models import Chunk, FileDoc, Link, chunk_id
 
 DIMS = 8
 
@@ -16,11 +15,6 @@ def unit_vector(*weights: float, dims: int = DIMS) -> list[float]:
     values = list(weights) + [0.0] * (dims - len(weights))
     norm = math.sqrt(sum(v * v for v in values)) or 1.0
     return [v / norm for v in values]
-
-
-def chunk_id(path: str, start: int, end: int, text: str) -> str:
-    """Deterministic chunk id, the way ReMe computes it (sha256 of 'path start end text')."""
-    return hashlib.sha256(f"{path} {start} {end} {text}".encode()).hexdigest()
 
 
 def chunk(
