@@ -69,6 +69,12 @@ def _container(flavour: str) -> Iterator[Server]:
         yield Server(url, flavour, engine, "container")
 
 
+def node_name(flavour: str) -> str:
+    """Name of the managed test node of a flavour; `./run test` makes the prefix unique to its run, so that
+    its exit trap stops only the nodes it started."""
+    return f"{os.environ.get('REME_ES_TEST_NODE_PREFIX', 'test')}-{flavour}"
+
+
 @contextmanager
 def test_server(flavour: str) -> Iterator[Server]:
     """Provide a server of `flavour` for the duration of the block."""
@@ -81,7 +87,7 @@ def test_server(flavour: str) -> Iterator[Server]:
         with _container(flavour) as server:
             yield server
         return
-    name = f"test-{flavour}"
+    name = node_name(flavour)
     with socket.socket() as s:  # an OS-chosen port: the 92xx range may belong to a developer's own nodes
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

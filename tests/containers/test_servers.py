@@ -9,6 +9,7 @@ import pytest
 
 from reme_es.connect import detect_engine_sync
 from reme_es.server import node
+from tests.containers.servers import node_name
 
 
 def test_engine_detection(server):
@@ -18,7 +19,7 @@ def test_engine_detection(server):
 def test_managed_node_status_reports_version_modules_and_capabilities(server):
     if server.source != "managed":
         pytest.skip(f"server comes from {server.source}, not the managed launcher")
-    status = node.status(f"test-{server.flavour}")
+    status = node.status(node_name(server.flavour))
     assert status["running"] is True and status["url"] == server.url
     assert status["health"] in ("green", "yellow")
     if server.flavour == "opensearch-2.19":
@@ -36,7 +37,7 @@ def test_managed_node_status_reports_version_modules_and_capabilities(server):
 def test_managed_node_runs_unprivileged_and_binds_loopback_only(server):
     if server.source != "managed":
         pytest.skip(f"server comes from {server.source}, not the managed launcher")
-    info = node.read_node(f"test-{server.flavour}")
+    info = node.read_node(node_name(server.flavour))
     uid = next(int(line.split()[1]) for line in open(f"/proc/{info.pid}/status") if line.startswith("Uid:"))
     assert uid != 0
     with urllib.request.urlopen(f"{server.url}/_nodes/_local/http") as resp:
