@@ -7,6 +7,7 @@ started (another session may be starting a node at the same moment), and stopped
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import urllib.request
 import uuid
@@ -41,6 +42,7 @@ def managed_node(name: str, settings: dict, heap: str = "256m") -> Iterator[str]
         yield info.url
     finally:
         node.stop(name)
+        shutil.rmtree(node.node_dir(name), ignore_errors=True)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import traceback
 import uuid
 
@@ -105,6 +106,7 @@ def secured(tmp_path_factory):
         yield info.url, str(ca_path)
     finally:
         node.stop(NAME)
+        shutil.rmtree(node.node_dir(NAME), ignore_errors=True)
 
 
 async def _roundtrip(settings: ClientSettings, prefix: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import shutil
 import subprocess
 import traceback
 import uuid
@@ -152,6 +153,7 @@ def secured(tmp_path_factory):
         yield info.url, str(ca_path)
     finally:
         node.stop(NAME)
+        shutil.rmtree(node.node_dir(NAME), ignore_errors=True)
         FLAVOURS.pop(FLAVOUR, None)  # test-only flavour: not seen by other tests of the session
 
 
