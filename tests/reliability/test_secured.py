@@ -16,23 +16,19 @@ import hashlib
 import json
 import os
 import shutil
-import traceback
 import uuid
 
 import pytest
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import open_store
-from reme_es.errors import AuthError, ConnectionFailed
 from reme_es.server import certs, node
 from reme_es.testing.data import chunk, file_with
 
 from .conftest import free_port
+from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix
 
 NAME = f"rsec-{uuid.uuid4().hex[:6]}"
-ADMIN, ADMIN_PW = "reme_admin", "Adm1n-" + uuid.uuid4().hex[:10]
-WRITER, WRITER_PW = "reme_writer", "Wr1ter-" + uuid.uuid4().hex[:10]
-WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
 
 # The privileges the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
 PREFIX_ROLE = {
@@ -123,63 +119,18 @@ async def _roundtrip(settings: ClientSettings, prefix: str) -> None:
         await store.close()
 
 
-def _prefix() -> str:
-    return f"rsec-{uuid.uuid4().hex[:8]}"
+class TestSecuredElasticsearch(SecuredCases):
+    """The shared secured-node cases on elasticsearch."""
 
-
-async def test_right_ca_and_admin_password_connect(secured):
-    url, ca = secured
-    await _roundtrip(ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca), _prefix())
+    ENGINE = "elasticsearch"
+    roundtrip = staticmethod(_roundtrip)
 
 
 async def test_engine_auto_detection_works_over_tls(secured):
     url, ca = secured
-    store = await open_store(ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca), _prefix())
+    store = await open_store(ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca), prefix())
     try:
         assert store.dialect.engine == "elasticsearch"
         await store.drop()
     finally:
         await store.close()
-
-
-async def test_missing_ca_fails_with_the_option_to_set(secured):
-    url, _ = secured
-    settings = ClientSettings([url], username=ADMIN, password=ADMIN_PW, timeout=5.0, max_retries=0)
-    with pytest.raises(ConnectionFailed) as err:
-        await open_store(settings, _prefix(), "elasticsearch")
-    message = str(err.value)
-    assert message.startswith(f"could not reach {url} (")
-    assert "certificate verify failed" in message
-    assert "set ca_certs to the CA file that signed the server certificate" in message
-    assert ADMIN_PW not in "".join(traceback.format_exception(err.value))
-
-
-async def test_wrong_password_is_an_auth_error_without_the_secret(secured):
-    url, ca = secured
-    settings = ClientSettings([url], username=ADMIN, password=WRONG_PW, ca_certs=ca, max_retries=0)
-    with pytest.raises(AuthError) as err:
-        await open_store(settings, _prefix(), "elasticsearch")
-    message = str(err.value)
-    assert message.startswith("GET /_nodes/_local/plugins: the server answered 401 (")
-    assert "check the username/password or API key" in message
-    full = "".join(traceback.format_exception(err.value)) + repr(settings)
-    for secret in (WRONG_PW, ADMIN_PW, base64.b64encode(f"{ADMIN}:{WRONG_PW}".encode()).decode()):
-        assert secret not in full
-
-
-async def test_prefix_role_works_inside_its_prefix(secured):
-    url, ca = secured
-    await _roundtrip(ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca), _prefix())
-
-
-async def test_prefix_role_gets_403_outside_its_prefix(secured):
-    url, ca = secured
-    other = f"other-{uuid.uuid4().hex[:8]}"
-    settings = ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca, max_retries=0)
-    with pytest.raises(AuthError) as err:
-        await open_store(settings, other, "elasticsearch")
-    message = str(err.value)
-    assert "the server answered 403 (" in message
-    assert f"{other}-" in message
-    assert "and that the role may use this index prefix" in message
-    assert WRITER_PW not in "".join(traceback.format_exception(err.value))

@@ -9,12 +9,10 @@ added to the 2.19 flavour as a test-only flavour; the security index is initiali
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import shutil
 import subprocess
-import traceback
 import uuid
 from pathlib import Path
 
@@ -22,13 +20,13 @@ import pytest
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import open_store
-from reme_es.errors import AuthError, ConnectionFailed
 from reme_es.server import certs, node
 from reme_es.server.flavours import FLAVOURS, Artifact
 from reme_es.templates import IndexOptions
 from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 
 from .conftest import free_port
+from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases
 
 SECURITY_PLUGIN = Artifact(
     "org.opensearch.plugin",
@@ -39,9 +37,6 @@ SECURITY_PLUGIN = Artifact(
 )
 FLAVOUR = "opensearch-2.19-security"
 NAME = f"rsecos-{uuid.uuid4().hex[:6]}"
-ADMIN, ADMIN_PW = "reme_admin", "Adm1n-" + uuid.uuid4().hex[:10]
-WRITER, WRITER_PW = "reme_writer", "Wr1ter-" + uuid.uuid4().hex[:10]
-WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
 PREFIX_ROLE = {
@@ -173,52 +168,8 @@ async def _roundtrip(settings: ClientSettings, prefix: str) -> None:
         await store.close()
 
 
-def _prefix() -> str:
-    return f"rsec-{uuid.uuid4().hex[:8]}"
+class TestSecuredOpenSearch(SecuredCases):
+    """The shared secured-node cases on opensearch."""
 
-
-async def test_right_ca_and_admin_password_connect(secured):
-    url, ca = secured
-    await _roundtrip(ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca), _prefix())
-
-
-async def test_missing_ca_fails_with_the_option_to_set(secured):
-    url, _ = secured
-    settings = ClientSettings([url], username=ADMIN, password=ADMIN_PW, timeout=5.0, max_retries=0)
-    with pytest.raises(ConnectionFailed) as err:
-        await open_store(settings, _prefix(), "opensearch")
-    message = str(err.value)
-    assert message.startswith(f"could not reach {url} (")
-    assert "certificate verify failed" in message
-    assert "set ca_certs to the CA file that signed the server certificate" in message
-    assert ADMIN_PW not in "".join(traceback.format_exception(err.value))
-
-
-async def test_wrong_password_is_an_auth_error_without_the_secret(secured):
-    url, ca = secured
-    settings = ClientSettings([url], username=ADMIN, password=WRONG_PW, ca_certs=ca, max_retries=0)
-    with pytest.raises(AuthError) as err:
-        await open_store(settings, _prefix(), "opensearch")
-    message = str(err.value)
-    assert message.startswith("GET /_nodes/_local/plugins: the server answered 401 (")
-    assert "check the username/password or API key" in message
-    full = "".join(traceback.format_exception(err.value)) + repr(settings)
-    for secret in (WRONG_PW, ADMIN_PW, base64.b64encode(f"{ADMIN}:{WRONG_PW}".encode()).decode()):
-        assert secret not in full
-
-
-async def test_prefix_role_works_inside_its_prefix(secured):
-    url, ca = secured
-    await _roundtrip(ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca), _prefix())
-
-
-async def test_prefix_role_gets_403_outside_its_prefix(secured):
-    url, ca = secured
-    other = f"other-{uuid.uuid4().hex[:8]}"
-    settings = ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca, max_retries=0)
-    with pytest.raises(AuthError) as err:
-        await open_store(settings, other, "opensearch")
-    message = str(err.value)
-    assert "the server answered 403 (" in message
-    assert "and that the role may use this index prefix" in message
-    assert WRITER_PW not in "".join(traceback.format_exception(err.value))
+    ENGINE = "opensearch"
+    roundtrip = staticmethod(_roundtrip)

@@ -1,0 +1,79 @@
+"""The cases every secured node must pass, whatever the engine: a mixin for one test class per engine.
+
+A subclass sets ENGINE, provides the module fixture `secured` -> (url, ca path) of a node whose users are ADMIN
+(all privileges) and WRITER (a role limited to `rsec-*`), and `roundtrip(settings, prefix)`: connect, write,
+find, drop.
+"""
+
+from __future__ import annotations
+
+import base64
+import traceback
+import uuid
+
+import pytest
+
+from reme_es.adapters.base import ClientSettings
+from reme_es.connect import open_store
+from reme_es.errors import AuthError, ConnectionFailed
+
+ADMIN, ADMIN_PW = "reme_admin", "Adm1n-" + uuid.uuid4().hex[:10]
+WRITER, WRITER_PW = "reme_writer", "Wr1ter-" + uuid.uuid4().hex[:10]
+WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
+
+
+def prefix() -> str:
+    """A fresh prefix inside the writer role's `rsec-*`."""
+    return f"rsec-{uuid.uuid4().hex[:8]}"
+
+
+class SecuredCases:
+    """Right CA connects; missing CA names the option; wrong password hides secrets; the prefix role holds."""
+
+    ENGINE = ""
+
+    async def roundtrip(self, settings: ClientSettings, prefix: str) -> None:
+        raise NotImplementedError
+
+    async def test_right_ca_and_admin_password_connect(self, secured):
+        url, ca = secured
+        await self.roundtrip(ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca), prefix())
+
+    async def test_missing_ca_fails_with_the_option_to_set(self, secured):
+        url, _ = secured
+        settings = ClientSettings([url], username=ADMIN, password=ADMIN_PW, timeout=5.0, max_retries=0)
+        with pytest.raises(ConnectionFailed) as err:
+            await open_store(settings, prefix(), self.ENGINE)
+        message = str(err.value)
+        assert message.startswith(f"could not reach {url} (")
+        assert "certificate verify failed" in message
+        assert "set ca_certs to the CA file that signed the server certificate" in message
+        assert ADMIN_PW not in "".join(traceback.format_exception(err.value))
+
+    async def test_wrong_password_is_an_auth_error_without_the_secret(self, secured):
+        url, ca = secured
+        settings = ClientSettings([url], username=ADMIN, password=WRONG_PW, ca_certs=ca, max_retries=0)
+        with pytest.raises(AuthError) as err:
+            await open_store(settings, prefix(), self.ENGINE)
+        message = str(err.value)
+        assert message.startswith("GET /_nodes/_local/plugins: the server answered 401 (")
+        assert "check the username/password or API key" in message
+        full = "".join(traceback.format_exception(err.value)) + repr(settings)
+        for secret in (WRONG_PW, ADMIN_PW, base64.b64encode(f"{ADMIN}:{WRONG_PW}".encode()).decode()):
+            assert secret not in full
+
+    async def test_prefix_role_works_inside_its_prefix(self, secured):
+        url, ca = secured
+        await self.roundtrip(ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca), prefix())
+
+    async def test_prefix_role_gets_403_outside_its_prefix(self, secured):
+        url, ca = secured
+        other = f"other-{uuid.uuid4().hex[:8]}"
+        settings = ClientSettings([url], username=WRITER, password=WRITER_PW, ca_certs=ca, max_retries=0)
+        with pytest.raises(AuthError) as err:
+            await open_store(settings, other, self.ENGINE)
+        message = str(err.value)
+        assert "the server answered 403 (" in message
+        assert f"{other}-" in message
+        assert "and that the role may use this index prefix" in message
+        assert WRITER_PW not in "".join(traceback.format_exception(err.value))
