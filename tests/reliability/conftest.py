@@ -7,6 +7,7 @@ started (another session may be starting a node at the same moment), and stopped
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import socket
 import urllib.request
@@ -21,6 +22,9 @@ from reme_es.connect import open_store
 from reme_es.errors import ServerError
 from reme_es.server import node
 from reme_es.store import MemoryStore
+
+# Every logger of the client stacks of both engines; `debug_log` collects them at DEBUG.
+CLIENT_LOGGERS = ("opensearch", "elasticsearch", "elastic_transport", "urllib3", "aiohttp", "reme_es", "asyncio")
 
 
 def free_port() -> int:
@@ -43,6 +47,29 @@ def managed_node(name: str, settings: dict, heap: str = "256m") -> Iterator[str]
     finally:
         node.stop(name)
         shutil.rmtree(node.node_dir(name), ignore_errors=True)
+
+
+@pytest.fixture
+def debug_log():
+    """Everything the client stacks log at DEBUG, one formatted string per record (read it after the call)."""
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Keep(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s %(exc_info)s"))
+    saved = {}
+    for name in CLIENT_LOGGERS:
+        logger = logging.getLogger(name)
+        saved[name] = logger.level
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+    yield records
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).removeHandler(handler)
+        logging.getLogger(name).setLevel(saved[name])
 
 
 @pytest.fixture

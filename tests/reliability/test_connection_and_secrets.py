@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import gc
 import json
-import logging
 import threading
 import time
 import traceback
@@ -26,34 +25,10 @@ from .conftest import free_port
 PASSWORD = "s3cr3t-Pw"
 API_KEY = "k3y-AbC123"
 SECRETS = (PASSWORD, API_KEY, base64.b64encode(f"reme:{PASSWORD}".encode()).decode())
-LOGGERS = ("opensearch", "urllib3", "aiohttp", "reme_es", "asyncio")
 
 
 def _leaks(text: str) -> list[str]:
     return [s for s in SECRETS if s in text]
-
-
-@pytest.fixture
-def debug_log():
-    """Everything the client stack logs at DEBUG, as one string (read it after the call)."""
-    records: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(self.format(record))
-
-    handler = Keep(logging.DEBUG)
-    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s %(exc_info)s"))
-    saved = {}
-    for name in LOGGERS:
-        logger = logging.getLogger(name)
-        saved[name] = logger.level
-        logger.setLevel(logging.DEBUG)
-        logger.addHandler(handler)
-    yield records
-    for name in LOGGERS:
-        logging.getLogger(name).removeHandler(handler)
-        logging.getLogger(name).setLevel(saved[name])
 
 
 def _full_text(exc: BaseException) -> str:
