@@ -53,11 +53,16 @@ def _run(make) -> None:
 
 
 def common(with_workspace: bool = True):
-    """Options every command takes: --config, --hosts, --engine, --index-prefix (and --workspace)."""
+    """Options every command takes: --config, --hosts, --aws-region, --aws-service, --engine, --index-prefix (and
+    --workspace)."""
 
     def decorate(f):
         f = click.option("--index-prefix", help="Index prefix (default: from the workspace folder).")(f)
         f = click.option("--engine", type=click.Choice(["auto", "opensearch", "elasticsearch"]), help="Engine.")(f)
+        f = click.option(
+            "--aws-service", type=click.Choice(["es", "aoss"]), help="SigV4 service: es or aoss (Serverless)."
+        )(f)
+        f = click.option("--aws-region", help="Sign requests with AWS SigV4 for Amazon OpenSearch in this region.")(f)
         f = click.option("--hosts", help="Comma-separated cluster URLs (none: the managed local node).")(f)
         f = click.option(
             "--config",
@@ -88,6 +93,8 @@ async def _client(settings: Settings):
     cs = settings.client_settings()
     engine = settings.engine
     if not cs.hosts:
+        if cs.aws_region:
+            raise ConfigError("aws_region is set but no hosts: give the Amazon OpenSearch endpoint with --hosts")
         from .server import node
 
         info = await asyncio.to_thread(node.start, settings.flavour, "default")

@@ -4,11 +4,14 @@
     engine: auto                             # auto | opensearch | elasticsearch
     index_prefix: my-notes                   # default: workspace folder name + hash of its absolute path
     username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
+    aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
+    aws_service: es                          # es (OpenSearch Service) | aoss (OpenSearch Serverless)
     embedding: none                          # none | local (all-MiniLM-L6-v2, 384-d) | openai
     dirs: [daily, digest, resource]
     suffixes: [md, jsonl]
 
-Secrets are `SecretStr`: they never appear in `repr`, in `model_dump()` or in error messages.
+Secrets are `SecretStr`: they never appear in `repr`, in `model_dump()` or in error messages. AWS credentials are
+never settings: botocore reads them (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class Settings(BaseModel):
     verify_certs: bool = True
     ca_certs: str | None = None
     timeout: float = Field(default=30.0, gt=0)
+    aws_region: str | None = None
+    aws_service: Literal["es", "aoss"] = "es"
     embedding: Literal["none", "local", "openai"] = "none"
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str = "https://api.openai.com/v1"
@@ -111,6 +116,8 @@ class Settings(BaseModel):
             verify_certs=self.verify_certs,
             ca_certs=self.ca_certs,
             timeout=self.timeout,
+            aws_region=self.aws_region,
+            aws_service=self.aws_service,
         )
 
 

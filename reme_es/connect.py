@@ -60,7 +60,8 @@ async def open_store(
 ) -> MemoryStore:
     """Connect a MemoryStore (probe, indices, pipeline) and return it; close it when done."""
     if engine == "auto":
-        engine = await detect_engine(settings)
+        # SigV4 exists only for Amazon OpenSearch; Serverless has no _nodes API to detect the engine with
+        engine = "opensearch" if settings.aws_region else await detect_engine(settings)
     store = MemoryStore(make_dialect(engine, settings), prefix, options, **store_kwargs)
     try:
         await store.connect(create=create)

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SOURCE_EXCLUDES = ["embedding"]
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+AWS_SERVICES = ("es", "aoss")
 
 
 # ----------------------------------------------------------------------------------- pure builders
@@ -135,6 +136,19 @@ class ClientSettings:
     client_key: str | None = field(default=None, repr=False)
     timeout: float = 30.0
     max_retries: int = 3
+    aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
+    aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
+
+    def __post_init__(self) -> None:
+        if not self.aws_region:
+            return
+        if self.aws_service not in AWS_SERVICES:
+            raise ConfigError(f"aws_service must be one of {', '.join(AWS_SERVICES)}, got {self.aws_service!r}")
+        if self.username is not None or self.password or self.api_key:
+            raise ConfigError(
+                "aws_region signs requests with AWS SigV4; remove username/password and api_key "
+                "(one authentication method at a time)"
+            )
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConfigError
 from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, keyword_query
+from .base import SOURCE_EXCLUDES, ClientSettings, Dialect, filter_clauses, keyword_query
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
@@ -20,6 +21,14 @@ class ElasticsearchDialect(Dialect):
 
     engine = "elasticsearch"
     metadata_type = "flattened"
+
+    def __init__(self, settings: ClientSettings):
+        if settings.aws_region:
+            raise ConfigError(
+                "AWS SigV4 signing (aws_region) works only with OpenSearch (Amazon OpenSearch Service or Serverless); "
+                "Elasticsearch and Elastic Cloud take username/password or an API key"
+            )
+        super().__init__(settings)
 
     def _make_client(self) -> Any:
         from elasticsearch import AsyncElasticsearch

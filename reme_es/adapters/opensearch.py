@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 import orjson
 
-from ..errors import CapabilityError
+from ..errors import CapabilityError, ConfigError
 from ..models import Capabilities, SearchFilter
 from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, keyword_query
 
@@ -25,6 +27,49 @@ class _OrjsonSerializer:
 
     def loads(self, s: str | bytes) -> Any:
         return orjson.loads(s)
+
+
+_SESSION_TOKEN = re.compile(r"(x-amz-security-token:)\S+", re.IGNORECASE)
+
+
+class _HideSessionToken(logging.Filter):
+    """botocore.auth logs the canonical request at DEBUG, session token included; this masks the token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = _SESSION_TOKEN.sub(r"\1***", record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_SESSION_TOKEN.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+def _botocore_session() -> Any:
+    try:
+        from botocore.session import Session
+    except ImportError as exc:
+        raise ConfigError("AWS SigV4 signing (aws_region) needs botocore: pip install 'reme-es[aws]'") from exc
+    return Session()
+
+
+def aws_sigv4_auth(region: str, service: str) -> Any:
+    """opensearch-py's async SigV4 signer, with credentials from botocore's default chain (env, profile, role)."""
+    session = _botocore_session()
+    from botocore.exceptions import BotoCoreError
+    from opensearchpy import AWSV4SignerAsyncAuth
+
+    try:
+        credentials = session.get_credentials()
+    except BotoCoreError as exc:
+        raise ConfigError(f"cannot load AWS credentials for SigV4 signing: {exc}") from exc
+    if credentials is None:
+        raise ConfigError(
+            "aws_region is set but no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(and AWS_SESSION_TOKEN for temporary ones), or AWS_PROFILE, or run with an instance or task role"
+        )
+    auth_log = logging.getLogger("botocore.auth")
+    if not any(isinstance(f, _HideSessionToken) for f in auth_log.filters):
+        auth_log.addFilter(_HideSessionToken())
+    return AWSV4SignerAsyncAuth(credentials, region, service)
 
 
 class OpenSearchDialect(Dialect):
@@ -52,6 +97,12 @@ class OpenSearchDialect(Dialect):
             kwargs["http_auth"] = (s.username, s.password or "")
         if s.api_key:
             kwargs["headers"] = {"Authorization": f"ApiKey {s.api_key}"}
+        if s.aws_region:
+            from opensearchpy import AsyncHttpConnection
+
+            # the default AIOHttpConnection ignores a callable http_auth; AsyncHttpConnection signs every request
+            kwargs["http_auth"] = aws_sigv4_auth(s.aws_region, s.aws_service)
+            kwargs["connection_class"] = AsyncHttpConnection
         if s.ca_certs:
             kwargs["ca_certs"] = s.ca_certs
         if s.client_cert:

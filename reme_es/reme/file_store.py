@@ -130,6 +130,8 @@ class EsFileStore(BaseFileStore):
         api_key: str | None = None,
         verify_certs: bool = True,
         ca_certs: str | None = None,
+        aws_region: str | None = None,
+        aws_service: str = "es",
         hybrid: str = "auto",
         vector_weight: float = 0.7,
         hnsw_m: int = 16,
@@ -162,7 +164,10 @@ class EsFileStore(BaseFileStore):
             "api_key": api_key,
             "verify_certs": verify_certs,
             "ca_certs": ca_certs,
+            "aws_region": aws_region,
+            "aws_service": aws_service,
         }
+        ClientSettings(hosts=self.hosts, **self.settings_kwargs)  # refuse conflicting auth settings at once
         self.hybrid = hybrid
         self.vector_weight = float(vector_weight)
         self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
@@ -205,6 +210,8 @@ class EsFileStore(BaseFileStore):
         await super()._start()
         hosts = self.hosts or validate_hosts(os.environ.get(HOSTS_ENV))
         if not hosts:
+            if self.settings_kwargs["aws_region"]:
+                raise ConfigError(f"{self.name}: aws_region is set but no hosts; give the Amazon OpenSearch endpoint")
             from ..server import node
 
             self.logger.info(f"{self.name}: no hosts configured and {HOSTS_ENV} unset; starting a local node")
