@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -27,6 +28,7 @@ import orjson
 from .adapters.base import SOURCE_EXCLUDES, BulkOutcome, Dialect, cosine_from_score, ensure_mapping_compatible
 from .adapters.base import keyword_body as build_keyword_body
 from .errors import (
+    BulkItemFailure,
     CapabilityError,
     ConfigError,
     DimensionMismatch,
@@ -108,6 +110,23 @@ def _file_from_source(src: dict) -> FileDoc:
         size=src.get("size", 0),
         hash=src.get("hash", ""),
     )
+
+
+@dataclass
+class _Stored:
+    """What the index holds for some paths: chunk ids, link ids, and the version of each path's file doc."""
+
+    chunks: dict[str, set[str]]
+    links: dict[str, set[str]]
+    versions: dict[str, tuple[int, int]]  # path -> (_seq_no, _primary_term); only paths with a file doc
+
+
+def _forgive_conflicts(outcome: BulkOutcome, conditional: list[dict]) -> None:
+    """Drop the 409s of conditional take-backs: another writer rewrote that doc since, so it is not ours to undo."""
+    ids = {a["_id"] for a in conditional}
+    kept = [f for f in outcome.failures if not (f.status == 409 and f.id in ids)]
+    outcome.succeeded += len(outcome.failures) - len(kept)
+    outcome.failures = kept
 
 
 def _check_serialisable(what: str, value: Any) -> None:
@@ -324,20 +343,20 @@ class MemoryStore:
         chunk_index, files_index, links_index = (self.index(k) for k in INDEX_KINDS)
         sources = {path: [self._chunk_source(c) for c in chunks] for path, (_, chunks) in by_path.items()}
         file_sources = {path: self._file_source(file) for path, (file, _) in by_path.items()}
-        old_chunks, old_links, known = await self._stored_ids(list(by_path))
+        stored = await self._stored(list(by_path))
 
         # Phase 0: files not stored before get a placeholder file doc (st_mtime -1, no links) first, so chunks that
         # a crash between the phases leaves behind still belong to a file doc: the next sync sees its mtime differ
-        # and re-indexes the file, or deletes all its chunks if the file is gone.
-        placeholders = [
-            {"_op_type": "index", "_index": files_index, "_id": doc_id(p), "_source": {**file_sources[p], "st_mtime": -1.0, "links": []}}
-            for p in by_path
-            if p not in known
-        ]
-        zero = await self.dialect.bulk(placeholders) if placeholders else BulkOutcome()
-        for failure in zero.failures:
-            by_path.pop(next(p for p in by_path if doc_id(p) == failure.id), None)
-            sources.pop(next((p for p in sources if doc_id(p) == failure.id), ""), None)
+        # and re-indexes the file, or deletes all its chunks if the file is gone. `create` lets only one of two
+        # writers adding the same file go on.
+        placeholders = {p: {**file_sources[p], "st_mtime": -1.0, "links": []} for p in by_path if p not in stored.versions}
+        zero = await self.dialect.bulk(
+            [{"_op_type": "create", "_index": files_index, "_id": doc_id(p), "_source": s} for p, s in placeholders.items()]
+        )
+        await self._settle_file_conflicts(zero, placeholders)
+        versions = {**stored.versions, **self._file_versions(zero, placeholders)}
+        for path in [p for p in placeholders if p not in versions]:
+            del by_path[path], sources[path]
 
         # Phase 1: the new chunks.
         phase1 = [
@@ -349,29 +368,27 @@ class MemoryStore:
         failed_ids = {f.id for f in first.failures}
         failed_paths = {a["_routing"] for a in phase1 if a["_id"] in failed_ids}
 
-        # Phase 2: stale chunks, file docs and links of the files whose chunks were all stored; for the others,
-        # take back the new chunks that did land (unless they were already stored before).
+        # Phase 2, per file whose chunks were all stored: stale chunks and links go, new links come, and last the
+        # file doc, written only if it is still the version this writer read (`if_seq_no`/`if_primary_term`).
+        # For the other files the new chunks that landed are taken back (unless stored before), and so is the
+        # placeholder of a new file. Take-backs are conditional on this writer's own write: a 409 there means
+        # another writer has rewritten the doc since, and it is left alone.
         phase2: list[dict] = []
+        takeback: list[dict] = []
+        stale: dict[str, tuple[set[str], set[str]]] = {}
         for path, (file, chunks) in by_path.items():
             new_ids = {doc_id(c.id) for c in chunks}
             if path in failed_paths:
-                keep = old_chunks.get(path, set())
-                phase2 += [
-                    {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path}
-                    for i in sorted(new_ids - failed_ids - keep)
-                ]
-                if path not in known:  # nothing of this file is stored any more: drop its placeholder too
-                    phase2.append({"_op_type": "delete", "_index": files_index, "_id": doc_id(path)})
+                takeback += self._takebacks(chunk_index, sorted(new_ids - failed_ids - stored.chunks[path]), first, path)
+                if path in placeholders:
+                    takeback += self._takebacks(files_index, [doc_id(path)], zero)
                 continue
-            phase2 += [
-                {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path}
-                for i in sorted(old_chunks.get(path, set()) - new_ids)
-            ]
             new_links = {link.id: (pos, link) for pos, link in enumerate(file.links) if link.source == path}
+            stale[path] = (stored.chunks[path] - new_ids, stored.links[path] - set(new_links))
             phase2 += [
-                {"_op_type": "delete", "_index": links_index, "_id": i}
-                for i in sorted(old_links.get(path, set()) - set(new_links))
+                {"_op_type": "delete", "_index": chunk_index, "_id": i, "_routing": path} for i in sorted(stale[path][0])
             ]
+            phase2 += [{"_op_type": "delete", "_index": links_index, "_id": i} for i in sorted(stale[path][1])]
             phase2 += [
                 {
                     "_op_type": "index",
@@ -381,30 +398,142 @@ class MemoryStore:
                 }
                 for link_id, (pos, link) in new_links.items()
             ]
-            phase2.append({"_op_type": "index", "_index": files_index, "_id": doc_id(path), "_source": file_sources[path]})
-        second = await self.dialect.bulk(phase2)
+            seq_no, term = versions[path]
+            phase2.append(
+                {
+                    "_op_type": "index",
+                    "_index": files_index,
+                    "_id": doc_id(path),
+                    "_source": file_sources[path],
+                    "if_seq_no": seq_no,
+                    "if_primary_term": term,
+                }
+            )
+        second = await self.dialect.bulk(phase2 + takeback)
+        _forgive_conflicts(second, takeback)
+        lost = await self._settle_file_conflicts(second, {p: file_sources[p] for p in stale})
+        third = await self._clean_up_lost(lost, by_path, stale, first, second) if lost else BulkOutcome()
         if refresh:
             await self.refresh()
-        outcome = BulkOutcome(first.succeeded + second.succeeded, zero.failures + first.failures + second.failures)
+        outcome = BulkOutcome(
+            first.succeeded + second.succeeded,
+            zero.failures + first.failures + second.failures + third.failures,
+        )
         outcome.raise_for_failures()
         return outcome
 
-    async def _stored_ids(self, paths: list[str]) -> tuple[dict[str, set[str]], dict[str, set[str]], set[str]]:
-        """Chunk and link ids stored for these paths, from the file docs (real-time) and a search (orphans);
-        and which paths have a file doc."""
-        chunks: dict[str, set[str]] = {p: set() for p in paths}
-        links: dict[str, set[str]] = {p: set() for p in paths}
-        known: set[str] = set()
-        for file in await self._mget_files(paths):
-            known.add(file.path)
-            chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
-            links[file.path].update(link.id for link in file.links)
+    @staticmethod
+    def _takebacks(index: str, ids: list[str], written: BulkOutcome, routing: str | None = None) -> list[dict]:
+        """Deletes of docs this writer wrote, each only if nobody has rewritten it since (its seq_no/term)."""
+        actions = []
+        for i in ids:
+            if (index, i) not in written.versions:  # this writer's write of it failed: nothing to take back
+                continue
+            seq_no, term = written.versions[(index, i)]
+            action = {"_op_type": "delete", "_index": index, "_id": i, "if_seq_no": seq_no, "if_primary_term": term}
+            if routing is not None:
+                action["_routing"] = routing
+            actions.append(action)
+        return actions
+
+    def _file_versions(self, outcome: BulkOutcome, written: dict[str, dict]) -> dict[str, tuple[int, int]]:
+        """path -> (seq_no, primary_term) of the file docs this bulk wrote."""
+        index = self.index("files")
+        return {p: outcome.versions[(index, doc_id(p))] for p in written if (index, doc_id(p)) in outcome.versions}
+
+    async def _settle_file_conflicts(self, outcome: BulkOutcome, written: dict[str, dict]) -> dict[str, dict | None]:
+        """Sort out the file docs of `written` that came back 409 (another writer changed them after this one read).
+
+        A doc whose stored source is exactly what this writer sent is its own write, acknowledged before a retry
+        (a dropped connection): it counts as written. The others are lost to another writer: their failures get a
+        reason that says so, and they are returned as path -> the stored doc (None if it is gone)."""
+        index = self.index("files")
+        by_id = {doc_id(p): p for p in written}
+        conflicted = [by_id[f.id] for f in outcome.failures if f.status == 409 and f.id in by_id]
+        if not conflicted:
+            return {}
+        current = {d["_id"]: d for d in await self._mget_file_docs(conflicted)}
+        lost: dict[str, dict | None] = {}
+        for path in conflicted:
+            doc = current.get(doc_id(path))
+            if doc is not None and doc["_source"] == orjson.loads(orjson.dumps(written[path])):
+                outcome.versions[(index, doc_id(path))] = (doc["_seq_no"], doc["_primary_term"])
+                outcome.succeeded += 1
+            else:
+                lost[path] = doc
+        reason = (
+            "another writer changed this file in the index after this writer read it (version conflict); the other "
+            "writer's version was kept. Run the sync again to store the file as it is now"
+        )
+        settled = {doc_id(p) for p in conflicted}
+        outcome.failures = [f for f in outcome.failures if f.id not in settled or f.status != 409] + [
+            BulkItemFailure(index, doc_id(p), 409, f"{p}: {reason}") for p in lost
+        ]
+        return lost
+
+    async def _clean_up_lost(
+        self,
+        lost: dict[str, dict | None],
+        by_path: dict[str, tuple[FileDoc, list[Chunk]]],
+        stale: dict[str, tuple[set[str], set[str]]],
+        first: BulkOutcome,
+        second: BulkOutcome,
+    ) -> BulkOutcome:
+        """Undo what a writer that lost a file to another writer did to it in phases 1 and 2.
+
+        Its new chunks and links that the winner's file doc does not list are taken back (each only if still this
+        writer's write). If it deleted a chunk or link the winner lists, or rewrote a link at another position, the
+        winner's file doc is marked stale (st_mtime -1, only if unchanged since), so the next sync re-indexes it."""
+        chunk_index, files_index, links_index = (self.index(k) for k in INDEX_KINDS)
+        actions: list[dict] = []
+        for path, current in lost.items():
+            src = current["_source"] if current else {}
+            keep_chunks = {doc_id(c) for c in src.get("chunk_ids") or []}
+            keep_links = {
+                Link(source=path, target=x["target"], anchor=x.get("anchor", "")).id: pos
+                for pos, x in enumerate(src.get("links") or [])
+            }
+            file, chunks = by_path[path]
+            mine = {doc_id(c.id) for c in chunks}
+            actions += self._takebacks(chunk_index, sorted(mine - keep_chunks), first, path)
+            my_links = {link.id: pos for pos, link in enumerate(file.links) if link.source == path}
+            actions += self._takebacks(links_index, sorted(set(my_links) - set(keep_links)), second)
+            stale_chunks, stale_links = stale[path]
+            harmed = (
+                bool(stale_chunks & keep_chunks)
+                or bool(stale_links & set(keep_links))
+                or any(keep_links.get(i, pos) != pos for i, pos in my_links.items())
+            )
+            if current is not None and harmed:
+                actions.append(
+                    {
+                        "_op_type": "index",
+                        "_index": files_index,
+                        "_id": doc_id(path),
+                        "_source": {**src, "st_mtime": -1.0},
+                        "if_seq_no": current["_seq_no"],
+                        "if_primary_term": current["_primary_term"],
+                    }
+                )
+        outcome = await self.dialect.bulk(actions)
+        _forgive_conflicts(outcome, actions)
+        return outcome
+
+    async def _stored(self, paths: list[str]) -> _Stored:
+        """What is stored for these paths: chunk and link ids from the file docs (real-time) and a search (orphans),
+        and the version of each file doc."""
+        stored = _Stored({p: set() for p in paths}, {p: set() for p in paths}, {})
+        for doc in await self._mget_file_docs(paths):
+            file = _file_from_source(doc["_source"])
+            stored.versions[file.path] = (doc["_seq_no"], doc["_primary_term"])
+            stored.chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
+            stored.links[file.path].update(link.id for link in file.links)
         async for s in self._scan(self.index("chunks"), {"terms": {"path": paths}}, ["chunk_id", "path"], ["chunk_id"]):
-            chunks[s["path"]].add(doc_id(s["chunk_id"]))
+            stored.chunks[s["path"]].add(doc_id(s["chunk_id"]))
         link_fields = ["source", "target", "anchor"]
         async for s in self._scan(self.index("links"), {"terms": {"source": paths}}, link_fields, link_fields):
-            links[s["source"]].add(Link(source=s["source"], target=s["target"], anchor=s.get("anchor", "")).id)
-        return chunks, links, known
+            stored.links[s["source"]].add(Link(source=s["source"], target=s["target"], anchor=s.get("anchor", "")).id)
+        return stored
 
     async def _scan(self, index: str, query: dict, source: list[str] | bool, sort: list[str]):
         """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
@@ -425,7 +554,8 @@ class MemoryStore:
         paths = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
         if not paths:
             return 0
-        old_chunks, old_links, existing = await self._stored_ids(paths)
+        stored = await self._stored(paths)
+        old_chunks, old_links, existing = stored.chunks, stored.links, set(stored.versions)
         # Chunks and links first, file docs after: a crash in between leaves a file doc whose chunks are partly
         # gone (the next sync deletes it again), never chunks without a file doc that nothing would find.
         parts: list[dict] = []
@@ -459,11 +589,15 @@ class MemoryStore:
 
     # ------------------------------------------------------------------------------------ files
 
-    async def _mget_files(self, paths: list[str]) -> list[FileDoc]:
+    async def _mget_file_docs(self, paths: list[str]) -> list[dict]:
+        """The stored file docs of these paths (real-time), with `_source`, `_seq_no` and `_primary_term`."""
         if not paths:
             return []
         resp = await self.dialect.request("POST", f"/{self.index('files')}/_mget", {"ids": [doc_id(p) for p in paths]})
-        return [_file_from_source(d["_source"]) for d in resp["docs"] if d.get("found")]
+        return [d for d in resp["docs"] if d.get("found")]
+
+    async def _mget_files(self, paths: list[str]) -> list[FileDoc]:
+        return [_file_from_source(d["_source"]) for d in await self._mget_file_docs(paths)]
 
     async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
         """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""

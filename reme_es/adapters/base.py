@@ -162,6 +162,8 @@ class BulkOutcome:
 
     succeeded: int = 0
     failures: list[BulkItemFailure] = field(default_factory=list)
+    # (index as given in the action, id) -> (_seq_no, _primary_term) of every document this bulk wrote
+    versions: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
     def raise_for_failures(self) -> None:
         """Raise BulkError listing every failed item, if any."""
@@ -269,6 +271,9 @@ class Dialect(ABC):
                 status = raw_status if isinstance(raw_status, int) else 503  # transport failure: no item status
                 if ok or (op == "delete" and status == 404):
                     outcome.succeeded += 1
+                    if "_seq_no" in info and op != "delete":
+                        key = (action["_index"], str(action.get("_id")))
+                        outcome.versions[key] = (info["_seq_no"], info["_primary_term"])
                     continue
                 if status in RETRYABLE_STATUS and attempt < max_retries:
                     retry.append(action)
