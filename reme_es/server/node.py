@@ -3,7 +3,8 @@
 Layout below the reme-es home (`REME_ES_HOME`; default `~/.cache/reme-es`, `/var/cache/reme-es` for root):
 
     artifacts/                       files fetched from Maven Central, one copy per version
-    installs/<flavour>-<version>/    unpacked distribution + assembled modules + plugins (read-only use)
+    installs/<flavour>-<version>/    unpacked distribution + assembled modules + plugins (read-only use; an
+                                     Elasticsearch install also gets reme-es' test analysis plugin, see es_plugin)
     nodes/<name>/                    one node: config/, data/, logs/, tmp/, node.json (pid, port, url)
 
 Installs are shared and reused across runs; every node has its own config and data. OpenSearch and
@@ -30,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ServerError
+from .es_plugin import ensure_analysis_plugin
 from .fetch import fetch_artifacts
 from .flavours import Flavour, Module, get_flavour
 
@@ -345,6 +347,8 @@ def start(
     if http_port is not None and not _port_free(http_port):
         raise ServerError(f"port {http_port} on 127.0.0.1 is taken; choose another with --port or stop what uses it")
     http_port = http_port or _free_port(9200)
+    if flavour.engine == "elasticsearch":
+        ensure_analysis_plugin(home, java_home, flavour.version)  # the .security index needs it (API keys)
     transport_port = _free_port()
 
     folder = node_dir(name)

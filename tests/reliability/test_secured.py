@@ -1,9 +1,11 @@
 """A secured Elasticsearch 9 node (x-pack security, TLS on HTTP and transport, file-realm users): reme-es connects
 with the right CA, fails with advice without one, hides a wrong password, and stays inside a prefix-limited role.
+An API key created through `POST /_security/api_key`, limited to one prefix, works inside it, gets 403 outside,
+and once invalidated (or with a wrong secret) gives a 401 that does not carry the key.
 
-API keys are not tested here: creating one needs the `.security` system index, whose settings use the
-`pattern_capture` filter of the analysis-common module, which the integ-test distribution lacks (the create call
-answers 400 "Unknown filter type [pattern_capture] for [email]"); that module is not on Maven Central.
+API keys live in the `.security` system index, whose `email` analyzer needs four analysis-common components the
+integ-test distribution lacks; the launcher adds them with reme-es' own test analysis plugin
+(reme_es.server.es_plugin), whose chain is checked here token by token.
 
 The node is started by the managed launcher with generated certificates (reme_es.server.certs) and users whose
 passwords are stored as `{PBKDF2}` hashes (a format the file realm reads; no bcrypt needed).
@@ -16,12 +18,14 @@ import hashlib
 import json
 import os
 import shutil
+import traceback
 import uuid
 
 import pytest
 
 from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
+from reme_es.connect import make_dialect, open_store
+from reme_es.errors import AuthError
 from reme_es.server import certs, node
 from reme_es.testing.data import chunk, file_with
 
@@ -48,6 +52,10 @@ PREFIX_ROLE = {
         }
     ],
 }
+
+
+# The `email` filter of the `.security` index (x-pack-security's SecuritySystemIndices).
+SECURITY_EMAIL_PATTERNS = ["([^@]+)", "(\\p{L}+)", "(\\d+)", "@(.+)"]
 
 
 def _pbkdf2(password: str, cost: int = 10000) -> str:
@@ -134,3 +142,112 @@ async def test_engine_auto_detection_works_over_tls(secured):
         await store.drop()
     finally:
         await store.close()
+
+
+# ------------------------------------------------------------------------------------------- API keys
+
+
+async def _request(settings: ClientSettings, method: str, path: str, body: dict | None = None) -> dict:
+    dialect = make_dialect("elasticsearch", settings)
+    try:
+        return await dialect.request(method, path, body)
+    finally:
+        await dialect.close()
+
+
+def _admin(secured) -> ClientSettings:
+    url, ca = secured
+    return ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca)
+
+
+async def _create_api_key(secured, key_prefix: str) -> dict:
+    """An API key made by the admin whose role is the prefix role narrowed to `<key_prefix>-*`: id, api_key, encoded."""
+    indices = [{**PREFIX_ROLE["indices"][0], "names": [f"{key_prefix}-*"]}]
+    body = {
+        "name": f"reme-{key_prefix}",
+        "expiration": "1h",
+        "role_descriptors": {"reme_prefix": {**PREFIX_ROLE, "indices": indices}},
+    }
+    key = await _request(_admin(secured), "POST", "/_security/api_key", body)
+    assert base64.b64decode(key["encoded"]).decode() == f"{key['id']}:{key['api_key']}"
+    return key
+
+
+def _key_settings(secured, encoded: str) -> ClientSettings:
+    url, ca = secured
+    return ClientSettings([url], api_key=encoded, ca_certs=ca, max_retries=0)
+
+
+async def test_security_index_analysis_chain_gives_the_analysis_common_tokens(secured):
+    body = {
+        "tokenizer": "uax_url_email",
+        "filter": [
+            {"type": "pattern_capture", "preserve_original": True, "patterns": SECURITY_EMAIL_PATTERNS},
+            "lowercase",
+            "unique",
+        ],
+        "text": "Jo.Smith42@Example.COM jo see https://x.org/jo",
+    }
+    tokens = (await _request(_admin(secured), "POST", "/_analyze", body))["tokens"]
+    assert [(t["token"], t["position"]) for t in tokens] == [
+        ("jo.smith42@example.com", 0),
+        ("jo.smith42", 0),
+        ("jo", 0),
+        ("smith", 0),
+        ("42", 0),
+        ("example.com", 0),
+        ("example", 0),
+        ("com", 0),
+        ("see", 1),  # the second "jo" is dropped by `unique`, its position with it
+        ("https://x.org/jo", 2),
+        ("https", 2),
+        ("x", 2),
+        ("org", 2),  # its "jo" came earlier
+    ]
+
+
+async def test_api_key_created_through_the_api_works_inside_its_prefix(secured):
+    key_prefix = prefix()
+    key = await _create_api_key(secured, key_prefix)
+    settings = _key_settings(secured, key["encoded"])
+    me = await _request(settings, "GET", "/_security/_authenticate")
+    assert (me["authentication_type"], me["api_key"]["id"], me["username"]) == ("api_key", key["id"], ADMIN)
+    await _roundtrip(settings, key_prefix)
+    assert key["api_key"] not in repr(settings) and key["encoded"] not in repr(settings)
+
+
+async def test_api_key_gets_403_outside_its_prefix(secured, debug_log):
+    key = await _create_api_key(secured, prefix())
+    other = prefix()  # inside the admin's and the writer role's reach, outside the key's
+    settings = _key_settings(secured, key["encoded"])
+    with pytest.raises(AuthError) as err:
+        await open_store(settings, other, "elasticsearch")
+    message = str(err.value)
+    assert "the server answered 403 (" in message
+    assert f"{other}-" in message
+    assert f"API key id [{key['id']}]" in message
+    assert "and that the role may use this index prefix" in message
+    full = "".join(traceback.format_exception(err.value)) + repr(settings) + "\n".join(debug_log)
+    assert [s for s in (key["api_key"], key["encoded"]) if s in full] == []
+
+
+@pytest.mark.parametrize("case", ["invalidated", "wrong_secret"])
+async def test_bad_api_key_is_a_401_auth_error_without_the_key(secured, debug_log, case):
+    key = await _create_api_key(secured, prefix())
+    if case == "invalidated":
+        gone = await _request(_admin(secured), "DELETE", "/_security/api_key", {"ids": [key["id"]]})
+        assert gone["invalidated_api_keys"] == [key["id"]]
+        secret = key["api_key"]
+    else:
+        secret = "Wr0ng" + key["api_key"][5:]
+    encoded = base64.b64encode(f"{key['id']}:{secret}".encode()).decode()
+    settings = _key_settings(secured, encoded)
+    debug_log.clear()
+    with pytest.raises(AuthError) as err:
+        await open_store(settings, prefix(), "elasticsearch")
+    message = str(err.value)
+    assert message.startswith("GET /_nodes/_local/plugins: the server answered 401 (")
+    assert "check the username/password or API key" in message
+    assert any("401" in record for record in debug_log)  # the client did log the refused request
+    full = "".join(traceback.format_exception(err.value)) + repr(settings) + "\n".join(debug_log)
+    assert [s for s in (secret, encoded, key["api_key"], key["encoded"]) if s in full] == []

@@ -85,3 +85,15 @@ def test_a_file_that_does_not_match_its_pin_is_refused_and_removed(tmp_path):
     with pytest.raises(ServerError, match="checksum mismatch"):
         _verify_pinned(Artifact("g", "x", "1", "zip", "0" * 64), bad)
     assert not bad.exists()
+
+
+def test_the_elasticsearch_analysis_plugin_needs_a_jdk_with_javac(tmp_path):
+    from reme_es.server.es_plugin import ensure_analysis_plugin
+
+    jre = _fake_jdk(tmp_path, "jre25", "25.0.1")
+    home = tmp_path / "install" / "elasticsearch-9.3.2"
+    home.mkdir(parents=True)
+    with pytest.raises(ServerError, match=f"^{jre} has no javac .*REME_ES_JAVA_HOME"):
+        ensure_analysis_plugin(home, jre, "9.3.2")
+    assert list((tmp_path / "install").iterdir()) == [home]  # nothing half-built left behind
+    assert list(home.iterdir()) == []
