@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .adapters.lookups import scroll_body
 from .errors import MappingError, RequestFailed
 from .store import MemoryStore
 from .templates import INDEX_KINDS, IndexOptions, render_index
@@ -36,8 +37,7 @@ async def _count(store: MemoryStore, index: str) -> int:
 async def _copy(
     store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool, progress: Callable[[int], None] | None
 ) -> int:
-    body = {"size": PAGE, "sort": ["_doc"], "query": {"match_all": {}}}
-    resp = await store.dialect.request("POST", f"/{old}/_search", body, {"scroll": SCROLL})
+    resp = await store.dialect.request("POST", f"/{old}/_search", scroll_body(PAGE), {"scroll": SCROLL})
     scroll_id = resp.get("_scroll_id")
     copied = 0
     try:

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from .adapters import lookups as q
 from .adapters.base import SOURCE_EXCLUDES, BulkOutcome, Dialect, cosine_from_score, ensure_mapping_compatible
 from .adapters.base import keyword_body as build_keyword_body
 from .errors import (
@@ -55,7 +56,6 @@ from .templates import INDEX_KINDS, IndexOptions, render_index
 log = logging.getLogger(__name__)
 
 MAX_TEXT_BYTES = 8 << 20
-PAGE = 1000
 _PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,199}$")
 HYBRID_MODES = ("auto", "native", "client")
 
@@ -528,10 +528,10 @@ class MemoryStore:
             stored.versions[file.path] = (doc["_seq_no"], doc["_primary_term"])
             stored.chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
             stored.links[file.path].update(link.id for link in file.links)
-        async for s in self._scan(self.index("chunks"), {"terms": {"path": paths}}, ["chunk_id", "path"], ["chunk_id"]):
+        async for s in self._scan(self.index("chunks"), q.any_of("path", paths), ["chunk_id", "path"], ["chunk_id"]):
             stored.chunks[s["path"]].add(doc_id(s["chunk_id"]))
         link_fields = ["source", "target", "anchor"]
-        async for s in self._scan(self.index("links"), {"terms": {"source": paths}}, link_fields, link_fields):
+        async for s in self._scan(self.index("links"), q.any_of("source", paths), link_fields, link_fields):
             stored.links[s["source"]].add(Link(source=s["source"], target=s["target"], anchor=s.get("anchor", "")).id)
         return stored
 
@@ -539,13 +539,11 @@ class MemoryStore:
         """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
         after = None
         while True:
-            body: dict[str, Any] = {"size": PAGE, "query": query, "_source": source, "sort": [{s: "asc"} for s in sort]}
-            if after is not None:
-                body["search_after"] = after
+            body = q.scan_body(query, source, sort, after)
             hits = (await self.dialect.request("POST", f"/{index}/_search", body))["hits"]["hits"]
             for hit in hits:
                 yield hit["_source"]
-            if len(hits) < PAGE:
+            if len(hits) < q.SCAN_PAGE:
                 return
             after = hits[-1]["sort"]
 
@@ -593,7 +591,7 @@ class MemoryStore:
         """The stored file docs of these paths (real-time), with `_source`, `_seq_no` and `_primary_term`."""
         if not paths:
             return []
-        resp = await self.dialect.request("POST", f"/{self.index('files')}/_mget", {"ids": [doc_id(p) for p in paths]})
+        resp = await self.dialect.request("POST", f"/{self.index('files')}/_mget", q.mget_ids([doc_id(p) for p in paths]))
         return [d for d in resp["docs"] if d.get("found")]
 
     async def _mget_files(self, paths: list[str]) -> list[FileDoc]:
@@ -602,7 +600,7 @@ class MemoryStore:
     async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
         """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
         if paths is None:
-            return [_file_from_source(s) async for s in self._scan(self.index("files"), {"match_all": {}}, True, ["path"])]
+            return [_file_from_source(s) async for s in self._scan(self.index("files"), q.match_all(), True, ["path"])]
         found = {f.path: f for f in await self._mget_files(list(dict.fromkeys(paths)))}
         return [found[p] for p in dict.fromkeys(paths) if p in found]
 
@@ -612,7 +610,7 @@ class MemoryStore:
         if not paths:
             return set()
         resp = await self.dialect.request(
-            "POST", f"/{self.index('files')}/_mget", {"ids": [doc_id(p) for p in paths]}, {"_source": "false"}
+            "POST", f"/{self.index('files')}/_mget", q.mget_ids([doc_id(p) for p in paths]), {"_source": "false"}
         )
         by_id = {doc_id(p): p for p in paths}
         return {by_id[d["_id"]] for d in resp["docs"] if d.get("found")}
@@ -638,7 +636,7 @@ class MemoryStore:
                 return []
         return [
             Link(source=s["source"], target=s["target"], anchor=s.get("anchor", ""))
-            async for s in self._scan(self.index("links"), {"term": {"target": path}}, True, ["source", "position"])
+            async for s in self._scan(self.index("links"), q.equals("target", path), True, ["source", "position"])
         ]
 
     async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
@@ -646,21 +644,7 @@ class MemoryStore:
         paths = list(dict.fromkeys(paths))
         if not paths or max_per_direction <= 0:
             return {}
-        links_index = self.index("links")
-        lines: list[bytes] = []
-        for field in ("source", "target"):
-            for path in paths:
-                lines.append(orjson.dumps({"index": links_index}))
-                lines.append(
-                    orjson.dumps(
-                        {
-                            "size": max_per_direction,
-                            "query": {"term": {field: path}},
-                            "sort": [{"position": "asc"}] if field == "source" else [{"source": "asc"}, {"position": "asc"}],
-                        }
-                    )
-                )
-        body = b"\n".join(lines) + b"\n"
+        body = q.link_expansion_msearch(self.index("links"), paths, max_per_direction)
         responses = (await self.dialect.request("POST", "/_msearch", body))["responses"]
         edges: dict[str, list[tuple[str, Link]]] = {p: [] for p in paths}
         for i, resp in enumerate(responses):
@@ -698,9 +682,8 @@ class MemoryStore:
         for level in range(1, depth + 1):
             if not frontier or len(seen) >= max_nodes:
                 break
-            query = {"bool": {"should": [{"terms": {"source": frontier}}, {"terms": {"target": frontier}}]}}
             nxt = []
-            async for s in self._scan(self.index("links"), query, ["source", "target"], ["source", "target", "anchor"]):
+            async for s in self._scan(self.index("links"), q.links_touching(frontier), ["source", "target"], ["source", "target", "anchor"]):
                 for other in (s["source"], s["target"]):
                     if other not in seen and len(seen) < max_nodes:
                         seen[other] = level
@@ -816,22 +799,17 @@ class MemoryStore:
 
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
-        docs = [
-            {"_id": doc_id(cid), "routing": path}
-            for path, ids in ids_by_path.items()
-            for cid in ids
-        ]
-        if not docs:
+        body = q.mget_routed({path: [doc_id(cid) for cid in ids] for path, ids in ids_by_path.items()})
+        if not body["docs"]:
             return {}
         params = None if with_vectors else {"_source_excludes": "embedding"}
-        resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_mget", {"docs": docs}, params)
+        resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_mget", body, params)
         return {d["_source"]["chunk_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
 
     async def chunks_without_vectors(self, batch: int = 500):
         """Yield batches of stored chunks that have no embedding (for backfilling)."""
-        query = {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}}
         page: list[Chunk] = []
-        async for src in self._scan(self.index("chunks"), query, {"excludes": SOURCE_EXCLUDES}, ["chunk_id"]):
+        async for src in self._scan(self.index("chunks"), q.without_field("embedding"), {"excludes": SOURCE_EXCLUDES}, ["chunk_id"]):
             page.append(_chunk_from_source(src))
             if len(page) >= batch:
                 yield page

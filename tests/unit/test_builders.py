@@ -109,3 +109,24 @@ def test_elasticsearch_rrf_retriever_body():
 def test_native_hybrid_follows_the_probe(dialect, caps, kind, native):
     probed = Capabilities(engine=dialect.engine, version="9.9.9", **caps)
     assert dialect(SETTINGS).native_hybrid(probed, kind) is native
+
+
+def test_store_lookup_bodies():
+    from reme_es.adapters import lookups as q
+
+    msearch = q.link_expansion_msearch("p-links", ["a.md", "b.md"], 5)
+    assert msearch.endswith(b"\n")
+    check(
+        "store_lookups",
+        {
+            "scan_first_page": q.scan_body(q.any_of("path", ["a.md", "b.md"]), ["chunk_id", "path"], ["chunk_id"]),
+            "scan_next_page": q.scan_body(q.match_all(), True, ["path"], after=["a.md"]),
+            "scroll": q.scroll_body(),
+            "inlinks": q.equals("target", "a.md"),
+            "traverse_level": q.links_touching(["a.md"]),
+            "chunks_without_vectors": q.without_field("embedding"),
+            "mget_files": q.mget_ids(["a.md"]),
+            "mget_chunks": q.mget_routed({"a.md": ["c1", "c2"], "b.md": ["c3"]}),
+            "link_expansion": [json.loads(line) for line in msearch.splitlines()],
+        },
+    )

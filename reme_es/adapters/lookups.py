@@ -1,0 +1,76 @@
+"""Request bodies of the store's own scans and look-ups (not user searches): pure, and the same on every engine.
+
+The store pages through whole indices with `search_after` (no 10,000-hit window), fetches docs by id with
+`_mget`, and expands links with one `_msearch`. Keeping these bodies here keeps every query DSL in `adapters/`;
+tests/unit/test_builders.py compares them with golden JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+SCAN_PAGE = 1000
+
+
+def scan_body(
+    query: dict, source: list[str] | dict | bool, sort: list[str], after: list | None = None, size: int = SCAN_PAGE
+) -> dict:
+    """One page of a sorted scan; `after` is the previous page's last `sort` value."""
+    body: dict[str, Any] = {"size": size, "query": query, "_source": source, "sort": [{s: "asc"} for s in sort]}
+    if after is not None:
+        body["search_after"] = after
+    return body
+
+
+def scroll_body(size: int = SCAN_PAGE) -> dict:
+    """The first request of a scroll over every doc in index order (the cheapest order: `_doc`)."""
+    return {"size": size, "sort": ["_doc"], "query": match_all()}
+
+
+def match_all() -> dict:
+    """Every document."""
+    return {"match_all": {}}
+
+
+def any_of(field: str, values: list[str]) -> dict:
+    """Documents whose keyword `field` equals one of `values` (paths of chunks, sources of links, ...)."""
+    return {"terms": {field: values}}
+
+
+def equals(field: str, value: str) -> dict:
+    """Documents whose keyword `field` equals `value`."""
+    return {"term": {field: value}}
+
+
+def links_touching(paths: list[str]) -> dict:
+    """Links from or to any of `paths` (one level of a traversal)."""
+    return {"bool": {"should": [any_of("source", paths), any_of("target", paths)]}}
+
+
+def without_field(name: str) -> dict:
+    """Documents that have no value for `name` (chunks without an embedding)."""
+    return {"bool": {"must_not": [{"exists": {"field": name}}]}}
+
+
+def mget_ids(ids: list[str]) -> dict:
+    """An `_mget` body by id (the index is in the path)."""
+    return {"ids": ids}
+
+
+def mget_routed(ids_by_routing: dict[str, list[str]]) -> dict:
+    """An `_mget` body of routed docs: routing value -> ids."""
+    return {"docs": [{"_id": i, "routing": r} for r, ids in ids_by_routing.items() for i in ids]}
+
+
+def link_expansion_msearch(index: str, paths: list[str], per_direction: int) -> bytes:
+    """The `_msearch` body of link expansion: for each path its first outlinks (by position), then for each path
+    its first inlinks (by source, then position). Responses come back in that order."""
+    lines: list[bytes] = []
+    for field in ("source", "target"):
+        sort = [{"position": "asc"}] if field == "source" else [{"source": "asc"}, {"position": "asc"}]
+        for path in paths:
+            lines.append(orjson.dumps({"index": index}))
+            lines.append(orjson.dumps({"size": per_direction, "query": equals(field, path), "sort": sort}))
+    return b"\n".join(lines) + b"\n"
