@@ -327,6 +327,18 @@ def test_too_large_file_is_skipped(cli):
     assert _summary(result) == "synced: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
 
 
+def test_a_120_mb_file_is_skipped_by_the_default_limit_without_being_read(cli):
+    big = cli.workspace / "resource/dump.md"
+    with big.open("wb") as f:  # sparse: 120 MiB by stat, nothing on disk; a sync that read it would index NULs
+        f.write(b"# dump\n")
+        f.truncate(120 << 20)
+    result = cli.sync()
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == ["warning: resource/dump.md: 120.0 MB is over the 20.0 MB limit; skipped"]
+    assert _summary(result) == "synced: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
+    assert [f.path for f in cli.store(lambda s: s.get_files())] == EXAMPLE_FILES
+
+
 # ------------------------------------------------------------------------------------- watch mode
 
 
