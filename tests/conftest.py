@@ -1,24 +1,22 @@
 """Session-wide test servers and per-test stores.
 
-Flavours under test: opensearch-2.19 and elasticsearch-9 always; opensearch-3 when REME_ES_TEST_OPENSEARCH3=1.
+Flavours under test (tests.containers.servers.selected_flavours): opensearch-2.19 and elasticsearch-9 always;
+opensearch-3 when REME_ES_TEST_OPENSEARCH3=1; `REME_ES_TEST_FLAVOURS=a,b` picks. Secured flavours need TLS
+material and users, so the `server` fixture leaves them to tests/reliability/test_secured_opensearch.py.
 Every store gets its own index prefix and is dropped afterwards, so tests never see each other's data.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from contextlib import ExitStack
 
 import pytest
 
-from tests.containers.servers import Server, test_server
+from reme_es.server.flavours import get_flavour
+from tests.containers.servers import Server, selected_flavours, test_server
 
-FLAVOURS = ["opensearch-2.19", "elasticsearch-9"]
-if os.environ.get("REME_ES_TEST_OPENSEARCH3"):
-    FLAVOURS.append("opensearch-3")
-if os.environ.get("REME_ES_TEST_FLAVOURS"):
-    FLAVOURS = [f.strip() for f in os.environ["REME_ES_TEST_FLAVOURS"].split(",") if f.strip()]
+FLAVOURS = [f for f in selected_flavours() if get_flavour(f).security_plugin is None]
 
 
 class _Servers:

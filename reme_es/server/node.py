@@ -116,6 +116,24 @@ def _module_descriptor(module: Module, flavour: Flavour) -> str:
     )
 
 
+def _extended_names(descriptor: str) -> list[str]:
+    m = re.search(r"^extended\.plugins=(.*)$", descriptor, re.MULTILINE)
+    return [e.split(";")[0].strip() for e in m.group(1).split(",") if e.strip()] if m else []
+
+
+def optional_extended(descriptor: str, absent: str) -> str:
+    """A plugin descriptor whose `extended.plugins` entry naming `absent` is marked `;optional=true`."""
+
+    def mark(match: re.Match) -> str:
+        entries = []
+        for entry in filter(None, (e.strip() for e in match.group(1).split(","))):
+            name, _, flags = entry.partition(";")
+            entries.append(f"{name};optional=true" if name == absent and "optional=true" not in flags else entry)
+        return "extended.plugins=" + ",".join(entries)
+
+    return re.sub(r"^extended\.plugins=(.*)$", mark, descriptor, flags=re.MULTILINE)
+
+
 def install(flavour: Flavour) -> Path:
     """Return the installed home of a flavour, fetching and assembling it once."""
     root = reme_es_home()
@@ -123,8 +141,7 @@ def install(flavour: Flavour) -> Path:
     home = target / flavour.home_name
     if (target / _MARKER).is_file():
         return home
-    artifacts = [flavour.distribution, *flavour.plugins, *(j for m in flavour.modules for j in m.jars)]
-    paths = fetch_artifacts(artifacts, root / "artifacts")
+    paths = fetch_artifacts(list(flavour.artifacts), root / "artifacts")
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -141,11 +158,18 @@ def install(flavour: Flavour) -> Path:
         (folder / "plugin-descriptor.properties").write_text(_module_descriptor(module, flavour))
         if module.policy:
             (folder / "plugin-security.policy").write_text(module.policy)
-    for plugin in flavour.plugins:
+    for plugin in flavour.plugin_zips:
         with zipfile.ZipFile(paths[plugin]) as zf:
             descriptor = zf.read("plugin-descriptor.properties").decode()
             name = re.search(r"^name=(.+)$", descriptor, re.MULTILINE).group(1).strip()
             zf.extractall(staged_home / "plugins" / name)
+        for absent in flavour.absent_modules:
+            if absent.name in _extended_names(descriptor):
+                folder = staged_home / "plugins" / name
+                descriptor = optional_extended(descriptor, absent.name)
+                (folder / "plugin-descriptor.properties").write_text(descriptor)
+                for jar in absent.shared_jars:
+                    shutil.copy2(paths[jar], folder / jar.filename)
     for script in (staged_home / "bin").iterdir():
         script.chmod(0o755)
     (staging / _MARKER).write_text(json.dumps({"flavour": flavour.name, "version": flavour.version}))
@@ -342,7 +366,7 @@ def start(
         if current.flavour != flavour.name:
             raise ServerError(f"node {name!r} already runs {current.flavour}; stop it first (reme-es server stop)")
         return current
-    java_home, _ = find_java(flavour.java_min, 23 if flavour.name == "opensearch-2.19" else None)
+    java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
     if http_port is not None and not _port_free(http_port):
         raise ServerError(f"port {http_port} on 127.0.0.1 is taken; choose another with --port or stop what uses it")

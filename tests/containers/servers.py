@@ -25,6 +25,16 @@ IMAGES = {
 }
 
 
+def selected_flavours() -> list[str]:
+    """Flavours this session tests: those `REME_ES_TEST_FLAVOURS` (comma list) names; otherwise opensearch-2.19 and
+    elasticsearch-9, plus the OpenSearch 3 ones (opensearch-3, secured opensearch-3.4-security) with
+    `REME_ES_TEST_OPENSEARCH3=1`. Secured flavours are run by the secured tests only, not by the `server` fixture."""
+    if names := os.environ.get("REME_ES_TEST_FLAVOURS"):
+        return [f.strip() for f in names.split(",") if f.strip()]
+    opensearch3 = ["opensearch-3", "opensearch-3.4-security"] if os.environ.get("REME_ES_TEST_OPENSEARCH3") else []
+    return ["opensearch-2.19", "elasticsearch-9", *opensearch3]
+
+
 @dataclass(frozen=True)
 class Server:
     """A running test server: its URL, flavour and where it came from."""

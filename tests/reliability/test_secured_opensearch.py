@@ -1,15 +1,15 @@
-"""A secured OpenSearch 2.19 node (opensearch-security plugin, TLS on HTTP and transport, internal users): reme-es
+"""Secured OpenSearch nodes (opensearch-security plugin, TLS on HTTP and transport, internal users): reme-es
 connects with the right CA, fails with advice without one, hides a wrong password, and stays inside a
 prefix-limited role.
 
-The plugin zip comes from Maven Central (no checksum is published next to it: the sha256 is pinned here) and is
-added to the 2.19 flavour as a test-only flavour; the security index is initialised from the config files
+The secured flavours are launcher data (reme_es.server.flavours): `opensearch-2.19-security` always runs, like the
+secured Elasticsearch node; `opensearch-3.4-security` is opt-in (REME_ES_TEST_OPENSEARCH3=1, or
+REME_ES_TEST_FLAVOURS naming it). The security index is initialised from the config files
 (`plugins.security.allow_default_init_securityindex`). Password hashes come from the plugin's own Hasher.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -21,22 +21,13 @@ import pytest
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import open_store
 from reme_es.server import certs, node
-from reme_es.server.flavours import FLAVOURS, Artifact
+from reme_es.server.flavours import Flavour, get_flavour
 from reme_es.templates import IndexOptions
 from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
+from tests.containers.servers import selected_flavours
 
 from .conftest import free_port
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases
-
-SECURITY_PLUGIN = Artifact(
-    "org.opensearch.plugin",
-    "opensearch-security",
-    "2.19.1.0",
-    "zip",
-    "94a04f12ac6033902209fac1e4e512618d45beee604bbf0e42c3ed79c55220cf",
-)
-FLAVOUR = "opensearch-2.19-security"
-NAME = f"rsecos-{uuid.uuid4().hex[:6]}"
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
 PREFIX_ROLE = {
@@ -54,16 +45,9 @@ PREFIX_ROLE = {
 }
 
 
-def _flavour():
-    base = FLAVOURS["opensearch-2.19"]
-    flavour = dataclasses.replace(base, name=FLAVOUR, plugins=(*base.plugins, SECURITY_PLUGIN))
-    FLAVOURS[FLAVOUR] = flavour
-    return flavour
-
-
-def _hashes(home: Path, passwords: list[str]) -> list[str]:
+def _hashes(flavour: Flavour, home: Path, passwords: list[str]) -> list[str]:
     """bcrypt hashes made by the plugin's Hasher tool (no bcrypt package needed)."""
-    java, _ = node.find_java(11, 23)
+    java, _ = node.find_java(flavour.java_min, flavour.java_max)
     plugin = home / "plugins" / "opensearch-security"
     classpath = f"{plugin}/*:{plugin}/deps/*:{home}/lib/*"
     out = []
@@ -83,13 +67,15 @@ def _yml(kind: str, body: dict) -> bytes:
     return json.dumps({"_meta": {"type": kind, "config_version": 2}, **body}).encode()  # JSON is YAML
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory):
-    """(url, ca path) of a secured node; stopped at the end of the module even when a test fails."""
-    flavour = _flavour()
+@pytest.fixture(scope="class")
+def secured(request, tmp_path_factory):
+    """(url, ca path) of a node of the class's secured FLAVOUR; stopped at the end of the class even when a test
+    fails."""
+    flavour = get_flavour(request.cls.FLAVOUR)
+    name = f"rsecos-{uuid.uuid4().hex[:6]}"
     home = node.install(flavour)
-    admin_hash, writer_hash = _hashes(home, [ADMIN_PW, WRITER_PW])
-    material = certs.generate(NAME)
+    admin_hash, writer_hash = _hashes(flavour, home, [ADMIN_PW, WRITER_PW])
+    material = certs.generate(name)
     ca_path = tmp_path_factory.mktemp("secured-os") / "ca.crt"
     ca_path.write_bytes(material.ca_cert)
     shipped = home / "plugins" / "opensearch-security" / "config"
@@ -98,8 +84,8 @@ def secured(tmp_path_factory):
         "certs/node.crt": material.node_cert,
         "certs/node.key": material.node_key,
     }
-    for name in ("action_groups.yml", "tenants.yml", "nodes_dn.yml", "allowlist.yml", "audit.yml"):
-        files[f"opensearch-security/{name}"] = (shipped / name).read_bytes()
+    for shipped_file in ("action_groups.yml", "tenants.yml", "nodes_dn.yml", "allowlist.yml", "audit.yml"):
+        files[f"opensearch-security/{shipped_file}"] = (shipped / shipped_file).read_bytes()
     basic = {
         "http_enabled": True,
         "transport_enabled": True,
@@ -126,7 +112,7 @@ def secured(tmp_path_factory):
         "plugins.security.ssl.http.enabled": True,
         "plugins.security.ssl.transport.enforce_hostname_verification": False,
         "plugins.security.allow_default_init_securityindex": True,
-        "plugins.security.nodes_dn": [f"CN={NAME}"],
+        "plugins.security.nodes_dn": [f"CN={name}"],
         "plugins.security.authcz.admin_dn": ["CN=reme-es-admin"],
         "plugins.security.audit.type": "noop",
     }
@@ -135,8 +121,8 @@ def secured(tmp_path_factory):
     security = node.NodeSecurity(ca_certs=str(ca_path), username=ADMIN, password=ADMIN_PW)
     try:
         info = node.start(
-            FLAVOUR,
-            name=NAME,
+            flavour.name,
+            name=name,
             http_port=free_port(),
             heap="384m",
             settings=settings,
@@ -147,29 +133,39 @@ def secured(tmp_path_factory):
         assert info.url.startswith("https://127.0.0.1:")
         yield info.url, str(ca_path)
     finally:
-        node.stop(NAME)
-        shutil.rmtree(node.node_dir(NAME), ignore_errors=True)
-        FLAVOURS.pop(FLAVOUR, None)  # test-only flavour: not seen by other tests of the session
-
-
-async def _roundtrip(settings: ClientSettings, prefix: str) -> None:
-    """Connect with vectors (so the hybrid search pipeline is put and deleted too), upsert one file, find it by
-    keyword, drop the prefix."""
-    store = await open_store(settings, prefix, "opensearch", IndexOptions(dims=DIMS))
-    try:
-        assert store.native_pipeline_wanted()
-        c = chunk("notes/tls.md", f"lighthouse keeper {prefix}", vector=unit_vector(1))
-        outcome = await store.upsert([file_with("notes/tls.md", [c])])
-        assert outcome.failures == []
-        hits = await store.keyword_search("lighthouse", 5)
-        assert [h.chunk.id for h in hits] == [c.id]
-        await store.drop()
-    finally:
-        await store.close()
+        node.stop(name)
+        shutil.rmtree(node.node_dir(name), ignore_errors=True)
 
 
 class TestSecuredOpenSearch(SecuredCases):
-    """The shared secured-node cases on opensearch."""
+    """The shared secured-node cases on opensearch 2.19."""
 
     ENGINE = "opensearch"
-    roundtrip = staticmethod(_roundtrip)
+    FLAVOUR = "opensearch-2.19-security"
+
+    async def roundtrip(self, settings: ClientSettings, prefix: str) -> None:
+        """Connect (with vectors where the flavour has k-NN; with neural-search the hybrid search pipeline is put and
+        deleted too), upsert one file, find it by keyword, drop the prefix."""
+        flavour = get_flavour(self.FLAVOUR)
+        knn = flavour.has_plugin("opensearch-knn")
+        store = await open_store(settings, prefix, "opensearch", IndexOptions(dims=DIMS if knn else None))
+        try:
+            assert store.native_pipeline_wanted() is flavour.has_plugin("neural-search")
+            c = chunk("notes/tls.md", f"lighthouse keeper {prefix}", vector=unit_vector(1) if knn else None)
+            outcome = await store.upsert([file_with("notes/tls.md", [c])])
+            assert outcome.failures == []
+            hits = await store.keyword_search("lighthouse", 5)
+            assert [h.chunk.id for h in hits] == [c.id]
+            await store.drop()
+        finally:
+            await store.close()
+
+
+@pytest.mark.skipif(
+    "opensearch-3.4-security" not in selected_flavours(),
+    reason="opt-in: REME_ES_TEST_OPENSEARCH3=1 or REME_ES_TEST_FLAVOURS=opensearch-3.4-security",
+)
+class TestSecuredOpenSearch3(TestSecuredOpenSearch):
+    """The same cases on opensearch 3.4 (no k-NN in that flavour: the roundtrip stores no vectors)."""
+
+    FLAVOUR = "opensearch-3.4-security"

@@ -14,11 +14,46 @@ from reme_es.server.flavours import FLAVOURS, get_flavour
 
 def test_flavours_pair_plugin_versions_with_the_server():
     for flavour in FLAVOURS.values():
-        for plugin in flavour.plugins:
+        for plugin in flavour.plugin_zips:
             assert plugin.version.startswith(flavour.version + "."), (flavour.name, plugin)
     assert {m.name for m in get_flavour("opensearch-2.19").modules} == {"lang-painless", "analysis-common"}
     with pytest.raises(ConfigError, match="opensearch-2.19"):
         get_flavour("solr")
+
+
+def test_secured_flavours_are_their_server_plus_the_security_plugin():
+    secured = {name: f for name, f in FLAVOURS.items() if f.security_plugin is not None}
+    assert {name: str(f.security_plugin) for name, f in secured.items()} == {
+        "opensearch-2.19-security": "org.opensearch.plugin:opensearch-security:2.19.1.0:zip",
+        "opensearch-3.4-security": "org.opensearch.plugin:opensearch-security:3.4.0.0:zip",
+    }
+    base = get_flavour("opensearch-2.19")
+    assert secured["opensearch-2.19-security"].artifacts == (
+        base.distribution, *base.plugins, secured["opensearch-2.19-security"].security_plugin,
+        *(j for m in base.modules for j in m.jars),
+    )  # fmt: skip
+    assert (base.java_min, base.java_max) == (11, 23)
+    os3 = secured["opensearch-3.4-security"]
+    assert (os3.version, os3.java_min, os3.java_max, os3.modules, os3.plugins) == ("3.4.0", 21, None, (), ())
+    assert [(m.name, [str(j) for j in m.shared_jars]) for m in os3.absent_modules] == [
+        ("rule-framework", ["org.apache.commons:commons-collections4:4.5.0:jar"])
+    ]
+
+
+def test_absent_extended_plugins_become_optional_in_the_descriptor():
+    descriptor = (
+        "name=opensearch-security\nextended.plugins=workload-management;optional=true,rule-framework\njava.version=21\n"
+    )
+    out = node.optional_extended(node.optional_extended(descriptor, "rule-framework"), "workload-management")
+    assert out == (
+        "name=opensearch-security\n"
+        "extended.plugins=workload-management;optional=true,rule-framework;optional=true\n"
+        "java.version=21\n"
+    )
+    assert node.optional_extended("extended.plugins=lang-painless\n", "rule-framework") == (
+        "extended.plugins=lang-painless\n"
+    )
+    assert node.optional_extended("extended.plugins=\n", "rule-framework") == "extended.plugins=\n"
 
 
 def test_jvm_paths_point_into_the_node_folder(tmp_path):
@@ -72,7 +107,7 @@ def test_status_of_a_node_never_started(tmp_path, monkeypatch):
 
 def test_every_flavour_artifact_has_a_pinned_sha256():
     for flavour in FLAVOURS.values():
-        parts = [flavour.distribution, *flavour.plugins, *(j for m in flavour.modules for j in m.jars)]
+        parts = flavour.artifacts
         assert all(len(a.sha256) == 64 for a in parts), [str(a) for a in parts if not a.sha256]
 
 
