@@ -1,4 +1,7 @@
-"""Fixtures of the reliability tests: stores on fresh prefixes of the default node, and a dedicated managed node.
+"""Fixtures of the reliability tests: stores on fresh prefixes of each flavour's test server, and dedicated nodes.
+
+`store_factory` and `prefixes` follow the parametrized `server` fixture (tests/conftest.py): a test using them runs
+once per flavour under test (`REME_ES_TEST_FLAVOURS` selects) and talks to that server's engine.
 
 Extra nodes are started with the managed launcher on an OS-chosen loopback port, checked to be the node we
 started (another session may be starting a node at the same moment), and stopped in the finalizer.
@@ -6,6 +9,7 @@ started (another session may be starting a node at the same moment), and stopped
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shutil
@@ -35,12 +39,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def managed_node(name: str, settings: dict, heap: str = "256m") -> Iterator[str]:
-    """Start a dedicated OpenSearch 2.19 node, make sure the URL answers as that node, stop it afterwards."""
+def managed_node(name: str, settings: dict, heap: str = "256m", flavour: str = "opensearch-2.19") -> Iterator[str]:
+    """Start a dedicated node of `flavour`, make sure the URL answers as that node, stop and remove it afterwards."""
     try:
-        info = node.start("opensearch-2.19", name=name, http_port=free_port(), heap=heap, settings=settings)
-        with urllib.request.urlopen(info.url, timeout=10) as resp:
-            answered = json.loads(resp.read())["name"]
+        info = node.start(flavour, name=name, http_port=free_port(), heap=heap, settings=settings)
+        # `GET /_nodes/_local`, not `GET /`: the Elasticsearch integ-test node answers `GET /` with 405
+        with urllib.request.urlopen(f"{info.url}/_nodes/_local", timeout=10) as resp:
+            answered = next(iter(json.loads(resp.read())["nodes"].values()))["name"]
         if answered != name:
             raise ServerError(f"{info.url} answers as node {answered!r}, not {name!r} (port race with another start)")
         yield info.url
@@ -73,14 +78,14 @@ def debug_log():
 
 
 @pytest.fixture
-async def store_factory(node_url):
-    """Connected stores on fresh prefixes of the default OpenSearch node; dropped and closed afterwards."""
+async def store_factory(server):
+    """Connected stores on fresh prefixes of the flavour's test server (or `url`, a node of the same engine);
+    dropped and closed afterwards."""
     opened: list[MemoryStore] = []
 
     async def make(url: str | None = None, prefix: str | None = None, **kwargs) -> MemoryStore:
-        store = await open_store(
-            ClientSettings(hosts=[url or node_url]), prefix or f"rel-{uuid.uuid4().hex[:12]}", "opensearch", **kwargs
-        )
+        prefix = prefix or f"rel-{uuid.uuid4().hex[:12]}"
+        store = await open_store(ClientSettings(hosts=[url or server.url]), prefix, server.engine, **kwargs)
         opened.append(store)
         return store
 
@@ -103,3 +108,26 @@ async def chunk_ids(store: MemoryStore) -> list[str]:
         "POST", f"/{store.index('chunks')}/_search", {"size": 10000, "_source": ["chunk_id"], "query": {"match_all": {}}}
     )
     return sorted(h["_source"]["chunk_id"] for h in resp["hits"]["hits"])
+
+
+@pytest.fixture
+def prefixes(server):
+    """Index prefixes on the flavour's test server handed out to one test (for child processes that create
+    them), dropped afterwards."""
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(f"rel-crash-{uuid.uuid4().hex[:10]}")
+        return made[-1]
+
+    yield make
+    for p in made:
+        asyncio.run(_drop(server.url, server.engine, p))
+
+
+async def _drop(url: str, engine: str, prefix: str) -> None:
+    store = await open_store(ClientSettings([url]), prefix, engine, create=True)
+    try:
+        await store.drop()
+    finally:
+        await store.close()

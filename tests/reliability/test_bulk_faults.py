@@ -7,9 +7,11 @@ tests can assert exactly how often Dialect.bulk retried each item.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections import Counter
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -23,16 +25,32 @@ from .conftest import chunk_ids, count
 
 
 class FaultyBulk:
-    """Wraps `client.bulk`: items whose id is in `faults` fail with (status, for how many attempts)."""
+    """Wraps the bulk call of a dialect's client: items whose id is in `faults` fail with (status, for how many
+    attempts); the rest go to the node in one real bulk request.
 
-    def __init__(self, client, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]]):
-        self.real = client.bulk
+    opensearch-py's helper calls `client.bulk(body=<ndjson>)` and reads a dict; elasticsearch-py's calls
+    `client.options().bulk(operations=[<bytes>, ...])` on a copy of the client and reads `.body`.
+    """
+
+    def __init__(self, dialect, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]]):
         self.faults = faults  # id -> (status, failing attempts or None = always[, attempts that pass first])
         self.attempts: Counter[str] = Counter()
-        client.bulk = self
+        client = dialect.client
+        if dialect.engine == "elasticsearch":
+            real_options = client.options
 
-    async def __call__(self, body: str, *args, **kwargs):
-        lines = [orjson.loads(x) for x in body.splitlines() if x.strip()]
+            def options(**kwargs):
+                copy = real_options(**kwargs)
+                self.real, copy.bulk = copy.bulk, self
+                return copy
+
+            client.options = options
+        else:
+            self.real, client.bulk = client.bulk, self
+
+    async def __call__(self, *args, body: str | None = None, operations: list | None = None, **kwargs):
+        raw = operations if operations is not None else body.splitlines()
+        lines = [orjson.loads(x) for x in raw if x.strip()]
         items: list[tuple[str, dict, list[dict]]] = []  # (op, action meta, lines to send)
         i = 0
         while i < len(lines):
@@ -59,11 +77,16 @@ class FaultyBulk:
                 passing.append(sent)
         real_items = []
         if passing:
-            payload = "\n".join(orjson.dumps(x).decode() for sent in passing for x in sent) + "\n"
-            real_items = (await self.real(*args, body=payload, **kwargs))["items"]
+            if operations is not None:
+                resp = await self.real(*args, operations=[orjson.dumps(x) for s in passing for x in s], **kwargs)
+                real_items = resp.body["items"]
+            else:
+                payload = "\n".join(orjson.dumps(x).decode() for sent in passing for x in sent) + "\n"
+                real_items = (await self.real(*args, body=payload, **kwargs))["items"]
         it = iter(real_items)
         merged = [injected[n] if n in injected else next(it) for n in range(len(items))]
-        return {"took": 1, "errors": any("error" in next(iter(x.values())) for x in merged), "items": merged}
+        result = {"took": 1, "errors": any("error" in next(iter(x.values())) for x in merged), "items": merged}
+        return SimpleNamespace(body=result) if operations is not None else result
 
 
 def _retries(caplog) -> list[str]:
@@ -73,10 +96,33 @@ def _retries(caplog) -> list[str]:
 RETRY_CAP = inspect.signature(base.Dialect.bulk).parameters["max_retries"].default
 
 
+class _Backoff:
+    """Stands in for the `asyncio` module inside reme_es.adapters.base: `sleep` records the backoff delay and
+    yields once instead of waiting (at the retry cap, 16 s per test); everything else is asyncio's."""
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+
+    def __getattr__(self, name: str):
+        return getattr(asyncio, name)
+
+    async def sleep(self, delay: float, result=None):
+        self.sleeps.append(round(delay, 6))
+        return await asyncio.sleep(0, result)
+
+
 @pytest.fixture
-def no_jitter(monkeypatch):
-    """Backoff without jitter: delays are exactly half the nominal 0.2 * 2**attempt seconds (capped at 10)."""
+def no_jitter(monkeypatch) -> _Backoff:
+    """Backoff without jitter: delays are exactly half the nominal 0.2 * 2**attempt seconds (capped at 10); they
+    are recorded in `.sleeps`, not waited."""
     monkeypatch.setattr(base.random, "random", lambda: 0.0)
+    backoff = _Backoff()
+    monkeypatch.setattr(base, "asyncio", backoff)
+    return backoff
+
+
+def _delays(retries: int) -> list[float]:
+    return [round(min(10.0, 0.2 * 2**n) / 2, 6) for n in range(retries)]
 
 
 def _workspace(n_files: int = 4, chunks_per_file: int = 3, tag: str = "v1"):
@@ -94,7 +140,7 @@ async def test_429_items_are_retried_until_stored(store_factory, no_jitter, capl
     store = await store_factory()
     files = _workspace()
     victims = [files[0][1][1].id, files[2][1][0].id, files[3][1][2].id]  # three chunks of three files
-    faulty = FaultyBulk(store.dialect.client, {doc_id(v): (429, 2) for v in victims})
+    faulty = FaultyBulk(store.dialect, {doc_id(v): (429, 2) for v in victims})
     with caplog.at_level(logging.WARNING, logger="reme_es.adapters.base"):
         outcome = await store.upsert(files)
 
@@ -108,6 +154,7 @@ async def test_429_items_are_retried_until_stored(store_factory, no_jitter, capl
         "bulk: 3 item(s) rejected with 429/5xx, retry 1 in 0.1s",
         "bulk: 3 item(s) rejected with 429/5xx, retry 2 in 0.2s",
     ]
+    assert no_jitter.sleeps == [0.1, 0.2]
     assert await chunk_ids(store) == sorted(c.id for _, chunks in files for c in chunks)
     assert (await count(store, "files"), await count(store, "links")) == (4, 4)
 
@@ -118,12 +165,13 @@ async def test_400_items_are_not_retried_and_the_file_keeps_its_stored_version(s
     v1_ids = await chunk_ids(store)
     v2 = _workspace(tag="v2")
     bad = v2[1][1][0].id  # the first chunk of notes/f1.md, version 2
-    faulty = FaultyBulk(store.dialect.client, {doc_id(bad): (400, None)})
+    faulty = FaultyBulk(store.dialect, {doc_id(bad): (400, None)})
 
     with pytest.raises(BulkError) as err:
         await store.upsert(v2)
 
     assert faulty.attempts[bad] == 1
+    assert no_jitter.sleeps == []
     assert err.value.failures == [
         BulkItemFailure(f"{store.index('chunks')}-1", bad, 400, f"injected 400 for {bad}")
     ]
@@ -144,10 +192,9 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     store = await store_factory()
     files = _workspace(n_files=5)
     stuck_chunks = [files[0][1][0].id, files[0][1][2].id, files[3][1][1].id]
-    faulty = FaultyBulk(store.dialect.client, {doc_id(v): (429, None) for v in stuck_chunks})
-    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.base"):
-        with pytest.raises(BulkError) as err:
-            await store.upsert(files)
+    faulty = FaultyBulk(store.dialect, {doc_id(v): (429, None) for v in stuck_chunks})
+    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.base"), pytest.raises(BulkError) as err:
+        await store.upsert(files)
 
     failures = err.value.failures
     assert sorted(f.id for f in failures) == sorted(stuck_chunks)
@@ -157,6 +204,7 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
         f"bulk: 3 item(s) rejected with 429/5xx, retry {n + 1} in {min(10.0, 0.2 * 2**n) / 2:.1f}s"
         for n in range(RETRY_CAP)
     ]
+    assert no_jitter.sleeps == _delays(RETRY_CAP)
     # files 0 and 3 are not written (their landed chunks and their phase-0 placeholders are taken back);
     # 1, 2 and 4 are stored completely.
     stored = [1, 2, 4]
@@ -172,12 +220,13 @@ async def test_phase_two_failures_are_reported_with_their_ids(store_factory, no_
     await store.upsert(_workspace(tag="v1"))
     files = _workspace(tag="v2")
     file_doc, link_id = doc_id("notes/f2.md"), files[3][0].links[0].id
-    faulty = FaultyBulk(store.dialect.client, {file_doc: (503, None), link_id: (400, None)})
+    faulty = FaultyBulk(store.dialect, {file_doc: (503, None), link_id: (400, None)})
     with pytest.raises(BulkError) as err:
         await store.upsert(files)
 
     assert sorted((f.id, f.status) for f in err.value.failures) == sorted([(file_doc, 503), (link_id, 400)])
     assert (faulty.attempts[file_doc], faulty.attempts[link_id]) == (1 + RETRY_CAP, 1)
+    assert no_jitter.sleeps == _delays(RETRY_CAP)
     # Phase 1 succeeded for every file: all v2 chunks are stored and the v1 ones deleted. The file doc of f2
     # still describes v1 (the failure is reported; the next write of f2 makes them agree).
     assert await chunk_ids(store) == sorted(c.id for _, chunks in files for c in chunks)
@@ -190,12 +239,13 @@ async def test_phase_two_failures_are_reported_with_their_ids(store_factory, no_
 async def test_a_failed_placeholder_skips_the_file(store_factory, no_jitter):
     store = await store_factory()
     files = _workspace()
-    faulty = FaultyBulk(store.dialect.client, {doc_id("notes/f2.md"): (400, None)})
+    faulty = FaultyBulk(store.dialect, {doc_id("notes/f2.md"): (400, None)})
     with pytest.raises(BulkError) as err:
         await store.upsert(files)
 
     assert [(f.id, f.status) for f in err.value.failures] == [("notes/f2.md", 400)]
     assert faulty.attempts["notes/f2.md"] == 1
+    assert no_jitter.sleeps == []
     assert faulty.attempts[files[2][1][0].id] == 0  # no chunk of f2 was sent
     assert await chunk_ids(store) == sorted(c.id for i in (0, 1, 3) for c in files[i][1])
     assert [f.path for f in await store.get_files()] == ["notes/f0.md", "notes/f1.md", "notes/f3.md"]

@@ -1,33 +1,37 @@
 """Crash safety of `reme-es sync`: SIGKILL at a random moment, re-run, and compare with a clean sync.
 
 A generated workspace of 400 Markdown files with wikilinks is synced by the real command line in a subprocess
-(`--hosts` points at the test node, so no node is started). Each trial syncs into its own prefix, kills the
-process after a seeded random delay inside its write phase, runs the sync again to completion, and compares
-the indexed state with a clean sync of the same workspace into another prefix: sorted chunk ids, file paths
-with st_mtime, and link (source, target, anchor) triples, read back with scans.
+(`--hosts` points at the flavour's test server, so no node is started). Each trial syncs into its own prefix,
+kills the process at a seeded random moment inside its write phase (after a seeded number of acknowledged
+batches, plus a seeded delay), runs the sync again to completion, and compares the indexed state with a clean
+sync of the same workspace into another prefix: sorted chunk ids, file paths with st_mtime, and link
+(source, target, anchor) triples, read back with scans. Every test runs once per flavour under test.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
+from reme_es.connect import make_dialect, open_store
 from reme_es.store import MemoryStore
+from tests.containers.servers import Server
 
 SEED = 20260518
 FILES = 400
 TRIALS = 5
 BATCH_FILES = 25  # 16 batches: many moments at which a kill leaves a partial state
+KILL_BATCHES = FILES // BATCH_FILES - 4  # a kill comes after 0..11 acknowledged batches: at least 4 are left
 TOPICS = ["tides", "harbour", "engines", "ledger", "weather", "crew", "cargo", "charts", "radio", "lights"]
 
 
@@ -61,18 +65,18 @@ def make_workspace(root: Path, rng: random.Random) -> None:
 
 
 class Sync:
-    """`reme-es sync` as a child process against one node, with a private reme-es home."""
+    """`reme-es sync` as a child process against one server, with a private reme-es home."""
 
-    def __init__(self, url: str, workspace: Path, home: Path):
-        self.url, self.workspace = url, workspace
+    def __init__(self, server: Server, workspace: Path, home: Path):
+        self.url, self.engine, self.workspace = server.url, server.engine, workspace
         self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES)}
 
-    def start(self, prefix: str) -> subprocess.Popen:
+    def start(self, prefix: str, *args: str, **popen) -> subprocess.Popen:
         code = "from reme_es.cli import main; main()"
         return subprocess.Popen(
             [sys.executable, "-c", code, "sync", str(self.workspace), "--hosts", self.url, "--index-prefix", prefix,
-             "--engine", "opensearch"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+             "--engine", self.engine, *args],
+            **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": self.env, **popen},
         )
 
     def run(self, prefix: str) -> tuple[str, float]:
@@ -85,21 +89,26 @@ class Sync:
         assert proc.returncode == 0, out + err
         return first + out, time.monotonic() - began
 
-    def kill_after(self, prefix: str, delay: float) -> tuple[int, str]:
-        """Start a sync, SIGKILL it `delay` seconds after its 'syncing' line; returns (returncode, stdout)."""
+    def kill_after(self, prefix: str, batches: int, delay: float) -> tuple[int, str]:
+        """Start a sync, SIGKILL it `delay` seconds after its `batches`-th progress line (0: its 'syncing' line);
+        returns (returncode, stdout). Counting progress lines puts the kill inside the write phase however fast
+        the server is today."""
         proc = self.start(prefix)
-        first = proc.stdout.readline()
-        assert first.startswith("syncing "), first + proc.stderr.read()
+        seen = [proc.stdout.readline()]
+        assert seen[0].startswith("syncing "), seen[0] + proc.stderr.read()
+        while len(seen) <= batches:
+            seen.append(proc.stdout.readline())
+            assert re.fullmatch(r"synced \d+/\d+ files\n", seen[-1]), "".join(seen) + proc.stderr.read()
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
-        return proc.returncode, first + out
+        return proc.returncode, "".join(seen) + out
 
 
-async def indexed_state(url: str, prefix: str) -> dict:
+async def indexed_state(server: Server, prefix: str) -> dict:
     """Chunk ids, (path, st_mtime) and link triples of a prefix, read with search_after scans (after a refresh:
     only call this once the syncs are over, or it would make a killed sync's writes visible to the next one)."""
-    store = MemoryStore(make_dialect_for(url), prefix)
+    store = MemoryStore(make_dialect(server.engine, ClientSettings([server.url])), prefix)
     try:
         await store.refresh()
         chunks = sorted([c.id async for page in store.chunks_without_vectors() for c in page])
@@ -109,12 +118,6 @@ async def indexed_state(url: str, prefix: str) -> dict:
     finally:
         await store.close()
     return {"chunks": chunks, "files": files, "links": links, "file_links": file_links}
-
-
-def make_dialect_for(url: str):
-    from reme_es.adapters.opensearch import OpenSearchDialect
-
-    return OpenSearchDialect(ClientSettings([url]))
 
 
 async def _scan_links(store: MemoryStore) -> list[tuple[str, str, str]]:
@@ -130,14 +133,6 @@ async def _scan_links(store: MemoryStore) -> list[tuple[str, str, str]]:
         after = hits[-1]["sort"]
 
 
-async def drop(url: str, prefix: str) -> None:
-    store = await open_store(ClientSettings([url]), prefix, "opensearch", create=True)
-    try:
-        await store.drop()
-    finally:
-        await store.close()
-
-
 def _progress(out: str) -> str:
     """The last `synced N/400 files` progress line of a run (what it had acknowledged), or 0."""
     lines = [x.split()[1] for x in out.splitlines() if x.startswith("synced ") and x.endswith(" files")]
@@ -148,54 +143,38 @@ def _summary(out: str) -> str:
     return [x for x in out.splitlines() if x.startswith("synced:")][-1].split(";")[0]
 
 
-@pytest.fixture
-def prefixes(node_url):
-    """Prefixes handed out to one test, dropped afterwards."""
-    made: list[str] = []
-
-    def make() -> str:
-        made.append(f"rel-crash-{uuid.uuid4().hex[:10]}")
-        return made[-1]
-
-    yield make
-    import asyncio
-
-    for p in made:
-        asyncio.run(drop(node_url, p))
-
-
-def test_killed_syncs_converge_on_rerun(node_url, tmp_path, prefixes):
+def test_killed_syncs_converge_on_rerun(server, tmp_path, prefixes):
     rng = random.Random(SEED)
     workspace = tmp_path / "workspace"
     make_workspace(workspace, rng)
-    sync = Sync(node_url, workspace, tmp_path / "home")
-    import asyncio
+    sync = Sync(server, workspace, tmp_path / "home")
 
     clean = prefixes()
     out, write_seconds = sync.run(clean)
     assert "synced: 400 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped" in out
-    expected = asyncio.run(indexed_state(node_url, clean))
+    expected = asyncio.run(indexed_state(server, clean))
     assert len(expected["files"]) == FILES
     assert expected["links"] == expected["file_links"]
 
     report = []
     for trial in range(TRIALS):
         prefix = prefixes()
-        delay = rng.uniform(0.0, 0.8 * write_seconds)
-        code, out_killed = sync.kill_after(prefix, delay)
+        batches, delay = rng.randrange(KILL_BATCHES), rng.uniform(0.0, 0.15)
+        code, out_killed = sync.kill_after(prefix, batches, delay)
         out_rerun, _ = sync.run(prefix)
-        state = asyncio.run(indexed_state(node_url, prefix))
-        report.append((delay, code, _progress(out_killed), _summary(out_rerun)))
-        assert state == expected, f"trial {trial}: delay {delay:.2f}s"
+        state = asyncio.run(indexed_state(server, prefix))
+        report.append((batches, delay, code, _progress(out_killed), _summary(out_rerun)))
+        assert state == expected, f"trial {trial}: {report[-1]}"
     print(f"\nclean sync: {len(expected['chunks'])} chunks, {len(expected['files'])} files, "
           f"{len(expected['links'])} links, write phase {write_seconds:.2f}s")
-    for row in report:
-        print("kill after %.2fs: exit %s, %s files acknowledged before the kill; rerun %s" % row)
-    assert sum(1 for r in report if r[1] == -signal.SIGKILL) >= TRIALS - 1
+    for batches, delay, code, acked, rerun in report:
+        print(f"kill {batches} batches + {delay:.2f}s in: exit {code}, {acked} files acknowledged; rerun {rerun}")
+    assert [r[2] for r in report] == [-signal.SIGKILL] * TRIALS  # every kill came before the run ended
+    assert all(int(r[3].split("/")[0]) >= r[0] * BATCH_FILES for r in report)  # and after its chosen batches
 
 
 def edit_workspace(root: Path, rng: random.Random) -> None:
-    """After a crash: rewrite 40 files (new text, new links) and add 15. (Deleting files is the xfail case below.)"""
+    """After a crash: rewrite 40 files (new text, new links) and add 15. (Deleting a file is the case below.)"""
     files = sorted(root.rglob("*.md"))
     for n, file in enumerate(rng.sample(files, 40)):
         text = file.read_text(encoding="utf-8").replace("tides", "currents") + f"\nedited {n} [[digest/new-{n}.md]]\n"
@@ -207,40 +186,40 @@ def edit_workspace(root: Path, rng: random.Random) -> None:
         os.utime(file, (1_780_100_000 + n, 1_780_100_000 + n))
 
 
-def test_killed_sync_then_edits_converge_on_rerun(node_url, tmp_path, prefixes):
+def test_killed_sync_then_edits_converge_on_rerun(server, tmp_path, prefixes):
     """The workspace changes between the crash and the re-run: stale chunks the killed run wrote must go."""
-    import asyncio
-
     rng = random.Random(SEED + 1)
     report = []
+    expected = None
     for trial in range(3):
         workspace = tmp_path / f"workspace-{trial}"
         make_workspace(workspace, random.Random(SEED))
-        sync = Sync(node_url, workspace, tmp_path / f"home-{trial}")
-        _, write_seconds = sync.run(prefixes()) if trial == 0 else (None, write_seconds)
+        sync = Sync(server, workspace, tmp_path / f"home-{trial}")
         prefix = prefixes()
-        delay = rng.uniform(0.1 * write_seconds, 0.9 * write_seconds)
-        code, out_killed = sync.kill_after(prefix, delay)
+        batches, delay = 1 + rng.randrange(KILL_BATCHES - 1), rng.uniform(0.0, 0.15)
+        code, out_killed = sync.kill_after(prefix, batches, delay)
         edit_workspace(workspace, random.Random(SEED + 2))
         out_rerun, _ = sync.run(prefix)
-        clean = prefixes()
-        sync.run(clean)
-        expected = asyncio.run(indexed_state(node_url, clean))
-        state = asyncio.run(indexed_state(node_url, prefix))
-        report.append((delay, code, _progress(out_killed), _summary(out_rerun)))
+        if expected is None:  # every trial ends with the same files and mtimes: one clean sync serves all three
+            clean = prefixes()
+            sync.run(clean)
+            expected = asyncio.run(indexed_state(server, clean))
+        state = asyncio.run(indexed_state(server, prefix))
+        report.append((batches, delay, code, _progress(out_killed), _summary(out_rerun)))
         extra = sorted(set(state["chunks"]) - set(expected["chunks"]))
         missing = sorted(set(expected["chunks"]) - set(state["chunks"]))
         extra_files = sorted(set(state["files"]) - set(expected["files"]))
-        assert (len(extra), len(missing)) == (0, 0), f"trial {trial}: delay {delay:.2f}s, {report[-1]}, {extra_files}"
-        assert state == expected, f"trial {trial}: delay {delay:.2f}s"
-    for row in report:
-        print("kill after %.2fs: exit %s, %s files acknowledged; edits; rerun %s" % row)
+        assert (len(extra), len(missing)) == (0, 0), f"trial {trial}: {report[-1]}, {extra_files}"
+        assert state == expected, f"trial {trial}: {report[-1]}"
+        assert len(expected["files"]) == FILES + 15
+    for batches, delay, code, acked, rerun in report:
+        print(f"kill {batches} batches + {delay:.2f}s in: exit {code}, {acked} acknowledged; edits; rerun {rerun}")
+    assert [r[2] for r in report] == [-signal.SIGKILL] * 3
+    assert all(int(r[3].split("/")[0]) >= r[0] * BATCH_FILES for r in report)
 
 
-def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(node_url, tmp_path, prefixes):
+def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(server, tmp_path, prefixes):
     """The state a SIGKILL between the upsert phases leaves, made deterministic with an injected phase-2 failure."""
-    import asyncio
-
     from reme_es.errors import BulkError
     from reme_es.models import FileDoc, SearchFilter, doc_id
     from reme_es.sync.scan import parse
@@ -254,13 +233,13 @@ def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(node_ur
     prefix = prefixes()
 
     async def half_write() -> list[str]:
-        store = await open_store(ClientSettings([node_url]), prefix, "opensearch")
+        store = await open_store(ClientSettings([server.url]), prefix, server.engine)
         try:
             path = "digest/b.md"
             parsed = parse(path, (workspace / path).read_text(), lambda m: None)
             doc = FileDoc(path=path, st_mtime=(workspace / path).stat().st_mtime, chunk_ids=[c.id for c in parsed.chunks])
             # the placeholder file doc (phase 0) passes, the real one (phase 2) fails: chunks stored, no real doc
-            FaultyBulk(store.dialect.client, {doc_id(path): (400, None, 1)})
+            FaultyBulk(store.dialect, {doc_id(path): (400, None, 1)})
             with pytest.raises(BulkError):
                 await store.upsert([(doc, parsed.chunks)])
             hits = await store.keyword_search("harbour", 10, SearchFilter(paths=[path]))
@@ -271,10 +250,10 @@ def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(node_ur
 
     orphans = asyncio.run(half_write())
     (workspace / "digest" / "b.md").unlink()
-    Sync(node_url, workspace, tmp_path / "home").run(prefix)
+    Sync(server, workspace, tmp_path / "home").run(prefix)
 
     async def chunks_of_b() -> list[str]:
-        store = await open_store(ClientSettings([node_url]), prefix, "opensearch", create=False)
+        store = await open_store(ClientSettings([server.url]), prefix, server.engine, create=False)
         try:
             return [h.chunk.id for h in await store.keyword_search("harbour", 10, SearchFilter(paths=["digest/b.md"]))]
         finally:
