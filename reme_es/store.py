@@ -129,6 +129,11 @@ def _forgive_conflicts(outcome: BulkOutcome, conditional: list[dict]) -> None:
     outcome.failures = kept
 
 
+def _as_stored(source: dict) -> dict:
+    """A source as the server hands it back (JSON round trip: tuples become lists, dates strings)."""
+    return orjson.loads(orjson.dumps(source))
+
+
 def _check_serialisable(what: str, value: Any) -> None:
     try:
         orjson.dumps(value)
@@ -353,9 +358,9 @@ class MemoryStore:
         zero = await self.dialect.bulk(
             [{"_op_type": "create", "_index": files_index, "_id": doc_id(p), "_source": s} for p, s in placeholders.items()]
         )
-        await self._settle_file_conflicts(zero, placeholders)
+        await self._settle_file_conflicts(zero, placeholders, file_sources)
         versions = {**stored.versions, **self._file_versions(zero, placeholders)}
-        for path in [p for p in placeholders if p not in versions]:
+        for path in [p for p in placeholders if p not in versions]:  # failed, lost, or already stored by another
             del by_path[path], sources[path]
 
         # Phase 1: the new chunks.
@@ -411,7 +416,7 @@ class MemoryStore:
             )
         second = await self.dialect.bulk(phase2 + takeback)
         _forgive_conflicts(second, takeback)
-        lost = await self._settle_file_conflicts(second, {p: file_sources[p] for p in stale})
+        lost, _ = await self._settle_file_conflicts(second, {p: file_sources[p] for p in stale})
         third = await self._clean_up_lost(lost, by_path, stale, first, second) if lost else BulkOutcome()
         if refresh:
             await self.refresh()
@@ -441,23 +446,32 @@ class MemoryStore:
         index = self.index("files")
         return {p: outcome.versions[(index, doc_id(p))] for p in written if (index, doc_id(p)) in outcome.versions}
 
-    async def _settle_file_conflicts(self, outcome: BulkOutcome, written: dict[str, dict]) -> dict[str, dict | None]:
+    async def _settle_file_conflicts(
+        self, outcome: BulkOutcome, written: dict[str, dict], final: dict[str, dict] | None = None
+    ) -> tuple[dict[str, dict | None], set[str]]:
         """Sort out the file docs of `written` that came back 409 (another writer changed them after this one read).
 
         A doc whose stored source is exactly what this writer sent is its own write, acknowledged before a retry
-        (a dropped connection): it counts as written. The others are lost to another writer: their failures get a
-        reason that says so, and they are returned as path -> the stored doc (None if it is gone)."""
+        (a dropped connection): it counts as written. A doc equal to this writer's `final` source (another writer
+        stored the same version first) counts as done, and its path is returned in the second value. The others
+        are lost to another writer: their failures get a reason that says so, and they are returned as path -> the
+        stored doc (None if it is gone)."""
         index = self.index("files")
         by_id = {doc_id(p): p for p in written}
         conflicted = [by_id[f.id] for f in outcome.failures if f.status == 409 and f.id in by_id]
         if not conflicted:
-            return {}
+            return {}, set()
         current = {d["_id"]: d for d in await self._mget_file_docs(conflicted)}
         lost: dict[str, dict | None] = {}
+        done: set[str] = set()
         for path in conflicted:
             doc = current.get(doc_id(path))
-            if doc is not None and doc["_source"] == orjson.loads(orjson.dumps(written[path])):
+            stored = doc["_source"] if doc is not None else None
+            if stored is not None and stored == _as_stored(written[path]):
                 outcome.versions[(index, doc_id(path))] = (doc["_seq_no"], doc["_primary_term"])
+                outcome.succeeded += 1
+            elif stored is not None and final is not None and stored == _as_stored(final[path]):
+                done.add(path)
                 outcome.succeeded += 1
             else:
                 lost[path] = doc
@@ -469,7 +483,7 @@ class MemoryStore:
         outcome.failures = [f for f in outcome.failures if f.id not in settled or f.status != 409] + [
             BulkItemFailure(index, doc_id(p), 409, f"{p}: {reason}") for p in lost
         ]
-        return lost
+        return lost, done
 
     async def _clean_up_lost(
         self,

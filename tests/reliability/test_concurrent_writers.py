@@ -173,3 +173,45 @@ async def test_a_resent_conditional_write_that_had_landed_is_not_a_conflict(stor
     assert outcome.failures == []
     assert await _stored_file(store, PATH) == {"st_mtime": 2.0, "chunk_ids": [C2.id], "links": ["x"]}
     assert await chunk_ids(store) == [C2.id]
+
+
+def test_two_syncs_of_one_workspace_at_once_end_consistent_and_a_rerun_is_clean(server, tmp_path, prefixes):
+    """Two `reme-es sync` processes write the same 400-file workspace into one prefix at the same time. Where both
+    write a file, the second finds the same version already stored (its `create` or `if_seq_no` write gets a
+    409, and the stored doc equals its own) and counts the file as done: no failures, and the index equals a
+    clean sync."""
+    import random
+    import re
+
+    from .test_sync_crash import FILES, SEED, Sync, indexed_state, make_workspace
+
+    workspace = tmp_path / "workspace"
+    make_workspace(workspace, random.Random(SEED))
+    clean = prefixes()
+    Sync(server, workspace, tmp_path / "home-clean").run(clean)
+    expected = asyncio.run(indexed_state(server, clean))
+
+    prefix = prefixes()
+    asyncio.run(_create(server, prefix))  # both processes then find the indices; neither races to create them
+    procs = [Sync(server, workspace, tmp_path / f"home-{n}").start(prefix) for n in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    pattern = r"synced: (\d+) added, (\d+) modified, 0 deleted, (\d+) failed, (\d+) unchanged"
+    summaries = [[int(n) for n in re.search(pattern, out).groups()] for out, _ in outs]
+    print(f"\ntwo syncs at once: (added, modified, failed, unchanged) = {summaries}")
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert [s[2] for s in summaries] == [0, 0]
+    # Each sync accounts for every file: added by it (or found already stored), modified (the other's placeholder
+    # was there when it scanned), or unchanged (the other had stored it before).
+    assert [s[0] + s[1] + s[3] for s in summaries] == [FILES, FILES]
+    assert asyncio.run(indexed_state(server, prefix)) == expected
+    out, _ = Sync(server, workspace, tmp_path / "home-0").run(prefix)
+    assert "synced: 0 added, 0 modified, 0 deleted, 0 failed, 400 unchanged" in out
+    assert asyncio.run(indexed_state(server, prefix)) == expected
+
+
+async def _create(server, prefix: str) -> None:
+    from reme_es.adapters.base import ClientSettings
+    from reme_es.connect import open_store
+
+    store = await open_store(ClientSettings([server.url]), prefix, server.engine)
+    await store.close()
