@@ -10,6 +10,7 @@ Each flavour is started once per test session and stopped at the end, failure or
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,9 +81,9 @@ def _container(flavour: str) -> Iterator[Server]:
 
 
 def node_name(flavour: str) -> str:
-    """Name of the managed test node of a flavour; `./run test` makes the prefix unique to its run, so that
-    its exit trap stops only the nodes it started."""
-    return f"{os.environ.get('REME_ES_TEST_NODE_PREFIX', 'test')}-{flavour}"
+    """Name of the managed test node of a flavour, unique to this test run (`./run test` sets the prefix so its
+    exit trap can find the nodes; a bare pytest run uses its pid), so two runs never stop each other's nodes."""
+    return f"{os.environ.get('REME_ES_TEST_NODE_PREFIX', f'test-{os.getpid()}')}-{flavour}"
 
 
 @contextmanager
@@ -106,3 +107,4 @@ def test_server(flavour: str) -> Iterator[Server]:
         yield Server(info.url, flavour, engine, "managed")
     finally:
         node.stop(name)
+        shutil.rmtree(node.node_dir(name), ignore_errors=True)
