@@ -55,6 +55,14 @@ def in_scope(path: str, dirs: Iterable[str], suffixes: Iterable[str]) -> bool:
     return any(d == "." or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def walk(root: Path, dirs: list[str], suffixes: list[str], max_bytes: int, warn: Warn) -> tuple[dict, dict]:
     """Files under the workspace dirs with a wanted suffix -> (files by path, skipped path -> reason)."""
     root = root.resolve()
@@ -89,6 +97,11 @@ def walk(root: Path, dirs: list[str], suffixes: list[str], max_bytes: int, warn:
             if entry.name.startswith("."):
                 continue
             path = f"{rel}/{entry.name}" if rel else entry.name
+            if not _utf8(entry.name):  # os.scandir hands undecodable bytes back as lone surrogates
+                shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                warn(f"{shown}: name is not valid UTF-8; rename it to index it; skipped")
+                skipped[shown] = "name is not UTF-8"
+                continue
             try:
                 is_link = entry.is_symlink()
                 if is_link and outside(Path(entry.path), path):

@@ -292,6 +292,28 @@ def test_bad_input_warns_and_the_rest_syncs(cli, tmp_path):
     assert _summary(again) == "synced: 0 added, 0 modified, 0 deleted, 0 failed, 11 unchanged, 1 skipped"
 
 
+def test_etc_symlinks_odd_names_and_undecodable_names_read_nothing_outside(cli):
+    ws = cli.workspace
+    (ws / "digest/etc").symlink_to("/etc")
+    (ws / "resource/passwd.md").symlink_to("/etc/passwd")
+    (ws / "digest/a..b.md").write_text("# dots\n\nokapi inside a dotted name\n")
+    (ws / "digest/..hidden.md").write_text("# hidden\n\nokapi in a hidden file\n")
+    with open(os.fsencode(ws / "daily") + b"/caf\xe9.md", "wb") as f:  # a Latin-1 file name: not UTF-8
+        f.write(b"# cafe\n\nokapi under an undecodable name\n")
+
+    result = cli.sync()
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: daily/caf\\xe9.md: name is not valid UTF-8; rename it to index it; skipped",
+        "warning: digest/etc: symlink to /etc points outside the workspace; skipped",
+        "warning: resource/passwd.md: symlink to /etc/passwd points outside the workspace; skipped",
+    ]
+    assert _summary(result) == "synced: 8 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
+    assert cli.search("okapi") == [("digest/a..b.md", 1, 3)]
+    assert cli.search("root") == []  # nothing of /etc/passwd
+    assert [f.path for f in cli.store(lambda s: s.get_files())] == sorted([*EXAMPLE_FILES, "digest/a..b.md"])
+
+
 def test_symlink_loop_and_inside_link(cli):
     ws = cli.workspace
     (ws / "digest/loop").symlink_to(ws / "digest")
