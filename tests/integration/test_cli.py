@@ -26,9 +26,8 @@ from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
 from reme_es.connect import detect_engine, make_dialect, open_store
 from reme_es.errors import MappingError
-from reme_es.models import LinkScope
+from reme_es.models import LinkScope, chunk_id
 from reme_es.store import MemoryStore
-from reme_es.models import chunk_id
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
 EXAMPLE_FILES = [
