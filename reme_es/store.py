@@ -26,7 +26,14 @@ from typing import Any
 import orjson
 
 from .adapters import lookups as q
-from .adapters.base import SOURCE_EXCLUDES, BulkOutcome, Dialect, cosine_from_score, ensure_mapping_compatible
+from .adapters.base import (
+    SOURCE_EXCLUDES,
+    BulkOutcome,
+    Dialect,
+    candidates_only,
+    cosine_from_score,
+    ensure_mapping_compatible,
+)
 from .adapters.base import keyword_body as build_keyword_body
 from .errors import (
     BulkItemFailure,
@@ -707,34 +714,58 @@ class MemoryStore:
 
     # ----------------------------------------------------------------------------------- search
 
-    def _hits(self, resp: dict, branch: str) -> list[Hit]:
+    async def _candidates(self, body: dict, branch: str, params: dict | None = None) -> list[Hit]:
+        """Run a search for scores, chunk ids and paths only; the hits' chunks carry no text until `_with_chunks`."""
+        resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", candidates_only(body), params)
         hits = []
         for h in resp["hits"]["hits"]:
             raw = float(h["_score"])
             score = cosine_from_score(raw) if branch == "vector" else raw
-            hits.append(Hit(chunk=_chunk_from_source(h["_source"]), scores={branch: score, "score": score}))
+            chunk = Chunk(id=h["fields"]["chunk_id"][0], path=h["fields"]["path"][0], text="")
+            hits.append(Hit(chunk=chunk, scores={branch: score, "score": score}))
         return hits
+
+    async def _with_chunks(self, hits: list[Hit]) -> list[Hit]:
+        """The hits with their stored chunks, from one `_mget` at the searched refresh point (`realtime=false`)."""
+        if not hits:
+            return []
+        body = q.mget_routed([(doc_id(h.chunk.id), h.chunk.path) for h in hits])
+        params = {"realtime": "false", "_source_excludes": ",".join(SOURCE_EXCLUDES)}
+        resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_mget", body, params)
+        out = []
+        for hit, doc in zip(hits, resp["docs"], strict=True):
+            if doc.get("found"):
+                out.append(hit.model_copy(update={"chunk": _chunk_from_source(doc["_source"])}))
+            else:  # only if the chunk went between the search and the fetch (a refresh in between)
+                log.info("search hit %s of %s is gone from the index; left out", hit.chunk.id, hit.chunk.path)
+        return out
+
+    async def _keyword_candidates(self, query: str, n: int, f: SearchFilter) -> list[Hit]:
+        return await self._candidates(build_keyword_body(query, n, f, self.keyword_fields), "keyword")
+
+    async def _vector_candidates(self, vector: list[float] | None, n: int, f: SearchFilter) -> list[Hit]:
+        if not vector:
+            return []
+        if not self.dims:
+            raise CapabilityError(f"index {self.index('chunks')} has no embedding field; enable embeddings and reindex")
+        self._check_vector(vector, "the query")
+        return await self._candidates(self.dialect.knn_body(vector, n, f), "vector")
 
     async def keyword_search(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or limit <= 0:
             return []
-        body = build_keyword_body(query, limit, f, self.keyword_fields)
-        return self._hits(await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body), "keyword")
+        return await self._with_chunks(await self._keyword_candidates(query, limit, f))
 
     async def vector_search(
         self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None
     ) -> list[Hit]:
         """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity."""
         f = SearchFilter.parse(search_filter)
-        if not vector or limit <= 0:
+        if limit <= 0:
             return []
-        if not self.dims:
-            raise CapabilityError(f"index {self.index('chunks')} has no embedding field; enable embeddings and reindex")
-        self._check_vector(vector, "the query")
-        body = self.dialect.knn_body(vector, limit, f)
-        return self._hits(await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body), "vector")
+        return await self._with_chunks(await self._vector_candidates(vector, limit, f))
 
     def native_hybrid_available(self) -> bool:
         """Whether one-request hybrid search can be used with the current server and configuration."""
@@ -752,17 +783,21 @@ class MemoryStore:
         candidate_multiplier: int = 5,
         min_score: float = 0.0,
     ) -> SearchResult:
-        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit."""
+        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit.
+
+        Candidates are ranked from scores and ids alone; only the hits returned are fetched with their text."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or limit <= 0:
             return SearchResult(hits=[])
         candidates = candidate_depth(limit, candidate_multiplier)
         if mode == "keyword" or (mode == "hybrid" and vector is None):
-            hits = await self.keyword_search(query, candidates, f)
-            return SearchResult(hits=apply_min_score(hits, min_score)[:limit], keyword_hits=len(hits), fusion="keyword")
+            hits = await self._keyword_candidates(query, candidates, f)
+            top = await self._with_chunks(apply_min_score(hits, min_score)[:limit])
+            return SearchResult(hits=top, keyword_hits=len(hits), fusion="keyword")
         if mode == "vector":
-            hits = await self.vector_search(vector, candidates, f)
-            return SearchResult(hits=apply_min_score(hits, min_score)[:limit], vector_hits=len(hits), fusion="vector")
+            hits = await self._vector_candidates(vector, candidates, f)
+            top = await self._with_chunks(apply_min_score(hits, min_score)[:limit])
+            return SearchResult(hits=top, vector_hits=len(hits), fusion="vector")
         if mode != "hybrid":
             raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
         if self.native_hybrid_available():
@@ -774,15 +809,14 @@ class MemoryStore:
                 f"{self.caps.engine if self.caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
         keyword, vec = await asyncio.gather(
-            self.keyword_search(query, candidates, f), self.vector_search(vector, candidates, f)
+            self._keyword_candidates(query, candidates, f), self._vector_candidates(vector, candidates, f)
         )
         if keyword and vec:
             fused, fusion = weighted_rrf(vec, keyword, self.vector_weight), "client"
         else:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
-        return SearchResult(
-            hits=apply_min_score(fused, min_score)[:limit], keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion
-        )
+        top = await self._with_chunks(apply_min_score(fused, min_score)[:limit])
+        return SearchResult(hits=top, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
 
     async def _native_hybrid(
         self, query: str, vector: list[float], limit: int, candidates: int, f: SearchFilter, min_score: float
@@ -791,29 +825,25 @@ class MemoryStore:
         body = self.dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields)
         params = {"search_pipeline": self.pipeline_name()} if self.dialect.uses_search_pipeline else None
         try:
-            resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)
+            hits = await self._candidates(body, "hybrid", params)
         except RequestFailed as exc:
             if params is None or "pipeline" not in str(exc).lower():
                 raise
             await self.ensure_pipeline()  # deleted behind our back: recreate once
-            resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body, params)
-        hits = [
-            Hit(chunk=_chunk_from_source(h["_source"]), scores={"hybrid": float(h["_score"]), "score": float(h["_score"])})
-            for h in resp["hits"]["hits"]
-        ]
+            hits = await self._candidates(body, "hybrid", params)
         ceiling = 1.0 + 1e-6 if self.pipeline_kind == "minmax" else 2.0 / 61 + 1e-6
         if any(not 0.0 <= h.score <= ceiling for h in hits):
             raise RequestFailed(
                 f"the hybrid response did not go through the {self.pipeline_name()} pipeline (raw scores came back); "
                 "check that the neural-search plugin is installed and the pipeline exists"
             )
-        return SearchResult(hits=apply_min_score(hits, min_score)[:limit], fusion="native")
+        return SearchResult(hits=await self._with_chunks(apply_min_score(hits, min_score)[:limit]), fusion="native")
 
     # ------------------------------------------------------------------------------ embeddings
 
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
-        body = q.mget_routed({path: [doc_id(cid) for cid in ids] for path, ids in ids_by_path.items()})
+        body = q.mget_routed([(doc_id(cid), path) for path, ids in ids_by_path.items() for cid in ids])
         if not body["docs"]:
             return {}
         params = None if with_vectors else {"_source_excludes": "embedding"}

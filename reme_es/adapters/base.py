@@ -104,6 +104,15 @@ def keyword_body(text: str, size: int, f: SearchFilter, fields: tuple[str, ...] 
     return {"size": size, "query": keyword_query(text, f, fields), "_source": {"excludes": SOURCE_EXCLUDES}}
 
 
+def candidates_only(body: dict) -> dict:
+    """The same search, returning only each hit's score, chunk id and path (from doc values).
+
+    Fetching `_source` is most of a search's cost when chunks carry vectors: every hit's stored fields (the
+    source with its embedding) are decompressed and parsed, even with the embedding excluded. The store ranks
+    candidates from this lean answer and fetches the sources of the hits it returns in one `_mget`."""
+    return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": ["chunk_id", "path"]}
+
+
 def cosine_from_score(score: float) -> float:
     """Cosine similarity from a k-NN score of the cosine space: both engines report (1 + cos) / 2."""
     return 2.0 * score - 1.0

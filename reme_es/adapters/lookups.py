@@ -59,9 +59,9 @@ def mget_ids(ids: list[str]) -> dict:
     return {"ids": ids}
 
 
-def mget_routed(ids_by_routing: dict[str, list[str]]) -> dict:
-    """An `_mget` body of routed docs: routing value -> ids."""
-    return {"docs": [{"_id": i, "routing": r} for r, ids in ids_by_routing.items() for i in ids]}
+def mget_routed(docs: list[tuple[str, str]]) -> dict:
+    """An `_mget` body of routed docs, (id, routing) pairs; the answer keeps this order."""
+    return {"docs": [{"_id": i, "routing": r} for i, r in docs]}
 
 
 def link_expansion_msearch(index: str, paths: list[str], per_direction: int) -> bytes:

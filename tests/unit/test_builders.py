@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings, filter_clauses, keyword_body
+from reme_es.adapters.base import ClientSettings, candidates_only, filter_clauses, keyword_body
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.models import Capabilities, SearchFilter
@@ -126,7 +126,14 @@ def test_store_lookup_bodies():
             "traverse_level": q.links_touching(["a.md"]),
             "chunks_without_vectors": q.without_field("embedding"),
             "mget_files": q.mget_ids(["a.md"]),
-            "mget_chunks": q.mget_routed({"a.md": ["c1", "c2"], "b.md": ["c3"]}),
+            "mget_chunks": q.mget_routed([("c1", "a.md"), ("c3", "b.md"), ("c2", "a.md")]),
             "link_expansion": [json.loads(line) for line in msearch.splitlines()],
         },
     )
+
+
+def test_candidates_only_keeps_the_query_and_drops_stored_fields():
+    body = candidates_only(keyword_body("orbital mechanics", 50, FILTER))
+    assert body["query"] == keyword_body("orbital mechanics", 50, FILTER)["query"]
+    assert (body["size"], body["_source"], body["stored_fields"]) == (50, False, "_none_")
+    assert body["docvalue_fields"] == ["chunk_id", "path"]
