@@ -1,19 +1,23 @@
-"""Search latency through MemoryStore against the identical request sent raw with the same client.
+"""Search latency through MemoryStore against raw requests for the same hits, sent with the same client.
 
     python bench/latency.py [--url http://127.0.0.1:9200] [--sizes 10000,100000] [--queries 200] [--dims 384]
 
 One index grows to each size in turn (synthetic Zipf text from a pseudo-word vocabulary, random unit vectors;
 loaded with `store.upsert` in batches of --batch-files files on two concurrent streams, one refresh per size, no
 force-merge). At each size, every query runs through the store and raw, the order alternating query by query:
-  keyword           store.search(mode="keyword", limit=10)       raw: keyword_body(q, 50, ...)
+  keyword           store.search(mode="keyword", limit=10)       raw: keyword_body(q, 10, ...) with sources
   keyword (text)    the same with keyword_fields=("text",)       raw: the same body on `text` only
   keyword filtered  the same with a path-prefix + date filter    raw: the same body with the filter
-  vector            store.search(mode="vector", limit=10)        raw: dialect.knn_body(v, 50, ...)
-  native hybrid     store.search(mode="hybrid"), search pipeline raw: dialect.hybrid_body + ?search_pipeline=
-  client hybrid     store.search(mode="hybrid"), RRF in Python   raw: both branch bodies, sent concurrently
-(50 = ReMe's candidate depth for limit 10: min(200, limit x 5).)
+  vector            store.search(mode="vector", limit=10)        raw: knn_body(v, k=50, size=10) with sources
+  native hybrid     store.search(mode="hybrid"), search pipeline raw: dialect.hybrid_body(50) + ?search_pipeline=
+  client hybrid     store.search(mode="hybrid"), RRF in Python   raw: both branch bodies (50 each), concurrently
+(50 = ReMe's candidate depth for limit 10: min(200, limit x 5).) Raw is what a client without reme-es sends for the
+same hits: the 10 hits with their sources for one branch (the store sends the same), and the candidates with their
+sources where fusion needs 50. For hybrid the store ranks candidates from ids and scores alone (doc values, no
+stored fields) and fetches the sources of the hits it returns in one `_mget`: two requests where raw sends one.
 Reported: p50/p95 wall of each side, the store's overhead over raw, wall minus the server's `took` for each
-side (client + transport time), and the server's `took`. ReMe's local store (linear scan) reference numbers are printed next to ours.
+side (client + transport time), and the server's `took` (the store's search request). ReMe's local store (linear
+scan) reference numbers are printed next to ours.
 Random vectors are a hard case for HNSW (no clusters), so vector latency here is pessimistic.
 """
 
@@ -125,9 +129,9 @@ def raw_ops(store: MemoryStore, raw: Raw, mode: str, f: SearchFilter):
 
     async def op(q: str, v: list[float]) -> list[dict]:
         if mode.startswith("keyword"):
-            return [await raw.request("POST", index, keyword_body(q, size, f, store.keyword_fields))]
+            return [await raw.request("POST", index, keyword_body(q, LIMIT, f, store.keyword_fields))]
         if mode == "vector":
-            return [await raw.request("POST", index, dialect.knn_body(v, size, f))]
+            return [await raw.request("POST", index, dialect.knn_body(v, size, f, size=LIMIT))]
         if mode == "native hybrid":
             return [
                 await raw.request(

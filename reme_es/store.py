@@ -740,32 +740,38 @@ class MemoryStore:
                 log.info("search hit %s of %s is gone from the index; left out", hit.chunk.id, hit.chunk.path)
         return out
 
-    async def _keyword_candidates(self, query: str, n: int, f: SearchFilter) -> list[Hit]:
-        return await self._candidates(build_keyword_body(query, n, f, self.keyword_fields), "keyword")
+    async def _search_hits(self, body: dict, branch: str) -> list[Hit]:
+        """Run a search whose hits carry their sources (one branch: only the hits to return are asked for)."""
+        resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body)
+        hits = []
+        for h in resp["hits"]["hits"]:
+            raw = float(h["_score"])
+            score = cosine_from_score(raw) if branch == "vector" else raw
+            hits.append(Hit(chunk=_chunk_from_source(h["_source"]), scores={branch: score, "score": score}))
+        return hits
 
-    async def _vector_candidates(self, vector: list[float] | None, n: int, f: SearchFilter) -> list[Hit]:
-        if not vector:
-            return []
+    def _knn_body(self, vector: list[float], k: int, f: SearchFilter, size: int | None = None) -> dict:
         if not self.dims:
             raise CapabilityError(f"index {self.index('chunks')} has no embedding field; enable embeddings and reindex")
         self._check_vector(vector, "the query")
-        return await self._candidates(self.dialect.knn_body(vector, n, f), "vector")
+        return self.dialect.knn_body(vector, k, f, size=size)
 
     async def keyword_search(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or limit <= 0:
             return []
-        return await self._with_chunks(await self._keyword_candidates(query, limit, f))
+        return await self._search_hits(build_keyword_body(query, limit, f, self.keyword_fields), "keyword")
 
     async def vector_search(
-        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None
+        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None, k: int = 0
     ) -> list[Hit]:
-        """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity."""
+        """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity.
+        The top `limit` of the `k` nearest (k defaults to limit) come back."""
         f = SearchFilter.parse(search_filter)
-        if limit <= 0:
+        if not vector or limit <= 0:
             return []
-        return await self._with_chunks(await self._vector_candidates(vector, limit, f))
+        return await self._search_hits(self._knn_body(vector, max(k, limit), f, size=limit), "vector")
 
     def native_hybrid_available(self) -> bool:
         """Whether one-request hybrid search can be used with the current server and configuration."""
@@ -790,14 +796,14 @@ class MemoryStore:
         if not query or not query.strip() or limit <= 0:
             return SearchResult(hits=[])
         candidates = candidate_depth(limit, candidate_multiplier)
+        # One branch: its top `limit` hits are the first `limit` of its candidates, and min_score only cuts the tail,
+        # so only those are asked for (the k-NN search still explores `candidates` neighbours).
         if mode == "keyword" or (mode == "hybrid" and vector is None):
-            hits = await self._keyword_candidates(query, candidates, f)
-            top = await self._with_chunks(apply_min_score(hits, min_score)[:limit])
-            return SearchResult(hits=top, keyword_hits=len(hits), fusion="keyword")
+            hits = await self.keyword_search(query, limit, f)
+            return SearchResult(hits=apply_min_score(hits, min_score), keyword_hits=len(hits), fusion="keyword")
         if mode == "vector":
-            hits = await self._vector_candidates(vector, candidates, f)
-            top = await self._with_chunks(apply_min_score(hits, min_score)[:limit])
-            return SearchResult(hits=top, vector_hits=len(hits), fusion="vector")
+            hits = await self.vector_search(vector, limit, f, k=candidates)
+            return SearchResult(hits=apply_min_score(hits, min_score), vector_hits=len(hits), fusion="vector")
         if mode != "hybrid":
             raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
         if self.native_hybrid_available():
@@ -808,8 +814,11 @@ class MemoryStore:
                 f"rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{self.caps.engine if self.caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
+        # Two branches: candidates are ranked from ids and scores alone, and only the fused top `limit` is fetched.
+        keyword_body = build_keyword_body(query, candidates, f, self.keyword_fields)
         keyword, vec = await asyncio.gather(
-            self._keyword_candidates(query, candidates, f), self._vector_candidates(vector, candidates, f)
+            self._candidates(keyword_body, "keyword"),
+            self._candidates(self._knn_body(vector, candidates, f), "vector") if vector else asyncio.sleep(0, []),
         )
         if keyword and vec:
             fused, fusion = weighted_rrf(vec, keyword, self.vector_weight), "client"

@@ -314,8 +314,11 @@ class Dialect(ABC):
 
     # --- requests -------------------------------------------------------------------------------
     @abstractmethod
-    def knn_body(self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None) -> dict:
-        """A k-NN request body with the filter inside the k-NN clause."""
+    def knn_body(
+        self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
+    ) -> dict:
+        """A k-NN request body with the filter inside the k-NN clause: the `k` nearest, of which `size` (default k)
+        come back."""
 
     def hybrid_body(
         self, text: str, vector: list[float], size: int, f: SearchFilter, fields: tuple[str, ...] | None = None

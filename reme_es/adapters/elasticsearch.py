@@ -103,7 +103,9 @@ class ElasticsearchDialect(Dialect):
         # vectors and to copy indices on reindex, so keep them (searches still exclude them explicitly).
         return {"index": {"mapping.exclude_source_vectors": False}} if with_vectors else {}
 
-    def knn_body(self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None) -> dict:
+    def knn_body(
+        self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
+    ) -> dict:
         knn: dict = {
             "field": "embedding",
             "query_vector": vector,
@@ -112,7 +114,7 @@ class ElasticsearchDialect(Dialect):
         }
         if clauses := filter_clauses(f):
             knn["filter"] = {"bool": {"filter": clauses}}
-        return {"size": k, "knn": knn, "_source": {"excludes": SOURCE_EXCLUDES}}
+        return {"size": size or k, "knn": knn, "_source": {"excludes": SOURCE_EXCLUDES}}
 
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
         return kind == "rrf" and caps.rrf_retriever

@@ -160,8 +160,10 @@ class OpenSearchDialect(Dialect):
     def index_settings(self, with_vectors: bool) -> dict:
         return {"index": {"knn": True}} if with_vectors else {}
 
-    def knn_body(self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None) -> dict:
-        return {"size": k, "query": self.knn_query(vector, k, f), "_source": {"excludes": SOURCE_EXCLUDES}}
+    def knn_body(
+        self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
+    ) -> dict:
+        return {"size": size or k, "query": self.knn_query(vector, k, f), "_source": {"excludes": SOURCE_EXCLUDES}}
 
     @staticmethod
     def knn_query(vector: list[float], k: int, f: SearchFilter) -> dict:
