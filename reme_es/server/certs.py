@@ -38,7 +38,7 @@ def _pkcs8(key: rsa.RSAPrivateKey) -> bytes:
 
 def generate(node_name: str = "reme-es-node", days: int = 30) -> NodeCerts:
     """A new CA and a node certificate (SAN 127.0.0.1 and localhost) valid for `days` days."""
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     not_before, not_after = now - _dt.timedelta(minutes=5), now + _dt.timedelta(days=days)
 
     ca_key = _key()

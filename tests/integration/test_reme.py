@@ -19,15 +19,15 @@ import pytest
 
 pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
 
-import numpy as np  # noqa: E402
-from reme.application import Application  # noqa: E402
-from reme.components.as_embedding import BaseAsEmbedding  # noqa: E402
-from reme.components.component_registry import R  # noqa: E402
-from reme.config import resolve_app_config  # noqa: E402
-from reme.enumeration import LinkScopeEnum  # noqa: E402
+import numpy as np
+from reme.application import Application
+from reme.components.as_embedding import BaseAsEmbedding
+from reme.components.component_registry import R
+from reme.config import resolve_app_config
+from reme.enumeration import LinkScopeEnum
 
-from reme_es.adapters.base import ClientSettings  # noqa: E402
-from reme_es.connect import open_store  # noqa: E402
+from reme_es.adapters.base import ClientSettings
+from reme_es.connect import open_store
 
 pytestmark = pytest.mark.asyncio
 

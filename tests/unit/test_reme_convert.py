@@ -8,11 +8,11 @@ import pytest
 
 pytest.importorskip("reme.schema", reason="ReMe is not installed: pip install 'reme-es[reme]'")
 
-import numpy as np  # noqa: E402
-from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode  # noqa: E402
+import numpy as np
+from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 
-from reme_es.models import Hit  # noqa: E402
-from reme_es.reme.file_store import (  # noqa: E402
+from reme_es.models import Hit
+from reme_es.reme.file_store import (
     as_vector,
     default_index_prefix,
     to_chunk,
@@ -20,7 +20,7 @@ from reme_es.reme.file_store import (  # noqa: E402
     to_file_doc,
     to_file_node,
 )
-from reme_es.store import validate_prefix  # noqa: E402
+from reme_es.store import validate_prefix
 
 
 def test_node_round_trip_keeps_mtime_links_anchors_and_front_matter():
