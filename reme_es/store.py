@@ -106,6 +106,13 @@ def _chunk_from_source(src: dict) -> Chunk:
     )
 
 
+def _scored(hit: dict, branch: str, chunk: Chunk) -> Hit:
+    """A search hit of one branch; k-NN scores become cosine similarity."""
+    raw = float(hit["_score"])
+    score = cosine_from_score(raw) if branch == "vector" else raw
+    return Hit(chunk=chunk, scores={branch: score, "score": score})
+
+
 def _file_from_source(src: dict) -> FileDoc:
     path = src["path"]
     return FileDoc(
@@ -717,13 +724,10 @@ class MemoryStore:
     async def _candidates(self, body: dict, branch: str, params: dict | None = None) -> list[Hit]:
         """Run a search for scores, chunk ids and paths only; the hits' chunks carry no text until `_with_chunks`."""
         resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", candidates_only(body), params)
-        hits = []
-        for h in resp["hits"]["hits"]:
-            raw = float(h["_score"])
-            score = cosine_from_score(raw) if branch == "vector" else raw
-            chunk = Chunk(id=h["fields"]["chunk_id"][0], path=h["fields"]["path"][0], text="")
-            hits.append(Hit(chunk=chunk, scores={branch: score, "score": score}))
-        return hits
+        return [
+            _scored(h, branch, Chunk(id=h["fields"]["chunk_id"][0], path=h["fields"]["path"][0], text=""))
+            for h in resp["hits"]["hits"]
+        ]
 
     async def _with_chunks(self, hits: list[Hit]) -> list[Hit]:
         """The hits with their stored chunks, from one `_mget` at the searched refresh point (`realtime=false`)."""
@@ -743,12 +747,7 @@ class MemoryStore:
     async def _search_hits(self, body: dict, branch: str) -> list[Hit]:
         """Run a search whose hits carry their sources (one branch: only the hits to return are asked for)."""
         resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_search", body)
-        hits = []
-        for h in resp["hits"]["hits"]:
-            raw = float(h["_score"])
-            score = cosine_from_score(raw) if branch == "vector" else raw
-            hits.append(Hit(chunk=_chunk_from_source(h["_source"]), scores={branch: score, "score": score}))
-        return hits
+        return [_scored(h, branch, _chunk_from_source(h["_source"])) for h in resp["hits"]["hits"]]
 
     def _knn_body(self, vector: list[float], k: int, f: SearchFilter, size: int | None = None) -> dict:
         if not self.dims:

@@ -451,6 +451,33 @@ class HybridContract:
         assert _paths(result.hits) == {f"digest/h{i:02d}.md" for i in range(0, 12, 2)}
         assert len(result.hits) == 6
 
+    @pytest.mark.parametrize("mode", ["auto", "client"])
+    async def test_fused_hits_carry_their_stored_chunks(self, store_factory, mode):
+        # Fusion ranks lean candidates (ids and scores); the returned hits must still be whole chunks.
+        store = await self._hybrid_corpus(store_factory, hybrid=mode)
+        result = await store.search("orbital mechanics", unit_vector(1), 4)
+        assert len(result.hits) == 4
+        by_path = {h.chunk.path: [h.chunk.id] for h in result.hits}
+        stored = await store.get_chunks(by_path)
+        for hit in result.hits:
+            source = stored[hit.chunk.id]
+            assert (hit.chunk.text, hit.chunk.start_line, hit.chunk.end_line) == (
+                source["text"], source["start_line"], source["end_line"]
+            )
+            assert hit.chunk.text.startswith("orbital mechanics") and hit.chunk.embedding is None
+
+    async def test_fused_hits_are_read_at_the_searched_refresh_point(self, store_factory):
+        # An unrefreshed write has deleted chunks the last refresh still shows: they come back whole, as the
+        # search saw them (the fetch reads the refreshed view, not the latest writes).
+        store = await self._hybrid_corpus(store_factory, hybrid="client")
+        before = await store.search("orbital mechanics", unit_vector(1), 5)
+        await store.delete([h.chunk.path for h in before.hits], refresh=False)
+        after = await store.search("orbital mechanics", unit_vector(1), 5)
+        assert [(h.chunk.id, h.chunk.text) for h in after.hits] == [(h.chunk.id, h.chunk.text) for h in before.hits]
+        await store.refresh()
+        now = await store.search("orbital mechanics", unit_vector(1), 5)
+        assert not {h.chunk.id for h in before.hits} & set(_ids(now.hits))
+
     async def test_min_score_and_limit_apply_after_fusion(self, store_factory):
         store = await self._hybrid_corpus(store_factory, hybrid="client")
         full = await store.search("orbital mechanics", unit_vector(1), 12)
