@@ -36,6 +36,24 @@ def _pkcs8(key: rsa.RSAPrivateKey) -> bytes:
     )
 
 
+_KEY_USAGES = (
+    "digital_signature",
+    "content_commitment",
+    "key_encipherment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)
+
+
+def _key_usage(**allowed: bool) -> x509.KeyUsage:
+    """A KeyUsage extension with the named usages on and every other one off."""
+    return x509.KeyUsage(**{usage: allowed.get(usage, False) for usage in _KEY_USAGES})
+
+
 def generate(node_name: str = "reme-es-node", days: int = 30) -> NodeCerts:
     """A new CA and a node certificate (SAN 127.0.0.1 and localhost) valid for `days` days."""
     now = _dt.datetime.now(_dt.UTC)
@@ -53,17 +71,7 @@ def generate(node_name: str = "reme-es-node", days: int = 30) -> NodeCerts:
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(digital_signature=True, key_cert_sign=True, crl_sign=True),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
@@ -81,17 +89,7 @@ def generate(node_name: str = "reme-es-node", days: int = 30) -> NodeCerts:
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(digital_signature=True, key_encipherment=True),
             critical=True,
         )
         .add_extension(

@@ -8,18 +8,58 @@ find, drop.
 from __future__ import annotations
 
 import base64
+import shutil
 import traceback
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import open_store
 from reme_es.errors import AuthError, ConnectionFailed
+from reme_es.server import certs, node
+
+from .conftest import free_port
 
 ADMIN, ADMIN_PW = "reme_admin", "Adm1n-" + uuid.uuid4().hex[:10]
 WRITER, WRITER_PW = "reme_writer", "Wr1ter-" + uuid.uuid4().hex[:10]
 WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
+
+
+def tls_files(name: str, folder: Path) -> tuple[dict[str, bytes], Path]:
+    """A new CA and certificate for node `name` as config files (`certs/...`), and the CA written to `folder` for
+    the client."""
+    material = certs.generate(name)
+    ca_path = folder / "ca.crt"
+    ca_path.write_bytes(material.ca_cert)
+    files = {"certs/ca.crt": material.ca_cert, "certs/node.crt": material.node_cert, "certs/node.key": material.node_key}
+    return files, ca_path
+
+
+@contextmanager
+def secured_node(flavour: str, name: str, settings: dict, files: dict[str, bytes], ca_path: Path) -> Iterator[tuple]:
+    """Start a secured node (the launcher waits for ADMIN's authenticated 200 over TLS), yield (url, ca path), and
+    stop and remove it afterwards, also when a test failed."""
+    security = node.NodeSecurity(ca_certs=str(ca_path), username=ADMIN, password=ADMIN_PW)
+    try:
+        info = node.start(
+            flavour,
+            name=name,
+            http_port=free_port(),
+            heap="384m",
+            settings=settings,
+            config_files=files,
+            security=security,
+            timeout=150,
+        )
+        assert info.url.startswith("https://127.0.0.1:")
+        yield info.url, str(ca_path)
+    finally:
+        node.stop(name)
+        shutil.rmtree(node.node_dir(name), ignore_errors=True)
 
 
 def prefix() -> str:

@@ -17,7 +17,6 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import traceback
 import uuid
 
@@ -26,11 +25,9 @@ import pytest
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import make_dialect, open_store
 from reme_es.errors import AuthError
-from reme_es.server import certs, node
 from reme_es.testing.data import chunk, file_with
 
-from .conftest import free_port
-from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix
+from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node, tls_files
 
 NAME = f"rsec-{uuid.uuid4().hex[:6]}"
 
@@ -82,35 +79,16 @@ def _settings() -> dict:
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     """(url, ca path) of a secured node; stopped at the end of the module even when a test fails."""
-    material = certs.generate(NAME)
-    folder = tmp_path_factory.mktemp("secured")
-    ca_path = folder / "ca.crt"
-    ca_path.write_bytes(material.ca_cert)
-    files = {
-        "certs/ca.crt": material.ca_cert,
-        "certs/node.crt": material.node_cert,
-        "certs/node.key": material.node_key,
-        "users": f"{ADMIN}:{_pbkdf2(ADMIN_PW)}\n{WRITER}:{_pbkdf2(WRITER_PW)}\n".encode(),
-        "users_roles": f"superuser:{ADMIN}\nreme_prefix:{WRITER}\n".encode(),
-        "roles.yml": _roles_yml(),
-    }
-    security = node.NodeSecurity(ca_certs=str(ca_path), username=ADMIN, password=ADMIN_PW)
-    try:
-        info = node.start(
-            "elasticsearch-9",
-            name=NAME,
-            http_port=free_port(),
-            heap="384m",
-            settings=_settings(),
-            config_files=files,
-            security=security,
-            timeout=150,
-        )
-        assert info.url.startswith("https://127.0.0.1:")
-        yield info.url, str(ca_path)
-    finally:
-        node.stop(NAME)
-        shutil.rmtree(node.node_dir(NAME), ignore_errors=True)
+    files, ca_path = tls_files(NAME, tmp_path_factory.mktemp("secured"))
+    files.update(
+        {
+            "users": f"{ADMIN}:{_pbkdf2(ADMIN_PW)}\n{WRITER}:{_pbkdf2(WRITER_PW)}\n".encode(),
+            "users_roles": f"superuser:{ADMIN}\nreme_prefix:{WRITER}\n".encode(),
+            "roles.yml": _roles_yml(),
+        }
+    )
+    with secured_node("elasticsearch-9", NAME, _settings(), files, ca_path) as url_and_ca:
+        yield url_and_ca
 
 
 async def _roundtrip(settings: ClientSettings, prefix: str) -> None:

@@ -11,7 +11,6 @@ REME_ES_TEST_FLAVOURS naming it). The security index is initialised from the con
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -20,14 +19,13 @@ import pytest
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import open_store
-from reme_es.server import certs, node
+from reme_es.server import node
 from reme_es.server.flavours import Flavour, get_flavour
 from reme_es.templates import IndexOptions
 from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 from tests.containers.servers import selected_flavours
 
-from .conftest import free_port
-from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases
+from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, secured_node, tls_files
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
 PREFIX_ROLE = {
@@ -75,15 +73,8 @@ def secured(request, tmp_path_factory):
     name = f"rsecos-{uuid.uuid4().hex[:6]}"
     home = node.install(flavour)
     admin_hash, writer_hash = _hashes(flavour, home, [ADMIN_PW, WRITER_PW])
-    material = certs.generate(name)
-    ca_path = tmp_path_factory.mktemp("secured-os") / "ca.crt"
-    ca_path.write_bytes(material.ca_cert)
+    files, ca_path = tls_files(name, tmp_path_factory.mktemp("secured-os"))
     shipped = home / "plugins" / "opensearch-security" / "config"
-    files = {
-        "certs/ca.crt": material.ca_cert,
-        "certs/node.crt": material.node_cert,
-        "certs/node.key": material.node_key,
-    }
     for shipped_file in ("action_groups.yml", "tenants.yml", "nodes_dn.yml", "allowlist.yml", "audit.yml"):
         files[f"opensearch-security/{shipped_file}"] = (shipped / shipped_file).read_bytes()
     basic = {
@@ -118,23 +109,8 @@ def secured(request, tmp_path_factory):
     }
     for layer in ("http", "transport"):
         settings.update({f"plugins.security.ssl.{layer}.{k}": v for k, v in pem.items()})
-    security = node.NodeSecurity(ca_certs=str(ca_path), username=ADMIN, password=ADMIN_PW)
-    try:
-        info = node.start(
-            flavour.name,
-            name=name,
-            http_port=free_port(),
-            heap="384m",
-            settings=settings,
-            config_files=files,
-            security=security,
-            timeout=150,
-        )
-        assert info.url.startswith("https://127.0.0.1:")
-        yield info.url, str(ca_path)
-    finally:
-        node.stop(name)
-        shutil.rmtree(node.node_dir(name), ignore_errors=True)
+    with secured_node(flavour.name, name, settings, files, ca_path) as url_and_ca:
+        yield url_and_ca
 
 
 class TestSecuredOpenSearch(SecuredCases):
