@@ -158,18 +158,22 @@ async def test_a_resent_conditional_write_that_had_landed_is_not_a_conflict(stor
     store = await store_factory()
     if phase == "file doc":
         await store.upsert([file_with(PATH, [C1], st_mtime=1.0)])
-    real_bulk, resent = store.dialect.bulk, []
+    real_bulk, resent, statuses = store.dialect.bulk, [], []
 
     async def answer_lost_once(actions, *args, **kwargs):
-        if not resent and any(a["_index"] == store.index("files") for a in actions):
-            await real_bulk(actions, *args, **kwargs)
-            resent.append(len(actions))
-        return await real_bulk(actions, *args, **kwargs)
+        if resent or not any(a["_index"] == store.index("files") for a in actions):
+            return await real_bulk(actions, *args, **kwargs)
+        await real_bulk(actions, *args, **kwargs)
+        resent.append(len(actions))
+        outcome = await real_bulk(actions, *args, **kwargs)
+        statuses.extend(f.status for f in outcome.failures)  # what the node said to the resend, before settling
+        return outcome
 
     store.dialect.bulk = answer_lost_once
     outcome = await store.upsert([file_with(PATH, [C2], links=["x"], st_mtime=2.0)])
 
     assert resent
+    assert statuses == [409]  # the resent file doc write was conditional, and the node refused it
     assert outcome.failures == []
     assert await _stored_file(store, PATH) == {"st_mtime": 2.0, "chunk_ids": [C2.id], "links": ["x"]}
     assert await chunk_ids(store) == [C2.id]
