@@ -2,7 +2,7 @@
 
     hosts: [https://search.example:9200]     # none: the managed local node (`reme-es server start`)
     engine: auto                             # auto | opensearch | elasticsearch
-    index_prefix: my-notes                   # default: workspace folder name + hash of its absolute path
+    index_prefix: my-notes                   # default: reme-<folder name>-<hash of its path>, as ReMe's plugin
     username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
     aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
     aws_service: es                          # es (OpenSearch Service) | aoss (OpenSearch Serverless)
@@ -122,10 +122,14 @@ class Settings(BaseModel):
 
 
 def default_prefix(workspace: Path) -> str:
-    """`<folder name>-<8 hex of the absolute path>`: two workspaces never share indices."""
-    root = workspace.expanduser().resolve()
-    name = re.sub(r"[^a-z0-9_-]+", "-", root.name.lower()).strip("-_")[:40] or "workspace"
-    return f"{name}-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
+    """`reme-<folder name>-<10 hex of the absolute path>`: two workspaces never share indices.
+
+    The one derivation for both `reme-es` commands and the ReMe plugin's file store, so a sync writes into the
+    prefix ReMe reads.
+    """
+    root = Path(workspace).expanduser().resolve()
+    name = re.sub(r"[^a-z0-9_-]+", "-", root.name.lower()).strip("-_")[:40] or "ws"
+    return f"reme-{name}-{hashlib.sha256(str(root).encode('utf-8')).hexdigest()[:10]}"
 
 
 def _describe(exc: ValidationError, source: str) -> str:

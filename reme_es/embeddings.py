@@ -50,10 +50,14 @@ def default_tokenizer_path() -> Path | None:
     return None
 
 
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
 class LocalMiniLM:
     """all-MiniLM-L6-v2 sentence embeddings (384-d, L2-normalised) via ONNX Runtime, loaded lazily."""
 
     dimensions = 384
+    model_name = MODEL_NAME
 
     def __init__(
         self,
@@ -83,6 +87,10 @@ class LocalMiniLM:
         if missing:
             raise FileNotFoundError(f"all-MiniLM-L6-v2 files not found: {', '.join(missing)}; {_PACKAGES_HINT}")
         return model, tokenizer  # type: ignore[return-value]
+
+    def check(self) -> None:
+        """Raise FileNotFoundError / ImportError (with the install hint) if the model cannot be loaded."""
+        self._load()
 
     def _load(self) -> None:
         """Load the ONNX session and tokenizer once."""

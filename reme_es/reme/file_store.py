@@ -9,10 +9,7 @@ store gets them.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +21,7 @@ from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme.utils import hash_text
 
 from ..adapters.base import ClientSettings, redact_host, validate_hosts
+from ..config import default_prefix as default_index_prefix
 from ..connect import open_store
 from ..errors import ConfigError, MappingError
 from ..models import Chunk, FileDoc, Hit, Link, LinkScope
@@ -31,16 +29,8 @@ from ..store import HYBRID_MODES, MemoryStore
 from ..templates import IndexOptions
 
 HOSTS_ENV = "REME_ES_HOSTS"
-_SLUG_RE = re.compile(r"[^a-z0-9_-]+")
 _EMBED_BATCH = 256
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
-
-
-def default_index_prefix(workspace: Path) -> str:
-    """`reme-<workspace name>-<hash of its absolute path>`: two workspaces never share indices."""
-    resolved = str(Path(workspace).expanduser().resolve())
-    slug = _SLUG_RE.sub("-", Path(resolved).name.lower()).strip("-_")[:40] or "ws"
-    return f"reme-{slug}-{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:10]}"
 
 
 def to_file_doc(node: FileNode, chunks: list[FileChunk]) -> FileDoc:

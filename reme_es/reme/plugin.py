@@ -1,7 +1,8 @@
 """The `reme-es` ReMe plugin (entry point `reme-es = "reme_es.reme.plugin:plugin"` in group `reme.plugins`).
 
 ReMe loads the entry point, calls it, and registers each backend under its class's component type:
-`file_store:opensearch`, `file_store:elasticsearch` and `step:es_search_step`.
+`file_store:opensearch`, `file_store:elasticsearch`, `step:es_search_step` and `as_embedding:minilm` (reme-es'
+offline all-MiniLM-L6-v2, so vectors need no model server).
 
 `config` holds application defaults, which ReMe places *below* the user's config. ReMe's default.yaml already
 sets `components.file_store.default.backend: local` and the `search` job's steps, so with default.yaml these
@@ -34,6 +35,8 @@ def plugin():
     """The plugin descriptor ReMe's PluginManager loads."""
     from reme.plugin import Backend, Plugin
 
+    from .as_embedding import BACKEND as MINILM
+    from .as_embedding import MiniLMAsEmbedding
     from .file_store import ElasticsearchFileStore, OpenSearchFileStore
     from .search_step import EsSearchStep
 
@@ -43,6 +46,7 @@ def plugin():
             Backend("opensearch", OpenSearchFileStore),
             Backend("elasticsearch", ElasticsearchFileStore),
             Backend(SEARCH_STEP, EsSearchStep),
+            Backend(MINILM, MiniLMAsEmbedding),
         ),
         config={
             "components": {"file_store": {"default": {"backend": "opensearch"}}},

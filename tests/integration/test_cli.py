@@ -526,9 +526,11 @@ def test_config_and_connection_errors(cli, tmp_path):
 
 def test_default_prefix_comes_from_the_workspace(cli, node_url):
     from reme_es.config import default_prefix
+    from reme_es.reme.file_store import default_index_prefix
 
     prefix = default_prefix(cli.workspace)
-    assert re.fullmatch(r"workspace-[0-9a-f]{8}", prefix)
+    assert re.fullmatch(r"reme-workspace-[0-9a-f]{10}", prefix)
+    assert default_index_prefix(cli.workspace) == prefix  # the prefix ReMe's plugin reads for this workspace
     result = CliRunner().invoke(
         main, ["sync", str(cli.workspace), "--hosts", node_url, "--dry-run"], env={"REME_ES_HOME": str(cli.home)}
     )
@@ -745,5 +747,5 @@ def test_settings_precedence_yaml_env_flags(tmp_path):
     assert load_settings(ws, None, {}, environ=env).index_prefix == "from-env"
     (ws / "reme-es.yaml").unlink()
     assert load_settings(ws, None, {}, environ={}).index_prefix == default_prefix(ws)
-    assert re.fullmatch(r"my-notes-[0-9a-f]{8}", default_prefix(ws))
+    assert re.fullmatch(r"reme-my-notes-[0-9a-f]{10}", default_prefix(ws))
     assert default_prefix(ws) != default_prefix(tmp_path / "other" / "My Notes!")

