@@ -620,6 +620,18 @@ def _server_cmd(f):
     return f
 
 
+def _node_view(name: str) -> dict:
+    """What `server start --json` and `server status --json` print: one shape (`url`, `http_port`, `running`,
+    version, health, modules, plugins, capabilities)."""
+    from .server import node
+
+    view = node.status(name)
+    info = node.read_node(name)
+    if info is not None and view.get("running"):
+        view["http_port"] = info.http_port
+    return view
+
+
 @server.command("start")
 @click.option("--flavour", type=_FLAVOURS, default="opensearch-2.19", show_default=True)
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTP port (default: first free from 9200).")
@@ -633,11 +645,10 @@ def server_start(flavour, port, heap, as_json, name):
         from .server import node
 
         info = await asyncio.to_thread(node.start, flavour, name, port, heap)
-        click.echo(
-            json.dumps(info.__dict__)
-            if as_json
-            else f"{info.flavour} node {info.name!r} running at {info.url} (pid {info.pid})"
-        )
+        if as_json:
+            click.echo(json.dumps(await asyncio.to_thread(_node_view, name)))
+        else:
+            click.echo(f"{info.flavour} node {info.name!r} running at {info.url} (pid {info.pid})")
         return 0
 
     _run(go)
@@ -665,9 +676,7 @@ def server_status(as_json, name):
     """Version, modules, plugins and capabilities of a node."""
 
     async def go() -> int:
-        from .server import node
-
-        st = await asyncio.to_thread(node.status, name)
+        st = await asyncio.to_thread(_node_view, name)
         if as_json:
             click.echo(json.dumps(st))
             return 0 if st.get("running") else 1

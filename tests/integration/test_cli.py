@@ -749,3 +749,24 @@ def test_settings_precedence_yaml_env_flags(tmp_path):
     assert load_settings(ws, None, {}, environ={}).index_prefix == default_prefix(ws)
     assert re.fullmatch(r"reme-my-notes-[0-9a-f]{10}", default_prefix(ws))
     assert default_prefix(ws) != default_prefix(tmp_path / "other" / "My Notes!")
+
+
+# ------------------------------------------------------------------------------------------ server
+
+
+def test_server_start_and_status_print_one_json_shape(server):
+    if server.source != "managed":
+        pytest.skip("needs a managed node (the default without REME_ES_TEST_HOSTS or Docker)")
+    from tests.containers.servers import node_name
+
+    name = node_name(server.flavour)
+    # The node runs already: `start` finds it and reports it, as a fresh start would.
+    started = CliRunner().invoke(main, ["server", "start", "--json", "--name", name, "--flavour", server.flavour])
+    assert started.exit_code == 0, started.stderr
+    status = CliRunner().invoke(main, ["server", "status", "--json", "--name", name])
+    assert status.exit_code == 0, status.stderr
+    start_view, status_view = json.loads(started.stdout), json.loads(status.stdout)
+    assert start_view == status_view
+    assert start_view["url"] == server.url
+    assert start_view["http_port"] == int(server.url.rsplit(":", 1)[1])
+    assert (start_view["running"], start_view["flavour"], start_view["engine"]) == (True, server.flavour, server.engine)
