@@ -114,6 +114,50 @@ def _embedder(settings: Settings):
     return make_embedder(settings.embedding, settings.embedding_model, settings.embedding_base_url, key, settings.dims)
 
 
+def _embedding_given(settings: Settings) -> bool:
+    """Whether the embedding was chosen (flag, environment or config file) rather than left at its default."""
+    return "embedding" in settings.model_fields_set
+
+
+def _api_key(settings: Settings) -> str | None:
+    return settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+
+
+async def _check_model(store: MemoryStore, embedder, what: str) -> None:
+    """Refuse an embedder other than the one that made the index's vectors; record it when none is recorded."""
+    from .maintenance import record_vectors_model, vectors_model
+    from .sync.embed import describe_model, same_model
+
+    recorded = await vectors_model(store)
+    if recorded is None:
+        await record_vectors_model(store, embedder.identity)
+    elif not same_model(recorded, embedder.identity):
+        raise ConfigError(
+            f"index {store.index('chunks')} holds vectors made by {describe_model(recorded)}; {what} would mix in "
+            f"{describe_model(embedder.identity)} vectors. Leave --embedding out to use the recorded model, or "
+            "`reme-es drop --yes` and sync again with the new one"
+        )
+
+
+async def _recorded_embedder(settings: Settings, store: MemoryStore):
+    """The embedder of the model the index records for its vectors (None when the index has no vectors)."""
+    from .maintenance import vectors_model
+    from .sync.embed import embedder_for
+
+    if not store.dims:
+        return None
+    recorded = await vectors_model(store)
+    if recorded is None:
+        return None
+    embedder = await asyncio.to_thread(embedder_for, recorded, _api_key(settings))
+    if embedder.dimensions != store.dims:
+        raise MappingError(
+            f"index {store.index('chunks')} holds {store.dims}-d vectors but records a {embedder.dimensions}-d model; "
+            "`reme-es drop --yes` and sync again"
+        )
+    return embedder
+
+
 async def _open(settings: Settings, dims: int | None = None, create: bool = True, client=None) -> MemoryStore:
     from .connect import open_store
 
@@ -228,7 +272,7 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
 
     if watch and dry_run:
         raise ConfigError("--watch and --dry-run cannot be combined")
-    embedder = None if dry_run else _embedder(settings)
+    embedder = None
     if dry_run:
         cs, engine = await _client(settings)
         try:
@@ -236,8 +280,27 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
         except MappingError:  # no indices yet: everything would be added
             engine = await detect_engine(cs) if engine == "auto" else engine
             store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
-    else:
+    elif _embedding_given(settings):
+        embedder = _embedder(settings)
         store = await _open(settings, dims=embedder.dimensions if embedder else None)
+        if embedder:
+            try:
+                await _check_model(store, embedder, "this sync")
+            except BaseException:
+                await store.close()
+                raise
+    else:  # the model the index records for its vectors, so a plain `reme-es sync` keeps embedding new chunks
+        store = await _open(settings)
+        try:
+            embedder = await _recorded_embedder(settings, store)
+        except BaseException:
+            await store.close()
+            raise
+        if store.dims and embedder is None:
+            _err(
+                f"warning: index {store.index('chunks')} holds {store.dims}-d vectors but records no model; chunks "
+                "written now get no vector: pass --embedding local|openai"
+            )
     reporter = _reporter(as_json)
     syncer = WorkspaceSync(
         store,
@@ -289,13 +352,21 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
 @main.command()
 @click.argument("query")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "keyword", "vector"]),
+    help="Default: hybrid when the index has vectors, else keyword (with a note).",
+)
 @click.option("--start-date", help="Only files dated on/after YYYY-MM-DD (undated files pass).")
 @click.option("--end-date", help="Only files dated on/before YYYY-MM-DD (undated files pass).")
 @click.option("--path-prefix", multiple=True, help="Only paths starting with this (repeatable).")
 @click.option("--min-score", default=0.0, type=float)
 @click.option("--links/--no-links", default=True, help="Show outlinks/inlinks of each hit's file.")
-@click.option("--embedding", type=click.Choice(["none", "local", "openai"]))
+@click.option(
+    "--embedding",
+    type=click.Choice(["none", "local", "openai"]),
+    help="Query embedder (default: the model the index records for its vectors).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @common()
 def search(
@@ -363,20 +434,45 @@ def _render_links(grouped: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+async def _query_vector(settings: Settings, store: MemoryStore, query: str, mode: str, asked: bool):
+    """The query's vector from the model that made the index's vectors; None (with a note) when the index has
+    none and hybrid was the default; ConfigError when the asked mode cannot run."""
+    chunks = store.index("chunks")
+    if not store.dims:
+        reason = f"index {chunks} has no vectors"
+        fix = "`reme-es reindex --embedding local`, then `reme-es sync --embedding local`"
+    elif _embedding_given(settings):
+        embedder = _embedder(settings)
+        if embedder is not None:
+            await _check_model(store, embedder, "this search")
+            return (await asyncio.to_thread(embedder.embed, [query]))[0]
+        reason, fix = "--embedding none was given", "leave --embedding out to use the index's model"
+    else:
+        embedder = await _recorded_embedder(settings, store)
+        if embedder is not None:
+            return (await asyncio.to_thread(embedder.embed, [query]))[0]
+        raise ConfigError(
+            f"index {chunks} holds {store.dims}-d vectors but does not record which model made them: pass "
+            "--embedding local|openai (the model you synced with), or --mode keyword"
+        )
+    if asked:
+        raise ConfigError(f"--mode {mode} needs vectors, but {reason}: run {fix}, or use --mode keyword")
+    _err(f"note: {reason}, so this search is BM25 only; for hybrid search run {fix}")
+    return None
+
+
 async def _search(settings: Settings, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json):
     from .models import SearchFilter
 
     search_filter = SearchFilter.parse({"start_date": start_date, "end_date": end_date, "path_prefix": prefixes})
-    embedder = _embedder(settings) if mode != "keyword" else None
-    if mode == "vector" and embedder is None:
-        raise ConfigError("--mode vector needs embeddings: pass --embedding local (or set embedding in the config)")
+    asked, mode = mode, mode or "hybrid"
     store = await _open(settings, create=False)
     try:
         vector = None
-        if embedder is not None and store.dims:
-            vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
-        elif mode == "vector":
-            raise ConfigError(f"index {store.index('chunks')} has no vectors; sync with --embedding first")
+        if mode != "keyword":
+            vector = await _query_vector(settings, store, query, mode, asked is not None)
+            if vector is None:
+                mode = "keyword"
         result = await store.search(query, vector, limit, search_filter, mode=mode, min_score=min_score)
         paths = list(dict.fromkeys(h.chunk.path for h in result.hits))
         expansion = {p: _group_links(n) for p, n in (await store.expand(paths)).items()} if links and paths else {}
@@ -542,6 +638,8 @@ async def _templates_install(settings: Settings) -> int:
     embedder = _embedder(settings)
     store = await _open(settings, dims=embedder.dimensions if embedder else None)
     try:
+        if embedder:
+            await _check_model(store, embedder, "these templates")
         for kind in ("chunks", "files", "links"):
             click.echo(f"{store.index(kind)} -> {', '.join(await concrete_indices(store, kind))}")
         if store.native_hybrid_available():
@@ -586,19 +684,33 @@ def reindex(embedding, workspace, config_file, **flags):
 
 
 async def _reindex(settings: Settings) -> int:
+    from .maintenance import record_vectors_model, vectors_model
     from .maintenance import reindex as run_reindex
+    from .sync.embed import describe_model, same_model
 
     embedder = _embedder(settings)
     store = await _open(settings, create=False)
     try:
+        recorded = await vectors_model(store) if store.dims else None
         target = IndexOptions(dims=embedder.dimensions if embedder else store.dims)
+        kept = target.dims == store.dims
+        if embedder and recorded and kept and not same_model(recorded, embedder.identity):
+            raise ConfigError(
+                f"index {store.index('chunks')} holds vectors made by {describe_model(recorded)} of the same dimension "
+                f"as {describe_model(embedder.identity)}: reindex would keep them. `reme-es drop --yes` and sync again"
+            )
         for r in await run_reindex(store, target):
             vectors = "" if r["vectors"] == "none" else f", vectors {r['vectors']}"
             click.echo(f"{r['alias']}: {r['old']} -> {r['new']} ({r['docs']} docs{vectors})")
     finally:
         await store.close()
     store = await _open(settings, dims=target.dims)  # checks the new indices, creates the pipeline if needed
-    await store.close()
+    try:
+        model = embedder.identity if embedder else recorded if kept else None
+        if target.dims and model:  # the new index's _meta comes from the template: carry the model over
+            await record_vectors_model(store, model)
+    finally:
+        await store.close()
     if target.dims and embedder:
         click.echo("run `reme-es sync` to embed chunks that have no vector yet")
     return 0

@@ -222,3 +222,31 @@ async def drop_prefix(store: MemoryStore, plan: dict[str, list[str]] | None = No
             if exc.status != 404:
                 raise
     return plan
+
+
+# ------------------------------------------------------------------ which model made the vectors
+
+
+async def _chunks_meta(store: MemoryStore) -> dict | None:
+    try:
+        resp = await store.dialect.request("GET", f"/{store.index('chunks')}/_mapping")
+    except RequestFailed as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return next(iter(resp.values()))["mappings"].get("_meta") or {}
+
+
+async def vectors_model(store: MemoryStore) -> dict | None:
+    """The embedding model recorded in the chunks index `_meta` (`provider`, `model`, `dims`, ...), or None."""
+    meta = await _chunks_meta(store)
+    return ((meta or {}).get("reme_es") or {}).get("embedding")
+
+
+async def record_vectors_model(store: MemoryStore, model: dict) -> None:
+    """Record in the chunks index `_meta` which embedding model makes its vectors (the rest of `_meta` is kept)."""
+    meta = await _chunks_meta(store)
+    if meta is None:
+        raise MappingError(f"index {store.index('chunks')} does not exist; run `reme-es sync` first")
+    meta.setdefault("reme_es", {})["embedding"] = model
+    await store.dialect.request("PUT", f"/{store.index('chunks')}/_mapping", {"_meta": meta})

@@ -75,4 +75,24 @@ class MiniLMAsEmbedding(BaseAsEmbedding):
         return await asyncio.to_thread(self.minilm.embed, [str(x) for x in inputs])
 
 
-__all__ = ["BACKEND", "MiniLMAsEmbedding"]
+def vectors_identity(embedding_store: Any, dims: int) -> dict:
+    """What the index records about the model behind a ReMe embedding store: reme-es' local model for `minilm`
+    (so `reme-es search` can embed queries with it), else ReMe's backend, model and vector space id."""
+    from ..sync.embed import local_identity
+
+    as_embedding = getattr(embedding_store, "as_embedding", None)
+    if isinstance(as_embedding, MiniLMAsEmbedding):
+        return local_identity()
+    try:
+        space = str(embedding_store.vector_space_id)
+    except Exception:  # noqa: BLE001 - a store without a vector space id
+        space = ""
+    return {
+        "provider": f"reme:{getattr(as_embedding, 'backend', '') or type(embedding_store).__name__}",
+        "model": str((getattr(as_embedding, "kwargs", None) or {}).get("model") or ""),
+        "dims": dims,
+        "vector_space": space,
+    }
+
+
+__all__ = ["BACKEND", "MiniLMAsEmbedding", "vectors_identity"]

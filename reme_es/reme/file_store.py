@@ -218,8 +218,26 @@ class EsFileStore(BaseFileStore):
             f"{', '.join(redact_host(h) for h in hosts)}, "
             f"prefix={prefix}, dims={self.store.dims}"
         )
+        if self.store.dims:
+            await self._record_vectors_model()
         await self._rebuild_tag_index("startup synchronization")
         self._start_backfill()
+
+    async def _record_vectors_model(self) -> None:
+        """Record in the index which model makes its vectors (for `reme-es search`); warn if another one did."""
+        from ..maintenance import record_vectors_model, vectors_model
+        from ..sync.embed import describe_model, same_model
+        from .as_embedding import vectors_identity
+
+        mine = vectors_identity(self.embedding_store, self.store.dims)
+        recorded = await vectors_model(self.store)
+        if recorded is None:
+            await record_vectors_model(self.store, mine)
+        elif not same_model(recorded, mine):
+            self.logger.warning(
+                f"{self.name}: index {self.store.prefix} records vectors of {describe_model(recorded)}, but this "
+                f"deployment embeds with {describe_model(mine)}; drop the index (`reme-es drop --yes`) to rebuild it"
+            )
 
     async def _open(self, settings: ClientSettings, prefix: str, options: IndexOptions) -> MemoryStore:
         """Open the store; when the stored vector dimension differs from the model's, drop and recreate it.

@@ -16,6 +16,10 @@ class Embedder(Protocol):
 
     dimensions: int
 
+    @property
+    def identity(self) -> dict:
+        """What the index records about the model (`provider`, `model`, `dims`; never a secret)."""
+
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text."""
 
@@ -35,6 +39,11 @@ class OpenAIEmbedder:
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, dimensions={self.dimensions})"
+
+    @property
+    def identity(self) -> dict:
+        """Provider, model, endpoint and dimension (the key is not recorded)."""
+        return {"provider": "openai", "model": self.model, "base_url": self.base_url, "dims": self.dimensions}
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed in batches; raises ReMeESError with the server's reason on failure."""
@@ -69,11 +78,48 @@ class _CheckedLocal:
 
         self._model = LocalMiniLM()
 
+    @property
+    def identity(self) -> dict:
+        """reme-es' local all-MiniLM-L6-v2."""
+        return local_identity()
+
     def embed(self, texts: list[str]) -> list[list[float]]:
         try:
             return self._model.embed(texts)
         except (FileNotFoundError, ImportError) as exc:
             raise ConfigError(f"embedding: local is not usable: {exc}") from None
+
+
+def local_identity() -> dict:
+    """What an index made with reme-es' local model records (the same for `reme-es sync --embedding local` and
+    ReMe's `minilm` backend)."""
+    from ..embeddings import MODEL_NAME, LocalMiniLM
+
+    return {"provider": "local", "model": MODEL_NAME, "dims": LocalMiniLM.dimensions}
+
+
+def same_model(a: dict, b: dict) -> bool:
+    """Whether two recorded models make the same vectors (provider, model, endpoint and dimension)."""
+    keys = ("provider", "model", "base_url", "dims", "vector_space")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def describe_model(model: dict) -> str:
+    """`local all-MiniLM-L6-v2 (384-d)`, `openai text-embedding-3-small (1536-d)`, `reme:dashscope ...`."""
+    return f"{model.get('provider', '?')} {model.get('model') or '?'} ({model.get('dims', '?')}-d)"
+
+
+def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
+    """The embedder that makes the vectors a recorded model made; ConfigError when reme-es cannot run it."""
+    provider = model.get("provider")
+    if provider == "local":
+        return make_embedder("local")
+    if provider == "openai":
+        return make_embedder("openai", model.get("model", ""), model.get("base_url", ""), api_key, model.get("dims"))
+    raise ConfigError(
+        f"the index's vectors were made by {describe_model(model)}, which reme-es cannot run; search it from ReMe, "
+        "or use --mode keyword"
+    )
 
 
 def make_embedder(

