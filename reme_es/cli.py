@@ -203,15 +203,24 @@ def main() -> None:
 @main.command()
 @click.argument("workspace", default=".", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--watch", is_flag=True, help="After the sync, follow changes until Ctrl-C.")
-@click.option("--dirs", help="Comma-separated folders to sync (default: daily,digest,resource).")
-@click.option("--suffix", "suffixes", help="Comma-separated suffixes (default: md,jsonl).")
+@click.option("--dirs", help="Comma-separated folders to sync (default: daily,digest, as ReMe's file store).")
+@click.option("--suffix", "suffixes", help="Comma-separated suffixes (default: md; jsonl too on request).")
 @click.option("--full", is_flag=True, help="Re-read every file, not only those whose mtime changed.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
-@click.option("--embedding", type=click.Choice(["none", "local", "openai"]), help="Embed chunks (default: none).")
+@click.option(
+    "--embedding",
+    type=click.Choice(["none", "local", "openai"]),
+    help="Embed chunks (default: the model the index records, else none).",
+)
+@click.option(
+    "--chunker",
+    type=click.Choice(["auto", "reme", "builtin"]),
+    help="auto (default): ReMe's own chunkers when reme-ai is installed, else the built-in ones.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @common(with_workspace=False)
-def sync(workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, as_json, config_file, **flags):
-    """Index the workspace's Markdown and JSONL files (only what changed since the last sync)."""
+def sync(workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, as_json, config_file, **flags):
+    """Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync)."""
     _run(
         lambda: _sync(
             workspace,
@@ -219,7 +228,9 @@ def sync(workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding,
             full,
             dry_run,
             as_json,
-            _settings(workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, **flags),
+            _settings(
+                workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, chunker=chunker, **flags
+            ),
         )
     )
 
@@ -263,6 +274,15 @@ def _reporter(as_json: bool):
                 self.progress = None
 
     return Rich(echo, warn)
+
+
+def _reme_chunkers(settings: Settings, workspace: Path):
+    """ReMe's own chunkers when reme-ai is installed (`chunker: auto`) or asked for (`reme`); None: built-in."""
+    from .sync.reme_chunkers import ReMeChunkers, reme_available
+
+    if settings.chunker == "builtin" or (settings.chunker == "auto" and not reme_available()):
+        return None
+    return ReMeChunkers(workspace)  # `reme` without reme-ai: a ConfigError with the install hint
 
 
 async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, settings: Settings) -> int:
@@ -313,6 +333,7 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
         int(settings.max_file_mb * MB),
         settings.chunk_chars,
         State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts)),
+        reme_chunkers=_reme_chunkers(settings, workspace),
     )
     _stop_on_signals(syncer.stop)
     failed = False

@@ -7,8 +7,9 @@
     aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
     aws_service: es                          # es (OpenSearch Service) | aoss (OpenSearch Serverless)
     embedding: none                          # none | local (all-MiniLM-L6-v2, 384-d) | openai
-    dirs: [daily, digest, resource]
-    suffixes: [md, jsonl]
+    dirs: [daily, digest]                    # ReMe's file-store file set; add resource (and jsonl) to index more
+    suffixes: [md]
+    chunker: auto                            # auto (ReMe's chunkers when reme-ai is installed) | reme | builtin
 
 Secrets are `SecretStr`: they never appear in `repr`, in `model_dump()` or in error messages. AWS credentials are
 never settings: botocore reads them (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role).
@@ -30,6 +31,10 @@ from .errors import ConfigError
 from .store import validate_prefix
 
 CONFIG_NAME = "reme-es.yaml"
+# What ReMe's file-store watcher (default.yaml's index_update_loop) indexes: Markdown in daily_dir and digest_dir.
+# ReMe's start-up scan deletes from the file store anything outside this set, so sync defaults to it.
+REME_DIRS = ("daily", "digest")
+REME_SUFFIXES = ("md",)
 ENV_PREFIX = "REME_ES_"
 
 
@@ -62,8 +67,9 @@ class Settings(BaseModel):
     dims: int | None = Field(default=None, gt=0, le=16000)
     hybrid: Literal["auto", "native", "client"] = "auto"
     vector_weight: float = Field(default=0.7, ge=0.0, le=1.0)
-    dirs: list[str] = Field(default_factory=lambda: ["daily", "digest", "resource"])
-    suffixes: list[str] = Field(default_factory=lambda: ["md", "jsonl"])
+    dirs: list[str] = Field(default_factory=lambda: list(REME_DIRS))
+    suffixes: list[str] = Field(default_factory=lambda: list(REME_SUFFIXES))
+    chunker: Literal["auto", "reme", "builtin"] = "auto"
     max_file_mb: float = Field(default=20.0, gt=0)
     chunk_chars: int = Field(default=1500, ge=200)
     batch_files: int = Field(default=200, ge=1)

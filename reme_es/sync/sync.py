@@ -23,6 +23,7 @@ from ..errors import BulkError, ConnectionFailed, InvalidInput, RequestFailed
 from ..models import Chunk, FileDoc, doc_id
 from ..store import MemoryStore
 from .embed import Embedder
+from .reme_chunkers import ReMeChunkers
 from .scan import MB, Changes, LocalFile, diff, in_scope, parse, read_text, walk
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,10 @@ class WorkspaceSync:
         chunk_chars: int = 1500,
         state: State | None = None,
         concurrency: int = 2,
+        reme_chunkers: ReMeChunkers | None = None,
     ):
+        """`reme_chunkers` chunks with ReMe's own chunkers (exactly what ReMe indexes); None uses the built-in ones
+        (`chunk_chars` sizes those only)."""
         self.store = store
         self.root = root.resolve()
         self.dirs = dirs
@@ -177,6 +181,7 @@ class WorkspaceSync:
         self.chunk_chars = chunk_chars
         self.state = state or State(None)
         self.concurrency = max(1, concurrency)
+        self.reme_chunkers = reme_chunkers
         self.stop = asyncio.Event()
         self._known: dict[str, _Known] | None = None
         self._reuse: dict[str, list[float]] = {}  # text hash -> vector, from files deleted in this run
@@ -290,6 +295,7 @@ class WorkspaceSync:
     def _prepare(self, batch: list[tuple[LocalFile, str]]) -> list[tuple[str, str, FileDoc | None, list[Chunk], str]]:
         """Read and chunk files: (path, kind, file doc or None, chunks, failure reason or skip reason)."""
         out = []
+        readable = []
         for file, kind in batch:
             try:
                 read = read_text(file, self.report.warn)
@@ -301,7 +307,18 @@ class WorkspaceSync:
                 out.append((file.path, "skipped", None, [], "binary"))
                 self.state.data["skipped"][file.path] = [file.st_mtime, "binary"]
                 continue
-            text, st = read
+            readable.append((file, kind, *read))
+        if self.reme_chunkers is not None:
+            results = self.reme_chunkers.chunk_files([(file.path, file.abs) for file, *_ in readable])
+            for (file, kind, _, _), result in zip(readable, results, strict=True):
+                if isinstance(result, Exception):
+                    reason = f"ReMe's chunker failed: {type(result).__name__}: {result}"
+                    self.report.warn(f"{file.path}: {reason}")
+                    out.append((file.path, kind, None, [], reason))
+                    continue
+                out.append((file.path, kind, *result, ""))  # the file doc and chunks ReMe's file store writes
+            return out
+        for file, kind, text, st in readable:
             parsed = parse(file.path, text, self.report.warn, self.chunk_chars)
             doc = FileDoc(
                 path=file.path,

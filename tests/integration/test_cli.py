@@ -2,6 +2,11 @@
 
 Each test copies examples/workspace to a temporary folder, uses its own index prefix and its own reme-es
 home (for the local sync state), and drops its indices afterwards.
+
+The sync mechanics (mtime diff, bad input, symlinks, failures, watch) are tested with the built-in chunkers and
+the whole example file set (`BUILTIN`: what `reme-es sync` does without reme-ai, with `--dirs` and `--suffix`
+widened); `test_default_sync_*` and tests/integration/test_reme_friction.py test the defaults: ReMe's file set
+and ReMe's own chunkers.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from reme_es.models import LinkScope, chunk_id
 from reme_es.store import MemoryStore
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+BUILTIN = ["--chunker", "builtin", "--dirs", "daily,digest,resource", "--suffix", "md,jsonl"]
 EXAMPLE_FILES = [
     "daily/2026-05-18.md",
     "daily/2026-05-19/notes.md",
@@ -75,7 +81,7 @@ class Cli:
         return result
 
     def sync(self, *args: str):
-        return self("sync", str(self.workspace), *args)
+        return self("sync", str(self.workspace), *BUILTIN, *args)
 
     def search(self, query: str, *args: str) -> list[tuple[str, int, int]]:
         result = self("search", query, "--json", "--limit", "10", *args)
@@ -372,6 +378,7 @@ def test_watch_picks_up_changes(cli, node_url):
         "reme_es.cli",
         "sync",
         str(cli.workspace),
+        *BUILTIN,
         "--watch",
         "--hosts",
         node_url,
@@ -700,6 +707,7 @@ def test_watch_survives_a_server_outage(cli, node_url):
         "reme_es.cli",
         "sync",
         str(cli.workspace),
+        *BUILTIN,
         "--watch",
         "--hosts",
         proxy.url,
@@ -923,3 +931,29 @@ async def _native(store) -> bool:
 
 async def _collect(pages) -> list:
     return [c.id async for page in pages for c in page]
+
+
+def test_default_sync_indexes_remes_file_set_with_remes_chunkers(cli, node_url):
+    """No --dirs/--suffix/--chunker: daily and digest Markdown, chunked by ReMe's MarkdownFileChunker."""
+    from reme.components.file_chunker import MarkdownFileChunker
+
+    result = CliRunner().invoke(
+        main,
+        ["sync", str(cli.workspace), "--hosts", node_url, "--index-prefix", cli.prefix],
+        env={"REME_ES_HOME": str(cli.home)},
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"syncing {cli.workspace.resolve()} into {cli.prefix}-* (daily, digest; md)"
+    assert _summary(result) == "synced: 5 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped"
+    files = cli.store(lambda s: s.get_files())
+    assert [f.path for f in files] == [p for p in EXAMPLE_FILES if p.endswith(".md")]
+
+    class Rooted(MarkdownFileChunker):
+        workspace_path = cli.workspace.resolve()
+
+    node, chunks = asyncio.run(Rooted(embed_toc=True, max_ast_sections=100).chunk(cli.workspace / "digest/indexing.md"))
+    stored = next(f for f in files if f.path == "digest/indexing.md")
+    assert stored.chunk_ids == [c.id for c in chunks] and len(chunks) == 1
+    assert stored.front_matter == node.front_matter.model_dump(mode="json")
+    assert cli.search("SHA-256", "--mode", "keyword")[0] == ("digest/indexing.md", chunks[0].start_line,
+                                                             chunks[0].end_line)

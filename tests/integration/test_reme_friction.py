@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from reme.config import resolve_app_config
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
+from reme_es.config import default_prefix
 from reme_es.connect import open_store
 from reme_es.embeddings import default_model_path, default_tokenizer_path
 from reme_es.errors import MappingError
@@ -151,3 +153,78 @@ async def test_minilm_backend_refuses_another_dimension(tmp_path):
 
     with pytest.raises(ConfigError, match=r"gives 384-d vectors; remove `dimensions: 1024` or set it to 384"):
         MiniLMAsEmbedding(dimensions=1024)
+
+
+# ------------------------------------------------------------------ reme-es sync = ReMe's own indexing
+
+
+async def stored_index(url: str, prefix: str) -> dict:
+    """Every file doc and chunk (without vectors) of a prefix, as stored."""
+    store = await open_store(ClientSettings(hosts=[url]), prefix, create=False)
+    try:
+        files = await store.get_files(None)
+        chunks = await store.get_chunks({f.path: f.chunk_ids for f in files})
+    finally:
+        await store.close()
+    return {
+        "files": [f.model_dump() for f in files],
+        "chunks": {cid: {k: v for k, v in src.items() if k != "embedding"} for cid, src in sorted(chunks.items())},
+    }
+
+
+async def test_sync_writes_exactly_what_reme_indexes_into_the_prefix_reme_reads(server, tmp_path):
+    ws = tmp_path / "workspace"
+    shutil.copytree(EXAMPLE, ws)
+    broken = "---\nname: [unclosed\n---\n# Broken\n\nwalrus facts, see [[digest/search.md]]\n"
+    (ws / "digest/broken.md").write_text(broken)
+    (ws / "digest/open.md").write_text("---\nname: never closed\n# Open\n\nnarwhal facts\n")
+    prefix = default_prefix(ws)
+    cfg = reme_config(ws, server.engine, server.url, None)  # no index_prefix: the plugin's default
+    try:
+        app = Application(**cfg)
+        await app.start()
+        try:
+            assert app.context.components["file_store"]["default"].store.prefix == prefix
+            indexed = await app.run_job("index_once")
+            assert indexed.success, indexed.answer
+            assert indexed.metadata["counts"] == {"added": 7, "modified": 0, "deleted": 0}
+        finally:
+            await app.close()
+        by_reme = await stored_index(server.url, prefix)
+        await drop_prefix(server.url, prefix)
+
+        home = {"REME_ES_HOME": str(tmp_path / "home")}
+        synced = await asyncio.to_thread(CliRunner().invoke, main, ["sync", str(ws), "--hosts", server.url], env=home)
+        assert synced.exit_code == 0, synced.stderr
+        assert synced.stdout.splitlines()[0].startswith(f"syncing {ws.resolve()} into {prefix}-* (daily, digest; md)")
+        by_sync = await stored_index(server.url, prefix)
+
+        assert [f["path"] for f in by_sync["files"]] == [
+            "daily/2026-05-18.md",
+            "daily/2026-05-19/notes.md",
+            "digest/broken.md",
+            "digest/indexing.md",
+            "digest/open.md",
+            "digest/project-atlas.md",
+            "digest/search.md",
+        ]
+        assert by_sync["files"] == by_reme["files"]  # mtimes, chunk ids in order, links, front matter
+        assert by_sync["chunks"] == by_reme["chunks"]  # ids, paths, line ranges, texts, metadata, dates
+        broken = next(f for f in by_sync["files"] if f["path"] == "digest/broken.md")
+        assert broken["front_matter"] == {"name": "", "description": ""}
+        assert [c["text"] for c in by_sync["chunks"].values() if c["path"] == "digest/broken.md"] == [
+            "# Broken\n\nwalrus facts, see [[digest/search.md]]"
+        ]
+
+        # ReMe, started on the synced index, finds it up to date: nothing re-indexed, nothing deleted.
+        app = Application(**cfg)
+        await app.start()
+        try:
+            again = await app.run_job("index_once")
+            assert again.success, again.answer
+            assert again.metadata["counts"] == {"added": 0, "modified": 0, "deleted": 0}
+        finally:
+            await app.close()
+        assert await stored_index(server.url, prefix) == by_sync
+    finally:
+        await drop_prefix(server.url, prefix)
