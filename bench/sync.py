@@ -179,6 +179,8 @@ def _sync_measured(workspace: Path, host: str, prefix: str, home: Path):
         "reme_es.cli",
         "sync",
         str(workspace),
+        "--chunker",  # the raw baseline's documents come from the built-in chunker
+        "builtin",
         "--json",
         "--hosts",
         host,
