@@ -106,7 +106,8 @@ def same_model(a: dict, b: dict) -> bool:
 
 def describe_model(model: dict) -> str:
     """`local all-MiniLM-L6-v2 (384-d)`, `openai text-embedding-3-small (1536-d)`, `reme:dashscope ...`."""
-    return f"{model.get('provider', '?')} {model.get('model') or '?'} ({model.get('dims', '?')}-d)"
+    name = " ".join(str(part) for part in (model.get("provider") or "?", model.get("model")) if part)
+    return f"{name} ({model.get('dims', '?')}-d)"
 
 
 def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
@@ -117,8 +118,8 @@ def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
     if provider == "openai":
         return make_embedder("openai", model.get("model", ""), model.get("base_url", ""), api_key, model.get("dims"))
     raise ConfigError(
-        f"the index's vectors were made by {describe_model(model)}, which reme-es cannot run; search it from ReMe, "
-        "or use --mode keyword"
+        f"the index's vectors were made by {describe_model(model)}, which reme-es cannot run: search with --mode "
+        "keyword (or through ReMe), sync with --embedding none (ReMe embeds the new chunks at its next start)"
     )
 
 

@@ -255,3 +255,48 @@ async def test_sync_writes_exactly_what_reme_indexes_into_the_prefix_reme_reads(
         assert await stored_index(server.url, prefix) == by_sync
     finally:
         await drop_prefix(server.url, prefix)
+
+
+async def test_cli_on_an_index_whose_vectors_reme_made_with_a_model_reme_es_cannot_run(server, es_prefix, tmp_path):
+    from tests.integration.test_reme import DIMS, make_app
+
+    ws = tmp_path / "ws"
+    for rel, text in NOTES.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    cfg = reme_config(
+        ws,
+        server.engine,
+        server.url,
+        es_prefix,
+        {
+            "as_embedding": {"default": {"backend": "hash", "dimensions": DIMS}},
+            "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
+            "file_store": {"embedding_store": "default"},
+        },
+    )
+    app = make_app(cfg)
+    await app.start()
+    try:
+        assert (await app.run_job("index_once")).success
+        fs = app.context.components["file_store"]["default"]
+        space = fs.embedding_store.vector_space_id
+        recorded = await vectors_model(fs.store)
+    finally:
+        await app.close()
+    assert recorded == {"provider": "reme:hash", "model": "", "dims": DIMS, "vector_space": space}
+
+    def cli(*args: str):
+        return CliRunner().invoke(
+            main, [*args, "--hosts", server.url, "--index-prefix", es_prefix], env={"REME_ES_HOME": str(tmp_path / "h")}
+        )
+
+    refused = await asyncio.to_thread(cli, "search", "cat")
+    assert refused.exit_code == 2
+    assert refused.stderr == (
+        f"error: the index's vectors were made by reme:hash ({DIMS}-d), which reme-es cannot run: search with --mode "
+        "keyword (or through ReMe), sync with --embedding none (ReMe embeds the new chunks at its next start)\n"
+    )
+    keyword = await asyncio.to_thread(cli, "search", "cat", "--mode", "keyword", "--json")
+    assert keyword.exit_code == 0, keyword.stderr
+    assert [h["path"] for h in json.loads(keyword.stdout)["hits"]] == ["digest/pets.md"]
