@@ -7,9 +7,7 @@ list first). Given the same two lists it produces the same order and scores as R
 
 from __future__ import annotations
 
-from .models import Hit
-
-RRF_K = 60
+from .models import RRF_K, Hit
 
 
 def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.7, k: int = RRF_K) -> list[Hit]:
