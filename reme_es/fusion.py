@@ -33,7 +33,10 @@ def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0
     return sorted(merged.values(), key=lambda h: h.score, reverse=True)
 
 
-def candidate_depth(limit: int, multiplier: int = 5, cap: int = 200) -> int:
+MAX_CANDIDATES = 200  # ReMe's cap on each branch's candidates
+
+
+def candidate_depth(limit: int, multiplier: int = 5, cap: int = MAX_CANDIDATES) -> int:
     """How many candidates each branch fetches, as ReMe does: min(cap, limit x multiplier)."""
     return max(limit, min(cap, limit * multiplier))
 

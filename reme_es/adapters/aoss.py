@@ -43,7 +43,9 @@ class ServerlessDialect(OpenSearchDialect):
         return self.capabilities()
 
     @staticmethod
-    def capabilities(node: dict | None = None, analyzers: dict[str, bool] | None = None) -> Capabilities:
+    def capabilities(
+        node: dict | None = None, analyzers: dict[str, bool] | None = None, license_type: str | None = None
+    ) -> Capabilities:
         """The collection's capabilities: k-NN, the language analyzers (analysis plugins are preinstalled),
         flat_object metadata; no hybrid query or pipeline processors."""
         return Capabilities(

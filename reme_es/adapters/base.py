@@ -246,6 +246,11 @@ class Dialect(ABC):
     async def probe(self) -> Capabilities:
         """Ask the server what it can do (reads only; the dialect is not changed)."""
 
+    @staticmethod
+    @abstractmethod
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:
+        """Capabilities from a `_nodes` entry, the analyzers that work and the license type (pure)."""
+
     async def _analyzers(self) -> dict[str, bool]:
         """Which of the template's language analyzers the server has."""
         return {name: await self._analyzer_works(name) for name in ("english", "cjk")}

@@ -210,8 +210,8 @@ class OpenSearchDialect(Dialect):
         return self.capabilities(await self._local_node(), await self._analyzers())
 
     @staticmethod
-    def capabilities(node: dict, analyzers: dict[str, bool]) -> Capabilities:
-        """Capabilities from the node's `_nodes` entry and the analyzers that work (pure)."""
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:
+        """Capabilities from the node's `_nodes` entry and the analyzers that work (pure; no licensed features)."""
         installed = installed_names(node)
         caps = Capabilities(engine="opensearch", version=node["version"])
         major_minor = caps.version_tuple[:2]
