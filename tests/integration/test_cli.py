@@ -895,7 +895,7 @@ def test_search_and_sync_use_the_model_the_index_records(cli, server):
 
     # An index with vectors but no record (made before reme-es recorded models) says what to pass.
     def forget(store):
-        return store.dialect.request("PUT", f"/{store.index('chunks')}/_mapping", {"_meta": {"reme_es": {}}})
+        return store.port.put_meta(store.index("chunks"), {"reme_es": {}})
 
     cli.store(forget)
     result, _ = _search_json(cli, "retention")
