@@ -69,7 +69,10 @@ class Sync:
 
     def __init__(self, server: Server, workspace: Path, home: Path):
         self.url, self.engine, self.workspace = server.url, server.engine, workspace
-        self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES)}
+        self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES),
+                    # the workspace spans resource/ too (sync's default is ReMe's daily + digest); the built-in
+                    # chunker keeps the many runs fast (the chunker plays no part in crash safety)
+                    "REME_ES_DIRS": "daily,digest,resource", "REME_ES_CHUNKER": "builtin"}
 
     def start(self, prefix: str, *args: str, **popen) -> subprocess.Popen:
         code = "from reme_es.cli import main; main()"
