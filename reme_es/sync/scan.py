@@ -49,8 +49,13 @@ def _human(n: int) -> str:
 
 
 def in_scope(path: str, dirs: Iterable[str], suffixes: Iterable[str]) -> bool:
-    """Whether a workspace-relative path belongs to the synced dirs and suffixes."""
+    """Whether a workspace-relative path belongs to the synced dirs and suffixes.
+
+    Hidden entries are never in scope: the walk skips them, so a stored hidden file (ReMe's watcher indexes
+    `daily/.drafts/x.md`) is not sync's to delete."""
     if not any(path.endswith("." + s) for s in suffixes):
+        return False
+    if any(part.startswith(".") for part in path.split("/")):
         return False
     return any(d == "." or path.startswith(d.rstrip("/") + "/") for d in dirs)
 

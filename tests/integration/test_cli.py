@@ -789,8 +789,10 @@ def _get(url: str) -> dict:
         return json.loads(resp.read())
 
 
-def _pipelines(url: str, engine: str) -> list[str]:
-    return sorted(_get(f"{url}/_search/pipeline")) if engine == "opensearch" else []
+def _pipelines(url: str, engine: str, prefix: str) -> list[str]:
+    """Pipelines whose names start with `prefix` (other tests on a shared node make their own meanwhile)."""
+    names = _get(f"{url}/_search/pipeline") if engine == "opensearch" else {}
+    return sorted(n for n in names if n.startswith(prefix))
 
 
 def _indices(url: str, prefix: str) -> list[str]:
@@ -809,10 +811,11 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         mine = [f"{cli.prefix}-{k}-1" for k in ("chunks", "files", "links")]
         assert _indices(node_url, cli.prefix) == sorted([*mine, f"{cli.prefix}-chunks-7",
                                                           *_indices(node_url, neighbour.prefix)])
-        pipelines = _pipelines(node_url, server.engine)
+        pipelines = _pipelines(node_url, server.engine, cli.prefix)  # ours and the neighbour's
         native = server.engine == "opensearch" and server.flavour != "opensearch-3"
         own_pipes = [p for p in pipelines if p.startswith(f"{cli.prefix}-hybrid-")]
         assert own_pipes == ([f"{cli.prefix}-hybrid-rrf-v1"] if native else [])
+        assert pipelines == sorted([*own_pipes, *([f"{neighbour.prefix}-hybrid-rrf-v1"] if native else [])])
 
         refused = cli("drop")
         assert refused.exit_code == 2
@@ -828,7 +831,7 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         assert dropped.exit_code == 0, dropped.stderr
         assert json.loads(dropped.stdout)["pipelines"] == own_pipes
         assert _indices(node_url, cli.prefix) == _indices(node_url, neighbour.prefix)  # only the neighbour's left
-        assert _pipelines(node_url, server.engine) == [p for p in pipelines if p not in own_pipes]
+        assert _pipelines(node_url, server.engine, cli.prefix) == [p for p in pipelines if p not in own_pipes]
         for kind in ("chunks", "files", "links"):
             assert not _alias_exists(node_url, f"{cli.prefix}-{kind}")
             assert _alias_exists(node_url, f"{neighbour.prefix}-{kind}")
