@@ -8,7 +8,8 @@
 // Memories: 10 tenants x 5 namespaces, 12 words each from a 2,000-word vocabulary; vectors: seeded random unit
 // vectors (dims 256, the size of Memorie's HashEmbeddingProvider). Keyword query: two words, scoped to a tenant
 // and namespace, limit 10 (what engine.search passes). Vector query: topK 50, no filter (what the engine asks).
-// Medians and 95th percentiles of wall time per call, after 20 warm-up calls, calls one at a time.
+// Medians and 95th percentiles of wall time per call, after 20 warm-up rounds, one call at a time, adapter and
+// raw request alternating so both see the same load.
 import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
 import { knnBody, searchBody } from "../memorie/dist/src/dialect.js";
 
@@ -40,15 +41,22 @@ function memory(i) {
 }
 
 const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-async function time(fn, n) {
-  for (let i = 0; i < 20; i++) await fn(i);
-  const ms = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    await fn(i);
-    ms.push(Number(process.hrtime.bigint() - t) / 1e6);
+/** p50/p95 of two calls measured alternately (a, b, a, b, ...) so both see the same load; 20 warm-up rounds. */
+async function timePair(a, b, n) {
+  for (let i = 0; i < 20; i++) {
+    await a(i);
+    await b(i);
   }
-  return { p50: q(ms, 0.5), p95: q(ms, 0.95) };
+  const ta = [];
+  const tb = [];
+  for (let i = 0; i < n; i++) {
+    for (const [fn, out] of i % 2 ? [[b, tb], [a, ta]] : [[a, ta], [b, tb]]) {
+      const t = process.hrtime.bigint();
+      await fn(i);
+      out.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }
+  return [{ p50: q(ta, 0.5), p95: q(ta, 0.95) }, { p50: q(tb, 0.5), p95: q(tb, 0.95) }];
 }
 async function raw(path, body) {
   const r = await fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -79,10 +87,16 @@ try {
     const vq = Array.from({ length: queries + 20 }, unit);
     const sAlias = search.info.alias;
     const vAlias = `${prefix}-memorie-vectors`;
-    const ks = await time((i) => search.search(kq[i % kq.length]), queries);
-    const kr = await time((i) => raw(`/${sAlias}/_search`, searchBody(kq[i % kq.length]).body), queries);
-    const vs = await time((i) => vectors.search(vq[i % vq.length], { topK: 50 }), queries);
-    const vr = await time((i) => raw(`/${vAlias}/_search`, knnBody(search.engine, vq[i % vq.length], 50, undefined)), queries);
+    const [ks, kr] = await timePair(
+      (i) => search.search(kq[i % kq.length]),
+      (i) => raw(`/${sAlias}/_search`, searchBody(kq[i % kq.length]).body),
+      queries,
+    );
+    const [vs, vr] = await timePair(
+      (i) => vectors.search(vq[i % vq.length], { topK: 50 }),
+      (i) => raw(`/${vAlias}/_search`, knnBody(search.engine, vq[i % vq.length], 50, undefined)),
+      queries,
+    );
     rows.push({ size, loadS, ks, kr, vs, vr });
     console.error(`loaded ${size} in ${loadS.toFixed(0)} s`);
   }

@@ -139,44 +139,42 @@ export class Connection {
 
   /**
    * Index/delete documents in one bulk request per round. Items that fail with 429/5xx are sent again with
-   * backoff; a delete of a missing id counts as done. Throws once with every item that still failed.
+   * backoff; a delete of a missing id counts as done. Returns the items that still failed.
    */
-  async bulk(index: string, ops: BulkOp[], what: string): Promise<void> {
+  async bulk(index: string, ops: BulkOp[], what: string): Promise<BulkFailure[]> {
     let pending = ops;
-    let failures: BulkFailure[] = [];
+    const failures: BulkFailure[] = [];
     for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await this.sleep(backoffDelay(attempt - 1, this.retryPolicy));
       const lines: string[] = [];
       for (const op of pending) {
         lines.push(JSON.stringify({ [op.action]: { _index: index, _id: op.id } }));
         if (op.action === "index") lines.push(JSON.stringify(op.doc));
       }
-      const response = await this.request({
-        method: "POST",
-        path: "/_bulk",
-        body: lines.join("\n") + "\n",
-        what,
-      });
+      const response = await this.request({ method: "POST", path: "/_bulk", body: lines.join("\n") + "\n", what });
       const items: any[] = response.body?.items ?? [];
       const retry: BulkOp[] = [];
-      failures = [];
       pending.forEach((op, i) => {
         const result = items[i]?.[op.action];
         const status: number = result?.status ?? 500;
         if (status < 300 || (op.action === "delete" && status === 404)) return;
-        const failure = { id: op.id, action: op.action, status, reason: serverReason(result) ?? `HTTP ${status}` };
         if (isRetryableStatus(status) && attempt < this.retryPolicy.retries) retry.push(op);
-        else failures.push(failure);
+        else failures.push({ id: op.id, action: op.action, status, reason: serverReason(result) ?? `HTTP ${status}` });
       });
-      if (failures.length > 0) {
-        const first = failures[0] as BulkFailure;
-        throw this.error(
-          `${what}: ${failures.length} of ${ops.length} items failed (first: ${first.id}: HTTP ${first.status} ${first.reason})`,
-          { status: first.status, reason: first.reason, details: { failures } },
-        );
-      }
       pending = retry;
-      if (pending.length > 0) await this.sleep(backoffDelay(attempt, this.retryPolicy));
     }
+    return failures;
+  }
+
+  /** Throw one error listing every failed bulk item (no-op when none failed). */
+  throwBulkFailures(what: string, failures: BulkFailure[], total: number): void {
+    if (failures.length === 0) return;
+    const first = failures[0] as BulkFailure;
+    throw this.error(
+      `${what}: ${failures.length} of ${total} items failed (first: ${first.id}: HTTP ${first.status} ${first.reason}); ` +
+        "the other items are stored",
+      { status: first.status, reason: first.reason, details: { failures } },
+    );
   }
 
   /** The `refresh` query parameter of single-document writes under this store's policy. */

@@ -1,4 +1,4 @@
-import { connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { type BulkFailure, connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import { InvalidQuery, keywordScore, memoryDoc, memoryFromSource, searchBody } from "./dialect.js";
 import { SearchError } from "./errors.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
@@ -63,20 +63,27 @@ class OpenSearchSearchStore implements OpenSearchStore {
 
   async indexMany(memories: Iterable<Memory>, options: { refresh?: RefreshPolicy; pageSize?: number } = {}) {
     const pageSize = options.pageSize ?? 500;
+    const failures: BulkFailure[] = [];
+    let total = 0;
     let page: Memory[] = [];
     const flush = async () => {
       if (page.length === 0) return;
       const ops = page.map((m) => ({ action: "index" as const, id: m.id, doc: memoryDoc(m) }));
       page = [];
-      await this.conn.bulk(this.alias, ops, `index ${ops.length} memories`);
+      failures.push(...(await this.conn.bulk(this.alias, ops, `index ${ops.length} memories`)));
     };
-    for (const m of memories) {
-      checkMemory(m);
-      page.push(m);
-      if (page.length >= pageSize) await flush();
+    try {
+      for (const m of memories) {
+        checkMemory(m);
+        page.push(m);
+        total++;
+        if (page.length >= pageSize) await flush();
+      }
+      await flush();
+    } finally {
+      if ((options.refresh ?? this.conn.refresh) !== "false") await this.refresh();
     }
-    await flush();
-    if ((options.refresh ?? this.conn.refresh) !== "false") await this.refresh();
+    this.conn.throwBulkFailures("indexMany", failures, total);
   }
 
   async search(query: SearchQuery): Promise<SearchResult[]> {

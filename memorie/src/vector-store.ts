@@ -1,4 +1,4 @@
-import { connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { type BulkFailure, connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import { knnBody, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
 import { VectorStoreError } from "./errors.js";
 import { allIds, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
@@ -146,24 +146,31 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   ): Promise<void> {
     const pageSize = options.pageSize ?? 500;
     const conn = this.idx.conn;
+    const failures: BulkFailure[] = [];
+    let total = 0;
     let page: { action: "index"; id: string; doc: unknown }[] = [];
     let alias: string | undefined;
     const flush = async () => {
       if (page.length === 0 || !alias) return;
       const ops = page;
       page = [];
-      await conn.bulk(alias, ops, `upsert ${ops.length} vectors`);
+      failures.push(...(await conn.bulk(alias, ops, `upsert ${ops.length} vectors`)));
     };
-    for (const e of entries) {
-      checkVector(e.embedding, `upsert ${e.id}`);
-      this.idx.checkDims(e.embedding, `upsert ${e.id}`);
-      alias ??= (await this.idx.ensure(e.embedding.length)).alias;
-      this.idx.checkDims(e.embedding, `upsert ${e.id}`);
-      page.push({ action: "index", id: e.id, doc: vectorDoc(e.id, e.embedding, this.metadataFor(e.id, e.metadata)) });
-      if (page.length >= pageSize) await flush();
+    try {
+      for (const e of entries) {
+        checkVector(e.embedding, `upsert ${e.id}`);
+        this.idx.checkDims(e.embedding, `upsert ${e.id}`);
+        alias ??= (await this.idx.ensure(e.embedding.length)).alias;
+        this.idx.checkDims(e.embedding, `upsert ${e.id}`);
+        page.push({ action: "index", id: e.id, doc: vectorDoc(e.id, e.embedding, this.metadataFor(e.id, e.metadata)) });
+        total++;
+        if (page.length >= pageSize) await flush();
+      }
+      await flush();
+    } finally {
+      if (alias && (options.refresh ?? conn.refresh) !== "false") await conn.refreshIndex(alias);
     }
-    await flush();
-    if (alias && (options.refresh ?? conn.refresh) !== "false") await conn.refreshIndex(alias);
+    conn.throwBulkFailures("upsertMany", failures, total);
   }
 
   async search(embedding: number[], options: VectorSearchOptions = {}): Promise<VectorSearchResult[]> {
