@@ -124,10 +124,12 @@ for (const { engine, url } of targets) {
     });
 
     it("vector search as the engine asks: topK max(limit x 5, 50), no filter, every tenant's entries", async () => {
-      const { engine: e } = await open();
-      for (let i = 0; i < 120; i++) {
-        await e.add(makeMemory({ tenantId: `t${i % 3}`, content: `spruce ${i} word${i % 7} term${i % 11}` }));
-      }
+      const { search, vectors, engine: e } = await open();
+      // Loaded in bulk (the same documents add() writes one by one) to keep the test short.
+      const ms = Array.from({ length: 120 }, (_, i) => makeMemory({ tenantId: `t${i % 3}`, content: `spruce ${i} word${i % 7} term${i % 11}` }));
+      for (const m of ms) e.canonical.set(m.id, m);
+      await search.indexMany(ms);
+      await vectors.upsertMany(ms.map((m) => ({ id: m.id, embedding: embed(m.content), metadata: { tenantId: m.tenantId, namespace: m.namespace, subjectId: m.subjectId } })));
       const r10 = await e.find({ tenantId: "t0", query: "spruce word1", limit: 10 });
       assert.deepEqual(e.vectorCalls.at(-1), { topK: 50 });
       assert.equal(r10.semantic.length, 50);

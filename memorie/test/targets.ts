@@ -19,7 +19,7 @@ export const targets: Target[] = [
 if (targets.length === 0) {
   throw new Error(
     "no node to test against: set REME_ES_MEMORIE_OPENSEARCH_URL and/or REME_ES_MEMORIE_ELASTICSEARCH_URL " +
-      "(e.g. to the url printed by `reme-es server start --flavour opensearch-2.19 --json`)",
+      "(e.g. http://127.0.0.1:<port> of a node from `reme-es server start --flavour opensearch-2.19`)",
   );
 }
 
