@@ -239,7 +239,7 @@ async def main() -> None:
                 await store.ensure_pipeline()
                 weights = (
                     "unweighted (2.19 takes no weights), k 60"
-                    if kind == "rrf" and not store.dialect.rrf_weights
+                    if kind == "rrf" and not store.caps.rrf_weights
                     else "keyword 0.3 / vector 0.7"
                 )
                 await add(f"native hybrid {kind}", "hybrid", weights)

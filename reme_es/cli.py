@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from .adapters.base import redact_host
+from .adapters.registry import engine_names
 from .config import Settings, load_settings
 from .errors import ConfigError, InvalidFilter, MappingError, ReMeESError
 from .store import MemoryStore
@@ -58,7 +59,7 @@ def common(with_workspace: bool = True):
 
     def decorate(f):
         f = click.option("--index-prefix", help="Index prefix (default: from the workspace folder).")(f)
-        f = click.option("--engine", type=click.Choice(["auto", "opensearch", "elasticsearch"]), help="Engine.")(f)
+        f = click.option("--engine", type=click.Choice(["auto", *engine_names()]), help="Engine.")(f)
         f = click.option(
             "--aws-service", type=click.Choice(["es", "aoss"]), help="SigV4 service: es or aoss (Serverless)."
         )(f)

@@ -1,7 +1,7 @@
 """Settings of the `reme-es` command line: YAML file < `REME_ES_*` environment variables < command-line flags.
 
     hosts: [https://search.example:9200]     # none: the managed local node (`reme-es server start`)
-    engine: auto                             # auto | opensearch | elasticsearch
+    engine: auto                             # auto | a registered engine: opensearch, elasticsearch, aoss
     index_prefix: my-notes                   # default: workspace folder name + hash of its absolute path
     username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
     aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from .adapters.base import ClientSettings
 from .errors import ConfigError
-from .store import validate_prefix
+from .store import validate_hybrid, validate_prefix
 
 CONFIG_NAME = "reme-es.yaml"
 ENV_PREFIX = "REME_ES_"
@@ -45,7 +45,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     hosts: list[str] = Field(default_factory=list)
-    engine: Literal["auto", "opensearch", "elasticsearch"] = "auto"
+    engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.registry)
     index_prefix: str | None = None
     username: str | None = None
     password: SecretStr | None = Field(default=None, exclude=True)
@@ -60,7 +60,7 @@ class Settings(BaseModel):
     embedding_base_url: str = "https://api.openai.com/v1"
     embedding_api_key: SecretStr | None = Field(default=None, exclude=True)
     dims: int | None = Field(default=None, gt=0, le=16000)
-    hybrid: Literal["auto", "native", "client"] = "auto"
+    hybrid: str = "auto"  # auto | native | client (checked by reme_es.store.validate_hybrid)
     vector_weight: float = Field(default=0.7, ge=0.0, le=1.0)
     dirs: list[str] = Field(default_factory=lambda: ["daily", "digest", "resource"])
     suffixes: list[str] = Field(default_factory=lambda: ["md", "jsonl"])
@@ -68,6 +68,23 @@ class Settings(BaseModel):
     chunk_chars: int = Field(default=1500, ge=200)
     batch_files: int = Field(default=200, ge=1)
     flavour: Literal["opensearch-2.19", "opensearch-3", "elasticsearch-9"] = "opensearch-2.19"
+
+    @field_validator("engine")
+    @classmethod
+    def _registered_engine(cls, value: str) -> str:
+        from .adapters.registry import engine_names
+
+        if value != "auto" and value not in engine_names():
+            raise ValueError(f"engine must be auto or one of {', '.join(engine_names())}, got {value!r}")
+        return value
+
+    @field_validator("hybrid")
+    @classmethod
+    def _hybrid_mode(cls, value: str) -> str:
+        try:
+            return validate_hybrid(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("hosts", "dirs", "suffixes", mode="before")
     @classmethod

@@ -13,7 +13,8 @@
     ├── RequestFailed          the server rejected a request (status and reason kept)
     └── BulkError              some bulk items failed; every failed item is listed
 
-Client exceptions are mapped to this tree in one place (`reme_es.adapters.base.map_client_error`).
+Client exceptions are mapped to this tree in one place (`reme_es.adapters.transport.Transport.map_error`), by
+HTTP status, the error's `type` and the exception's class, never by the words of a message.
 Messages say what to do next and never contain credentials.
 """
 
@@ -35,7 +36,11 @@ class ServerError(ReMeESError):
 
 
 class ConnectionFailed(ReMeESError):
-    """No configured host answered."""
+    """No configured host answered; `kind` says why when known (refused, unknown host, tls, timeout)."""
+
+    def __init__(self, message: str, kind: str | None = None):
+        super().__init__(message)
+        self.kind = kind
 
 
 class AuthError(ReMeESError):
@@ -63,12 +68,14 @@ class InvalidInput(ReMeESError):
 
 
 class RequestFailed(ReMeESError):
-    """The server rejected a request."""
+    """The server rejected a request: its HTTP `status`, the error `type` (e.g. `resource_already_exists_exception`)
+    and `reason`, as far as the answer carried them."""
 
-    def __init__(self, message: str, status: int | None = None, reason: str | None = None):
+    def __init__(self, message: str, status: int | None = None, reason: str | None = None, type: str = ""):
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.type = type
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,7 @@ list first). Given the same two lists it produces the same order and scores as R
 
 from __future__ import annotations
 
-from .models import Hit
-
-RRF_K = 60
+from .models import RRF_K, Hit
 
 
 def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.7, k: int = RRF_K) -> list[Hit]:
@@ -35,7 +33,10 @@ def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0
     return sorted(merged.values(), key=lambda h: h.score, reverse=True)
 
 
-def candidate_depth(limit: int, multiplier: int = 5, cap: int = 200) -> int:
+MAX_CANDIDATES = 200  # ReMe's cap on each branch's candidates
+
+
+def candidate_depth(limit: int, multiplier: int = 5, cap: int = MAX_CANDIDATES) -> int:
     """How many candidates each branch fetches, as ReMe does: min(cap, limit x multiplier)."""
     return max(limit, min(cap, limit * multiplier))
 

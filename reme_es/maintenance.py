@@ -1,7 +1,7 @@
 """Index maintenance above the store: blue/green reindex behind the aliases, and template diffs.
 
-Reindex copies documents with a scroll + bulk through the store's dialect (no `_reindex`: the OpenSearch 2.19
-test node lacks the reindex module), checks the counts, swaps the alias in one `POST /_aliases` and only then
+Reindex copies documents with a scroll + bulk through the store's port (no `_reindex`: the OpenSearch 2.19
+test node lacks the reindex module), checks the counts, swaps the alias in one atomic request and only then
 deletes the old index. Stop writers (sync --watch, ReMe) while it runs: writes to the old index after its
 copy are lost with it.
 """
@@ -11,59 +11,77 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .adapters.lookups import scroll_body
+from .adapters.port import Action
 from .errors import MappingError, RequestFailed
 from .store import MemoryStore
 from .templates import INDEX_KINDS, IndexOptions, render_index
 
-SCROLL = "5m"
 PAGE = 1000
 
 
 async def concrete_indices(store: MemoryStore, kind: str) -> list[str]:
     """The concrete indices behind one alias of the store (sorted; [] when the alias does not exist)."""
-    try:
-        return sorted(await store.dialect.request("GET", f"/_alias/{store.index(kind)}"))
-    except RequestFailed as exc:
-        if exc.status == 404:
-            return []
-        raise
-
-
-async def _count(store: MemoryStore, index: str) -> int:
-    return (await store.dialect.request("GET", f"/{index}/_count"))["count"]
+    return await store.port.concrete(store.index(kind))
 
 
 async def _copy(
     store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool, progress: Callable[[int], None] | None
 ) -> int:
-    resp = await store.dialect.request("POST", f"/{old}/_search", scroll_body(PAGE), {"scroll": SCROLL})
-    scroll_id = resp.get("_scroll_id")
     copied = 0
-    try:
-        while hits := resp["hits"]["hits"]:
-            actions = []
-            for hit in hits:
-                src = hit["_source"]
-                if not keep_vectors:
-                    src.pop("embedding", None)
-                action = {"_op_type": "index", "_index": new, "_id": hit["_id"], "_source": src}
-                if kind == "chunks":
-                    action["_routing"] = hit.get("_routing") or src["path"]
-                actions.append(action)
-            (await store.dialect.bulk(actions)).raise_for_failures()
-            copied += len(actions)
-            if progress:
-                progress(copied)
-            resp = await store.dialect.request("POST", "/_search/scroll", {"scroll": SCROLL, "scroll_id": scroll_id})
-            scroll_id = resp.get("_scroll_id", scroll_id)
-    finally:
-        if scroll_id:
-            try:
-                await store.dialect.request("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]})
-            except RequestFailed:
-                pass
+    async for hits in store.port.scroll(old, PAGE):
+        actions = []
+        for hit in hits:
+            src = hit["_source"]
+            if not keep_vectors:
+                src.pop("embedding", None)
+            routing = (hit.get("_routing") or src["path"]) if kind == "chunks" else None
+            actions.append(Action("index", new, hit["_id"], src, routing=routing))
+        (await store.port.bulk(actions)).raise_for_failures()
+        copied += len(actions)
+        if progress:
+            progress(copied)
     return copied
+
+
+def _next_name(alias: str, old: str) -> str:
+    m = re.fullmatch(re.escape(alias) + r"-(\d+)", old)
+    new = f"{alias}-{int(m.group(1)) + 1 if m else 1}"
+    return f"{alias}-2" if new == old else new
+
+
+async def _rebuild(
+    store: MemoryStore, kind: str, target: IndexOptions, progress: Callable[[str, int], None] | None
+) -> dict:
+    """Rebuild one index kind behind its alias (see `reindex`)."""
+    alias, port = store.index(kind), store.port
+    olds = await concrete_indices(store, kind)
+    if len(olds) != 1:
+        raise MappingError(
+            f"alias {alias} points to {len(olds)} indices ({', '.join(olds) or 'none'}); expected exactly one. "
+            "Run `reme-es sync` to create the indices, or fix the alias by hand."
+        )
+    old = olds[0]
+    new = _next_name(alias, old)
+    await port.delete_index(new, missing_ok=True)  # a leftover of an interrupted reindex: not behind the alias
+    keep_vectors = kind != "chunks" or (target.dims is not None and target.dims == store.dims)
+    await port.create_index(new, render_index(kind, store.dialect, store.indices.connected(), target))
+    try:
+        copied = await _copy(store, old, new, kind, keep_vectors, (lambda n: progress(kind, n)) if progress else None)
+        await port.refresh([new])
+        await port.refresh([old])
+        before, after = await port.count(old), await port.count(new)
+        if before != after:
+            raise RequestFailed(
+                f"reindex of {alias}: {old} holds {before} docs but {new} got {after}; nothing "
+                "was swapped. Stop other writers and run `reme-es reindex` again."
+            )
+    except BaseException:
+        await port.delete_index(new)
+        raise
+    await port.swap_alias(alias, old, new)
+    await port.delete_index(old)
+    vectors = "none" if kind != "chunks" or not store.dims else "kept" if keep_vectors else "dropped"
+    return {"kind": kind, "alias": alias, "old": old, "new": new, "docs": copied, "vectors": vectors}
 
 
 async def reindex(
@@ -76,49 +94,8 @@ async def reindex(
 
     Vectors are copied when the dimension stays the same and dropped otherwise (`sync` embeds them again).
     """
-    assert store.caps is not None, "connect the store first"
-    results = []
-    for kind in kinds:
-        alias = store.index(kind)
-        olds = await concrete_indices(store, kind)
-        if len(olds) != 1:
-            raise MappingError(
-                f"alias {alias} points to {len(olds)} indices ({', '.join(olds) or 'none'}); expected exactly one. "
-                "Run `reme-es sync` to create the indices, or fix the alias by hand."
-            )
-        old = olds[0]
-        m = re.fullmatch(re.escape(alias) + r"-(\d+)", old)
-        new = f"{alias}-{int(m.group(1)) + 1 if m else 1}"
-        if new == old:
-            new = f"{alias}-2"
-        try:  # a leftover of an interrupted reindex: not behind the alias, safe to drop
-            await store.dialect.request("DELETE", f"/{new}")
-        except RequestFailed as exc:
-            if exc.status != 404:
-                raise
-        keep_vectors = kind != "chunks" or (target.dims is not None and target.dims == store.dims)
-        await store.dialect.request("PUT", f"/{new}", render_index(kind, store.dialect, store.caps, target))
-        try:
-            copied = await _copy(
-                store, old, new, kind, keep_vectors, (lambda n, k=kind: progress(k, n)) if progress else None
-            )
-            await store.dialect.request("POST", f"/{new}/_refresh")
-            await store.dialect.request("POST", f"/{old}/_refresh")
-            before, after = await _count(store, old), await _count(store, new)
-            if before != after:
-                raise RequestFailed(
-                    f"reindex of {alias}: {old} holds {before} docs but {new} got {after}; nothing "
-                    "was swapped. Stop other writers and run `reme-es reindex` again."
-                )
-        except BaseException:
-            await store.dialect.request("DELETE", f"/{new}")
-            raise
-        actions = [{"remove": {"index": old, "alias": alias}}, {"add": {"index": new, "alias": alias}}]
-        await store.dialect.request("POST", "/_aliases", {"actions": actions})
-        await store.dialect.request("DELETE", f"/{old}")
-        vectors = "none" if kind != "chunks" or not store.dims else "kept" if keep_vectors else "dropped"
-        results.append({"kind": kind, "alias": alias, "old": old, "new": new, "docs": copied, "vectors": vectors})
-    return results
+    store.indices.connected()
+    return [await _rebuild(store, kind, target, progress) for kind in kinds]
 
 
 def _flatten(props: dict, prefix: str = "") -> dict[str, dict]:
@@ -137,19 +114,15 @@ def _norm(value: object) -> str:
 
 async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, list[str]]:
     """Per index kind, how the live mapping differs from what the current templates would create."""
-    assert store.caps is not None, "connect the store first"
+    caps = store.indices.connected()
     out: dict[str, list[str]] = {}
     for kind in INDEX_KINDS:
         alias = store.index(kind)
-        try:
-            resp = await store.dialect.request("GET", f"/{alias}/_mapping")
-        except RequestFailed as exc:
-            if exc.status == 404:
-                out[kind] = [f"index {alias} does not exist"]
-                continue
-            raise
-        actual = next(iter(resp.values()))["mappings"]
-        expected = render_index(kind, store.dialect, store.caps, options)["mappings"]
+        actual = await store.port.mapping(alias)
+        if actual is None:
+            out[kind] = [f"index {alias} does not exist"]
+            continue
+        expected = render_index(kind, store.dialect, caps, options)["mappings"]
         have, want = _flatten(actual.get("properties", {})), _flatten(expected.get("properties", {}))
         problems = []
         for field in sorted(set(have) | set(want)):

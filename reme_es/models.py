@@ -11,9 +11,12 @@ import re
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import InvalidFilter
+
+# k of reciprocal rank fusion everywhere: client-side fusion, the server's RRF processor and retriever.
+RRF_K = 60
 
 # Ids longer than this many UTF-8 bytes are hashed (OpenSearch and Elasticsearch refuse ids over 512 bytes).
 MAX_ID_BYTES = 512
@@ -132,7 +135,7 @@ class Neighbour(BaseModel):
 class Capabilities(BaseModel):
     """What the connected server can do, probed once at connect."""
 
-    engine: Literal["opensearch", "elasticsearch"]
+    engine: str  # a registered dialect's name (`reme_es.adapters.registry.engine_names()`)
     version: str
     knn: bool = False
     knn_engines: list[str] = Field(default_factory=list)
@@ -143,6 +146,16 @@ class Capabilities(BaseModel):
     normalization_processor: bool = False
     rrf_processor: bool = False
     rrf_retriever: bool = False
+    rrf_weights: bool = False  # the RRF processor takes branch weights (OpenSearch 3.0+)
+
+    @field_validator("engine")
+    @classmethod
+    def _registered(cls, engine: str) -> str:
+        from .adapters.registry import engine_names
+
+        if engine not in engine_names():
+            raise ValueError(f"engine must be one of {', '.join(engine_names())}, got {engine!r}")
+        return engine
 
     @property
     def version_tuple(self) -> tuple[int, ...]:

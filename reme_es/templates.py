@@ -8,7 +8,6 @@ Analyzers the server lacks (the Elasticsearch integ-test node has no analysis-co
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -71,7 +70,3 @@ def render_index(kind: str, dialect: Dialect, caps: Capabilities, options: Index
     body["mappings"]["_meta"] = {"reme_es": {"kind": kind, "template_version": version, "analyzers": fallbacks}}
     return body
 
-
-def expected_mapping(kind: str, dialect: Dialect, caps: Capabilities, options: IndexOptions) -> dict:
-    """Just the mappings part of `render_index`, for comparing with an existing index."""
-    return copy.deepcopy(render_index(kind, dialect, caps, options)["mappings"])

@@ -16,6 +16,8 @@ import pytest
 from reme_es.server.flavours import get_flavour
 from tests.containers.servers import Server, selected_flavours, test_server
 
+pytest_plugins = ["reme_es.testing.plugin"]  # the contract suite's store_factory (tests/contract)
+
 FLAVOURS = [f for f in selected_flavours() if get_flavour(f).security_plugin is None]
 
 

@@ -1,15 +1,13 @@
 """The engine-neutral part of an adapter: request builders shared by every dialect, and the dialect surface.
 
-A dialect (one module per engine) subclasses `Dialect` and overrides only what differs: how a client is
-made and called, the vector field and k-NN clause, the metadata field type, the capability probe and the
-native hybrid request. Builders are pure functions of their arguments; only `Connection` does I/O.
+A dialect (one module per engine, found by entry point: `reme_es.adapters.registry`) subclasses `Dialect` and
+overrides only what differs: its transport (how a client is made and called), the vector field and k-NN
+clause, the metadata field type, the capability probe and the native hybrid request. Builders are pure
+functions of their arguments; only the transport (`reme_es.adapters.transport`) does I/O.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import random
 import re
 import urllib.parse
 from abc import ABC, abstractmethod
@@ -19,22 +17,11 @@ from typing import Any
 
 import orjson
 
-from ..errors import (
-    AuthError,
-    BulkError,
-    BulkItemFailure,
-    ConfigError,
-    ConnectionFailed,
-    MappingError,
-    ReMeESError,
-    RequestFailed,
-)
-from ..models import Capabilities, SearchFilter
-
-log = logging.getLogger(__name__)
+from ..errors import BulkItemFailure, CapabilityError, ConfigError, MappingError, ReMeESError, RequestFailed
+from ..models import RRF_K, Capabilities, SearchFilter
+from .transport import RETRYABLE_STATUS, BulkOutcome, Transport
 
 SOURCE_EXCLUDES = ["embedding"]
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 AWS_SERVICES = ("es", "aoss")
 
 
@@ -165,138 +152,50 @@ class ClientSettings:
         return f"ClientSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
-@dataclass
-class BulkOutcome:
-    """Result of a bulk write: how many items succeeded and which failed (id, status, reason)."""
-
-    succeeded: int = 0
-    failures: list[BulkItemFailure] = field(default_factory=list)
-    # (index as given in the action, id) -> (_seq_no, _primary_term) of every document this bulk wrote
-    versions: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
-
-    def raise_for_failures(self) -> None:
-        """Raise BulkError listing every failed item, if any."""
-        if self.failures:
-            raise BulkError(self.failures, self.succeeded)
-
-
 class Dialect(ABC):
-    """What differs between engines. Subclasses are stateless apart from the client they hold."""
+    """What differs between engines: capability flags, pure builders, and capabilities from node info.
+
+    A dialect object holds no state of its own beyond its settings and its `transport` (the client); `probe`
+    returns the server's `Capabilities` and changes nothing, and builders that depend on the server take those
+    capabilities as an argument. `request`, `bulk`, `client` and `close` are the transport's, handed through.
+    """
 
     engine: str = ""
     metadata_type: str = ""
+    transport_class: type[Transport]
+    uses_search_pipeline = False  # native hybrid needs a search pipeline named in the request
+    refreshes_itself = False  # True: no refresh API; writes become searchable on the engine's own schedule
+    merges_itself = False  # True: no force-merge or index stats API
 
     def __init__(self, settings: ClientSettings):
         self.settings = settings
-        self._client: Any = None
+        self.transport = self.transport_class(settings)
 
-    # --- client ---------------------------------------------------------------------------------
-    @abstractmethod
-    def _make_client(self) -> Any:
-        """Create the engine's async client (lazily, on first use)."""
-
+    # --- transport, handed through ------------------------------------------------------------
     @property
     def client(self) -> Any:
         """The engine client, created on first use."""
-        if self._client is None:
-            self._client = self._make_client()
-        return self._client
+        return self.transport.client
+
+    @property
+    def _client(self) -> Any:
+        return self.transport._client
 
     async def close(self) -> None:
         """Close the client's connections."""
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-
-    @abstractmethod
-    async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
-        """Send one request and return the decoded body."""
-
-    @abstractmethod
-    def _bulk_helper(self) -> Any:
-        """The client library's async_streaming_bulk."""
-
-    @abstractmethod
-    def _error_info(self, exc: Exception) -> tuple[int | None, str, bool]:
-        """(status, reason, is_connection_error) of a client exception, or (None, '', False) if foreign."""
+        await self.transport.close()
 
     async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         """Send one request; client exceptions are mapped to the ReMeESError tree."""
-        try:
-            return await self._perform(method, path, body, params)
-        except ReMeESError:
-            raise
-        except Exception as exc:
-            raise self.map_error(exc, f"{method} {path}") from exc
-
-    def map_error(self, exc: Exception, what: str) -> ReMeESError:
-        """Map a client exception to the ReMeESError tree (the only place this is done)."""
-        status, reason, connection = self._error_info(exc)
-        hosts = ", ".join(redact_host(h) for h in self.settings.hosts)
-        if connection:
-            tls = ""
-            if re.search(r"certificate|ssl|tls", reason, re.IGNORECASE):
-                tls = (
-                    "; the TLS handshake failed: set ca_certs to the CA file that signed the server certificate "
-                    "(verify_certs=False skips verification: tests only)"
-                )
-            return ConnectionFailed(
-                f"could not reach {hosts} ({reason}); check that the server runs and the hosts/TLS settings "
-                f"are right (start a local node with `reme-es server start`){tls}"
-            )
-        if status in (401, 403):
-            return AuthError(
-                f"{what}: the server answered {status} ({reason}); check the username/password or API key, "
-                "and that the role may use this index prefix"
-            )
-        if status is None:
-            return ReMeESError(f"{what} failed: {type(exc).__name__}: {exc}")
-        return RequestFailed(f"{what} failed with {status}: {reason}", status=status, reason=reason)
+        return await self.transport.request(method, path, body, params)
 
     async def bulk(self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20) -> BulkOutcome:
         """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported."""
-        outcome = BulkOutcome()
-        pending = actions
-        helper = self._bulk_helper()
-        for attempt in range(max_retries + 1):
-            retry: list[dict] = []
-            try:
-                stream = helper(
-                    self.client,
-                    pending,
-                    chunk_size=2000,
-                    max_chunk_bytes=chunk_bytes,
-                    raise_on_error=False,
-                    raise_on_exception=False,
-                    max_retries=0,
-                    yield_ok=True,
-                )
-                results = [item async for item in stream]
-            except Exception as exc:
-                raise self.map_error(exc, "bulk") from exc
-            for action, (ok, item) in zip(pending, results, strict=True):
-                op, info = next(iter(item.items()))
-                raw_status = info.get("status")
-                status = raw_status if isinstance(raw_status, int) else 503  # transport failure: no item status
-                if ok or (op == "delete" and status == 404):
-                    outcome.succeeded += 1
-                    if "_seq_no" in info and op != "delete":
-                        key = (action["_index"], str(action.get("_id")))
-                        outcome.versions[key] = (info["_seq_no"], info["_primary_term"])
-                    continue
-                if status in RETRYABLE_STATUS and attempt < max_retries:
-                    retry.append(action)
-                    continue
-                error = info.get("error")
-                reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
-                outcome.failures.append(BulkItemFailure(str(info.get("_index", "")), str(info.get("_id")), status, reason))
-            if not retry:
-                break
-            delay = min(10.0, 0.2 * 2**attempt) * (0.5 + random.random())
-            log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(retry), attempt + 1, delay)
-            await asyncio.sleep(delay)
-            pending = retry
-        return outcome
+        return await self.transport.bulk(actions, max_retries, chunk_bytes)
+
+    def map_error(self, exc: Exception, what: str) -> ReMeESError:
+        """Map a client exception to the ReMeESError tree."""
+        return self.transport.map_error(exc, what)
 
     # --- mappings -------------------------------------------------------------------------------
     @abstractmethod
@@ -318,27 +217,43 @@ class Dialect(ABC):
         self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
     ) -> dict:
         """A k-NN request body with the filter inside the k-NN clause: the `k` nearest, of which `size` (default k)
-        come back."""
+        come back. `num_candidates` is the per-shard exploration depth where the engine takes one."""
 
     def hybrid_body(
         self, text: str, vector: list[float], size: int, f: SearchFilter, fields: tuple[str, ...] | None = None
     ) -> dict:
         """A native hybrid request body (engines without one raise)."""
-        raise NotImplementedError
-
-    uses_search_pipeline = False
+        raise CapabilityError(f"{self.engine} has no native hybrid request; use hybrid: client")
 
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
         """Whether this server can fuse `kind` ('rrf' or 'minmax') in one request."""
         return False
 
-    def pipeline_body(self, kind: str, vector_weight: float) -> dict:
-        """A search pipeline body for native hybrid (engines without pipelines raise)."""
-        raise NotImplementedError
+    def hybrid_score_ceiling(self, kind: str | None) -> float:
+        """The highest score a native fusion of `kind` can give (above it, raw sub-query scores came back)."""
+        return 1.0 if kind == "minmax" else 2.0 / (RRF_K + 1)
 
+    def pipeline_body(self, kind: str, vector_weight: float, weighted_rrf: bool = False) -> dict:
+        """A search pipeline body for native hybrid (engines without pipelines raise)."""
+        raise CapabilityError(f"{self.engine} has no search pipelines; use hybrid: client")
+
+    def pipeline_weighted(self, caps: Capabilities | None, kind: str | None) -> bool:
+        """Whether the pipeline of `kind` on this server carries the branch weights (and so names them)."""
+        return True
+
+    # --- capabilities ---------------------------------------------------------------------------
     @abstractmethod
     async def probe(self) -> Capabilities:
-        """Ask the server what it can do."""
+        """Ask the server what it can do (reads only; the dialect is not changed)."""
+
+    @staticmethod
+    @abstractmethod
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:
+        """Capabilities from a `_nodes` entry, the analyzers that work and the license type (pure)."""
+
+    async def _analyzers(self) -> dict[str, bool]:
+        """Which of the template's language analyzers the server has."""
+        return {name: await self._analyzer_works(name) for name in ("english", "cjk")}
 
     async def _analyzer_works(self, analyzer: str) -> bool:
         try:
@@ -346,6 +261,16 @@ class Dialect(ABC):
         except RequestFailed:
             return False
         return True
+
+    async def _local_node(self) -> dict:
+        """The `_nodes/_local/plugins` entry of the node answering."""
+        nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
+        return next(iter(nodes.values()))
+
+
+def installed_names(node: dict) -> set[str]:
+    """Names of a node's modules and plugins, from its `_nodes` entry."""
+    return {m["name"] for m in node.get("modules", [])} | {p["name"] for p in node.get("plugins", [])}
 
 
 def validate_hosts(hosts: Iterable[str] | str | None) -> list[str]:
@@ -375,3 +300,10 @@ def ensure_mapping_compatible(index: str, actual: dict, expected: dict) -> None:
             f"index {index} exists with an incompatible mapping: {'; '.join(problems)}. "
             "Rebuild it with `reme-es reindex` or choose another index prefix."
         )
+
+
+__all__ = [
+    "RETRYABLE_STATUS", "SOURCE_EXCLUDES", "BulkItemFailure", "BulkOutcome", "ClientSettings", "Dialect",
+    "candidates_only", "cosine_from_score", "ensure_mapping_compatible", "filter_clauses", "installed_names",
+    "keyword_body", "keyword_query", "redact_host", "validate_hosts",
+]

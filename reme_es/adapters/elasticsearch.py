@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
-from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, ClientSettings, Dialect, filter_clauses, keyword_query
+from ..errors import AuthError, ConfigError, RequestFailed
+from ..models import RRF_K, Capabilities, SearchFilter
+from .base import SOURCE_EXCLUDES, ClientSettings, Dialect, filter_clauses, installed_names, keyword_query
+from .transport import TLS, ErrorInfo, Transport, connection_kind, error_body_info
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
 
 
-class ElasticsearchDialect(Dialect):
-    """Elasticsearch 9.x."""
-
-    engine = "elasticsearch"
-    metadata_type = "flattened"
+class ElasticsearchTransport(Transport):
+    """elasticsearch-py 9's AsyncElasticsearch with orjson."""
 
     def __init__(self, settings: ClientSettings):
         if settings.aws_region:
@@ -69,24 +67,27 @@ class ElasticsearchDialect(Dialect):
 
         return async_streaming_bulk
 
-    def _error_info(self, exc: Exception) -> tuple[int | None, str, bool]:
+    def error_info(self, exc: Exception) -> ErrorInfo | None:
         from elastic_transport import ConnectionError as TransportConnectionError
         from elastic_transport import TlsError
         from elasticsearch import ApiError
 
         if isinstance(exc, TlsError):  # str() is just "TLS error"; the message says what failed
-            return None, exc.message if isinstance(exc.message, str) and exc.message else str(exc), True
+            reason = exc.message if isinstance(exc.message, str) and exc.message else str(exc)
+            return ErrorInfo(reason=reason, connection=TLS)
         if isinstance(exc, TransportConnectionError):
-            return None, str(exc), True
+            return ErrorInfo(reason=str(exc), connection=connection_kind(exc))
         if isinstance(exc, ApiError):
-            body = exc.body if isinstance(exc.body, dict) else {}
-            err = body.get("error", exc.message)
-            reason = err.get("reason") or err.get("type") if isinstance(err, dict) else str(err)
-            caused = err.get("caused_by", {}).get("reason") if isinstance(err, dict) else None
-            if caused and caused not in (reason or ""):
-                reason = f"{reason}: {caused}"
-            return exc.status_code, str(reason), False
-        return None, "", False
+            return error_body_info(exc.status_code, exc.body, exc.message)
+        return None
+
+
+class ElasticsearchDialect(Dialect):
+    """Elasticsearch 9.x."""
+
+    engine = "elasticsearch"
+    metadata_type = "flattened"
+    transport_class = ElasticsearchTransport
 
     def vector_mapping(self, dims: int, m: int, ef_construction: int) -> dict:
         # 9.1+ would default 384+ dims to bbq_hnsw (binary quantisation); ask for plain float HNSW.
@@ -129,7 +130,7 @@ class ElasticsearchDialect(Dialect):
             "retriever": {
                 "rrf": {
                     "retrievers": [{"standard": {"query": keyword_query(text, f, fields)}}, {"knn": knn}],
-                    "rank_constant": 60,
+                    "rank_constant": RRF_K,
                     "rank_window_size": size,
                 }
             },
@@ -137,17 +138,22 @@ class ElasticsearchDialect(Dialect):
         }
 
     async def probe(self) -> Capabilities:
-        nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
-        node = next(iter(nodes.values()))
-        installed = {m["name"] for m in node.get("modules", [])} | {p["name"] for p in node.get("plugins", [])}
-        caps = Capabilities(engine="elasticsearch", version=node["version"], knn=True, knn_engines=["hnsw"])
-        caps.english_analyzer = await self._analyzer_works("english")
-        caps.cjk_analyzer = await self._analyzer_works("cjk")
-        caps.flat_metadata = True
-        if "rank-rrf" in installed:
+        node = await self._local_node()
+        license_type = None
+        if "rank-rrf" in installed_names(node):
             try:
                 license_type = (await self.request("GET", "/_license"))["license"]["type"]
-            except Exception:  # noqa: BLE001 - no license API means no licensed features
+            except (RequestFailed, AuthError):  # no license API (or no right to read it): no licensed features
                 license_type = "basic"
-            caps.rrf_retriever = license_type in ("enterprise", "trial")
+        return self.capabilities(node, await self._analyzers(), license_type)
+
+    @staticmethod
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:
+        """Capabilities from the node's `_nodes` entry, the analyzers that work and the license type (pure): the
+        `rrf` retriever needs the rank-rrf module and an enterprise or trial license."""
+        caps = Capabilities(engine="elasticsearch", version=node["version"], knn=True, knn_engines=["hnsw"])
+        caps.english_analyzer = analyzers.get("english", False)
+        caps.cjk_analyzer = analyzers.get("cjk", False)
+        caps.flat_metadata = True
+        caps.rrf_retriever = "rank-rrf" in installed_names(node) and license_type in ("enterprise", "trial")
         return caps

@@ -10,7 +10,8 @@ import orjson
 
 from ..errors import CapabilityError, ConfigError
 from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, keyword_query
+from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query
+from .transport import ErrorInfo, Transport, connection_kind, error_body_info
 
 
 class _OrjsonSerializer:
@@ -72,12 +73,9 @@ def aws_sigv4_auth(region: str, service: str) -> Any:
     return AWSV4SignerAsyncAuth(credentials, region, service)
 
 
-class OpenSearchDialect(Dialect):
-    """OpenSearch 2.x / 3.x."""
-
-    engine = "opensearch"
-    metadata_type = "flat_object"
-    rrf_weights = False  # set by probe: weighted RRF in the score-ranker-processor came with 3.0
+class OpenSearchTransport(Transport):
+    """opensearch-py's AsyncOpenSearch, with orjson, SigV4 signing when `aws_region` is set, and every pool
+    connection closed on `close`."""
 
     def _make_client(self) -> Any:
         from opensearchpy import AsyncOpenSearch
@@ -128,22 +126,23 @@ class OpenSearchDialect(Dialect):
 
         return async_streaming_bulk
 
-    def _error_info(self, exc: Exception) -> tuple[int | None, str, bool]:
+    def error_info(self, exc: Exception) -> ErrorInfo | None:
         from opensearchpy.exceptions import ConnectionError as OSConnectionError
         from opensearchpy.exceptions import TransportError
 
         if isinstance(exc, OSConnectionError):
-            return None, str(getattr(exc, "error", "") or exc), True
+            return ErrorInfo(reason=str(getattr(exc, "error", "") or exc), connection=connection_kind(exc))
         if isinstance(exc, TransportError):
-            info = exc.info if isinstance(exc.info, dict) else {}
-            err = info.get("error", exc.error)
-            reason = err.get("reason") or err.get("type") if isinstance(err, dict) else str(err)
-            caused = err.get("caused_by", {}).get("reason") if isinstance(err, dict) else None
-            if caused and caused not in (reason or ""):
-                reason = f"{reason}: {caused}"
-            status = exc.status_code if isinstance(exc.status_code, int) else None
-            return status, str(reason), False
-        return None, "", False
+            return error_body_info(exc.status_code, exc.info, exc.error)
+        return None
+
+
+class OpenSearchDialect(Dialect):
+    """OpenSearch 2.x / 3.x."""
+
+    engine = "opensearch"
+    metadata_type = "flat_object"
+    transport_class = OpenSearchTransport
 
     def vector_mapping(self, dims: int, m: int, ef_construction: int) -> dict:
         return {
@@ -163,6 +162,7 @@ class OpenSearchDialect(Dialect):
     def knn_body(
         self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
     ) -> dict:
+        """The k-NN body; `num_candidates` is not used: OpenSearch's lucene engine explores `k` per segment."""
         return {"size": size or k, "query": self.knn_query(vector, k, f), "_source": {"excludes": SOURCE_EXCLUDES}}
 
     @staticmethod
@@ -188,7 +188,10 @@ class OpenSearchDialect(Dialect):
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
         return caps.rrf_processor if kind == "rrf" else caps.normalization_processor
 
-    def pipeline_body(self, kind: str, vector_weight: float) -> dict:
+    def pipeline_weighted(self, caps: Capabilities | None, kind: str | None) -> bool:
+        return kind != "rrf" or bool(caps and caps.rrf_weights)
+
+    def pipeline_body(self, kind: str, vector_weight: float, weighted_rrf: bool = False) -> dict:
         from ..templates import load_template
 
         if kind not in ("minmax", "rrf"):
@@ -197,27 +200,29 @@ class OpenSearchDialect(Dialect):
         weights = [round(1.0 - vector_weight, 6), round(vector_weight, 6)]
         for proc in body["phase_results_processors"]:
             combination = next(iter(proc.values()))["combination"]
-            if kind == "rrf" and not self.rrf_weights:
+            if kind == "rrf" and not weighted_rrf:
                 del combination["parameters"]  # 2.19's score-ranker-processor takes only rank_constant
             else:
                 combination["parameters"]["weights"] = weights
         return body
 
     async def probe(self) -> Capabilities:
-        nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
-        node = next(iter(nodes.values()))
-        installed = {m["name"] for m in node.get("modules", [])} | {p["name"] for p in node.get("plugins", [])}
-        version = node["version"]
-        caps = Capabilities(engine="opensearch", version=version)
+        return self.capabilities(await self._local_node(), await self._analyzers())
+
+    @staticmethod
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:
+        """Capabilities from the node's `_nodes` entry and the analyzers that work (pure; no licensed features)."""
+        installed = installed_names(node)
+        caps = Capabilities(engine="opensearch", version=node["version"])
         major_minor = caps.version_tuple[:2]
         neural = "opensearch-neural-search" in installed
         caps.knn = "opensearch-knn" in installed
         caps.knn_engines = ["lucene"] if caps.knn else []
-        caps.english_analyzer = await self._analyzer_works("english")
-        caps.cjk_analyzer = await self._analyzer_works("cjk")
+        caps.english_analyzer = analyzers.get("english", False)
+        caps.cjk_analyzer = analyzers.get("cjk", False)
         caps.flat_metadata = major_minor >= (2, 7)
         caps.hybrid_query = neural
         caps.normalization_processor = neural
         caps.rrf_processor = neural and major_minor >= (2, 19)
-        self.rrf_weights = major_minor >= (3, 0)
+        caps.rrf_weights = major_minor >= (3, 0)  # weighted RRF came with 3.0
         return caps

@@ -27,7 +27,7 @@ from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..connect import open_store
 from ..errors import ConfigError, MappingError
 from ..models import Chunk, FileDoc, Hit, Link, LinkScope
-from ..store import HYBRID_MODES, MemoryStore
+from ..store import MemoryStore, validate_hybrid
 from ..templates import IndexOptions
 
 HOSTS_ENV = "REME_ES_HOSTS"
@@ -146,8 +146,7 @@ class EsFileStore(BaseFileStore):
         from reme.components.embedding_store import LocalEmbeddingStore
         from reme.components.tag_index import LocalTagIndex
 
-        if hybrid not in HYBRID_MODES:
-            raise ConfigError(f"hybrid must be one of {', '.join(HYBRID_MODES)}, got {hybrid!r}")
+        validate_hybrid(hybrid)
         self.embedding_store = self.bind(embedding_store, BaseEmbeddingStore, default_factory=LocalEmbeddingStore)
         self.tag_index = self.bind(
             tag_index,
@@ -632,4 +631,13 @@ class ElasticsearchFileStore(EsFileStore):
     flavour = "elasticsearch-9"
 
 
-__all__ = ["ElasticsearchFileStore", "EsFileStore", "OpenSearchFileStore", "default_index_prefix"]
+def file_store_class(engine: str) -> type[EsFileStore]:
+    """The ReMe file store of a registered engine: the two named above, or one made for another dialect."""
+    named = {"opensearch": OpenSearchFileStore, "elasticsearch": ElasticsearchFileStore}
+    if engine in named:
+        return named[engine]
+    doc = f"The file store on the registered `{engine}` dialect (hosts required)."
+    return type(f"{engine.title()}FileStore", (EsFileStore,), {"engine": engine, "__doc__": doc})
+
+
+__all__ = ["ElasticsearchFileStore", "EsFileStore", "OpenSearchFileStore", "default_index_prefix", "file_store_class"]

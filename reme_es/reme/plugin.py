@@ -1,7 +1,8 @@
 """The `reme-es` ReMe plugin (entry point `reme-es = "reme_es.reme.plugin:plugin"` in group `reme.plugins`).
 
 ReMe loads the entry point, calls it, and registers each backend under its class's component type:
-`file_store:opensearch`, `file_store:elasticsearch` and `step:es_search_step`.
+`file_store:<engine>` for every registered dialect (`opensearch`, `elasticsearch`, `aoss`, ...) and
+`step:es_search_step`.
 
 `config` holds application defaults, which ReMe places *below* the user's config. ReMe's default.yaml already
 sets `components.file_store.default.backend: local` and the `search` job's steps, so with default.yaml these
@@ -34,16 +35,14 @@ def plugin():
     """The plugin descriptor ReMe's PluginManager loads."""
     from reme.plugin import Backend, Plugin
 
-    from .file_store import ElasticsearchFileStore, OpenSearchFileStore
+    from ..adapters.registry import engine_names
+    from .file_store import file_store_class
     from .search_step import EsSearchStep
 
+    stores = tuple(Backend(engine, file_store_class(engine)) for engine in engine_names())  # one per dialect
     return Plugin(
         name=PLUGIN_NAME,
-        backends=(
-            Backend("opensearch", OpenSearchFileStore),
-            Backend("elasticsearch", ElasticsearchFileStore),
-            Backend(SEARCH_STEP, EsSearchStep),
-        ),
+        backends=(*stores, Backend(SEARCH_STEP, EsSearchStep)),
         config={
             "components": {"file_store": {"default": {"backend": "opensearch"}}},
             "jobs": {"search": {"steps": search_job_steps()}},

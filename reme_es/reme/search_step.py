@@ -16,10 +16,9 @@ from reme.steps.index._source_format import ALL_RETURNED_MESSAGE, NO_RESULTS_MES
 from reme.steps.index.search import SearchStep, _default_limit
 from reme.utils import expand_links, render_expansion_lines
 
+from ..fusion import MAX_CANDIDATES as _MAX_CANDIDATES
+from ..fusion import RRF_K as _RRF_K
 from .file_store import EsFileStore
-
-_RRF_K = 60
-_MAX_CANDIDATES = 200
 
 
 def normalize_date_filters(search_filter: dict, logger) -> None:

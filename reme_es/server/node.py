@@ -522,20 +522,32 @@ def status(name: str = "default") -> dict:
         "pid": info.pid,
         "modules": modules,
         "plugins": plugins,
-        "capabilities": server_capabilities(info.engine, node["version"], modules, list(plugins)),
+        "capabilities": server_capabilities(
+            info.engine, node["version"], modules, list(plugins), _license_type(info.url) if "rank-rrf" in modules else None
+        ),
     }
 
 
-def server_capabilities(engine: str, version: str, modules: list[str], plugins: list[str]) -> dict[str, bool]:
-    """What a node can do, judged from its installed modules and plugins."""
-    installed = set(modules) | set(plugins)
-    if engine == "elasticsearch":
-        return {"knn": True, "hybrid_pipeline": False, "rrf_retriever": "rank-rrf" in installed}
-    major, minor = (int(x) for x in version.split(".")[:2])
-    neural = "opensearch-neural-search" in installed
-    return {
-        "knn": "opensearch-knn" in installed,
-        "english_analyzer": "analysis-common" in installed,
-        "hybrid_pipeline": neural,
-        "rrf_processor": neural and (major, minor) >= (2, 19),
-    }
+def server_capabilities(
+    engine: str, version: str, modules: list[str], plugins: list[str], license_type: str | None = None
+) -> dict[str, bool]:
+    """What a node can do, computed by the engine's dialect from its modules, plugins and license (the one place
+    capabilities are judged); analyzers count as present with analysis-common."""
+    from ..adapters.registry import dialect_class
+
+    dialect = dialect_class(engine)
+    node = {"version": version, "modules": [{"name": m} for m in modules], "plugins": [{"name": p} for p in plugins]}
+    analysis = "analysis-common" in set(modules) | set(plugins)
+    caps = dialect.capabilities(node, {"english": analysis, "cjk": analysis}, license_type)
+    if dialect.uses_search_pipeline:
+        flags = {"english_analyzer": caps.english_analyzer, "hybrid_pipeline": caps.hybrid_query}
+        return {"knn": caps.knn, **flags, "rrf_processor": caps.rrf_processor}
+    return {"knn": caps.knn, "hybrid_pipeline": False, "rrf_retriever": caps.rrf_retriever}
+
+
+def _license_type(url: str) -> str:
+    """The node's license type ("basic" when it has no license API)."""
+    try:
+        return _http_json(f"{url}/_license")["license"]["type"]
+    except (OSError, ValueError, KeyError):
+        return "basic"

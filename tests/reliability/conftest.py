@@ -26,6 +26,7 @@ from reme_es.connect import open_store
 from reme_es.errors import ServerError
 from reme_es.server import node
 from reme_es.store import MemoryStore
+from reme_es.testing.plugin import dropped_at_exit
 
 # Every logger of the client stacks of both engines; `debug_log` collects them at DEBUG.
 CLIENT_LOGGERS = ("opensearch", "elasticsearch", "elastic_transport", "urllib3", "aiohttp", "reme_es", "asyncio")
@@ -81,20 +82,15 @@ def debug_log():
 async def store_factory(server):
     """Connected stores on fresh prefixes of the flavour's test server (or `url`, a node of the same engine);
     dropped and closed afterwards."""
-    opened: list[MemoryStore] = []
+    async with dropped_at_exit() as opened:
 
-    async def make(url: str | None = None, prefix: str | None = None, **kwargs) -> MemoryStore:
-        prefix = prefix or f"rel-{uuid.uuid4().hex[:12]}"
-        store = await open_store(ClientSettings(hosts=[url or server.url]), prefix, server.engine, **kwargs)
-        opened.append(store)
-        return store
+        async def make(url: str | None = None, prefix: str | None = None, **kwargs) -> MemoryStore:
+            prefix = prefix or f"rel-{uuid.uuid4().hex[:12]}"
+            store = await open_store(ClientSettings(hosts=[url or server.url]), prefix, server.engine, **kwargs)
+            opened.append(store)
+            return store
 
-    yield make
-    for store in reversed(opened):
-        try:
-            await store.drop()
-        finally:
-            await store.close()
+        yield make
 
 
 async def count(store: MemoryStore, kind: str) -> int:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
-from reme_es.adapters import base
+from reme_es.adapters import base, transport
 from reme_es.errors import BulkError, BulkItemFailure
 from reme_es.models import doc_id
 from reme_es.testing.data import chunk, file_with
@@ -90,14 +90,14 @@ class FaultyBulk:
 
 
 def _retries(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "reme_es.adapters.base"]
+    return [r.getMessage() for r in caplog.records if r.name == "reme_es.adapters.transport"]
 
 
 RETRY_CAP = inspect.signature(base.Dialect.bulk).parameters["max_retries"].default
 
 
 class _Backoff:
-    """Stands in for the `asyncio` module inside reme_es.adapters.base: `sleep` records the backoff delay and
+    """Stands in for the `asyncio` module inside reme_es.adapters.transport: `sleep` records the backoff delay and
     yields once instead of waiting (at the retry cap, 16 s per test); everything else is asyncio's."""
 
     def __init__(self) -> None:
@@ -115,9 +115,9 @@ class _Backoff:
 def no_jitter(monkeypatch) -> _Backoff:
     """Backoff without jitter: delays are exactly half the nominal 0.2 * 2**attempt seconds (capped at 10); they
     are recorded in `.sleeps`, not waited."""
-    monkeypatch.setattr(base.random, "random", lambda: 0.0)
+    monkeypatch.setattr(transport.random, "random", lambda: 0.0)
     backoff = _Backoff()
-    monkeypatch.setattr(base, "asyncio", backoff)
+    monkeypatch.setattr(transport, "asyncio", backoff)
     return backoff
 
 
@@ -141,7 +141,7 @@ async def test_429_items_are_retried_until_stored(store_factory, no_jitter, capl
     files = _workspace()
     victims = [files[0][1][1].id, files[2][1][0].id, files[3][1][2].id]  # three chunks of three files
     faulty = FaultyBulk(store.dialect, {doc_id(v): (429, 2) for v in victims})
-    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.base"):
+    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.transport"):
         outcome = await store.upsert(files)
 
     assert outcome.failures == []
@@ -193,7 +193,7 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     files = _workspace(n_files=5)
     stuck_chunks = [files[0][1][0].id, files[0][1][2].id, files[3][1][1].id]
     faulty = FaultyBulk(store.dialect, {doc_id(v): (429, None) for v in stuck_chunks})
-    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.base"), pytest.raises(BulkError) as err:
+    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.transport"), pytest.raises(BulkError) as err:
         await store.upsert(files)
 
     failures = err.value.failures

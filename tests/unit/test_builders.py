@@ -54,8 +54,7 @@ def test_opensearch_hybrid_body():
 @pytest.mark.parametrize("kind,weighted", [("minmax", False), ("rrf", False), ("rrf", True)])
 def test_pipeline_bodies(kind, weighted):
     dialect = OpenSearchDialect(SETTINGS)
-    dialect.rrf_weights = weighted
-    check(f"pipeline_{kind}{'_weighted' if weighted else ''}", dialect.pipeline_body(kind, 0.7))
+    check(f"pipeline_{kind}{'_weighted' if weighted else ''}", dialect.pipeline_body(kind, 0.7, weighted_rrf=weighted))
 
 
 @pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])

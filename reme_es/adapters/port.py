@@ -1,0 +1,223 @@
+"""The index port: every operation the store and maintenance need from a cluster, typed, with REST paths inside.
+
+Above `adapters/` nothing names a REST path, a bulk `_op_type` or a response's JSON layout: the store speaks
+in `Action`s and in the answers these methods return. The port sends through a dialect's `request` and `bulk`
+(looked up at call time, so a test or benchmark that wraps them on the dialect sees every call). Bodies of
+searches come from the dialect's pure builders and `lookups`; this module adds only the envelopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import RequestFailed
+from . import lookups as q
+from .base import candidates_only
+from .transport import BulkOutcome
+
+Op = Literal["create", "index", "delete", "update"]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One bulk item, engine-neutral: `version` = (seq_no, primary_term) makes it conditional on that version."""
+
+    op: Op
+    index: str
+    id: str
+    source: dict | None = None
+    routing: str | None = None
+    version: tuple[int, int] | None = None
+
+    def as_dict(self) -> dict:
+        """A plain description for golden tests and logs."""
+        out: dict[str, Any] = {"op": self.op, "index": self.index, "id": self.id}
+        if self.routing is not None:
+            out["routing"] = self.routing
+        if self.version is not None:
+            out["if_version"] = list(self.version)
+        if self.source is not None:
+            out["source"] = self.source
+        return out
+
+    def to_bulk(self) -> dict:
+        """The client helpers' bulk item."""
+        item: dict[str, Any] = {"_op_type": self.op, "_index": self.index, "_id": self.id}
+        if self.routing is not None:
+            item["_routing"] = self.routing
+        if self.source is not None:
+            item["doc" if self.op == "update" else "_source"] = self.source
+        if self.version is not None:
+            item["if_seq_no"], item["if_primary_term"] = self.version
+        return item
+
+
+async def or_none(call: Awaitable[Any]) -> Any:
+    """The call's answer, or None when the server says 404 (missing index, alias, pipeline)."""
+    try:
+        return await call
+    except RequestFailed as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+class IndexPort:
+    """Typed index operations over one dialect's transport."""
+
+    def __init__(self, dialect: Any):
+        self.dialect = dialect
+
+    async def _send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
+        return await self.dialect.request(method, path, body, params)
+
+    # --- documents ------------------------------------------------------------------------------
+    async def bulk(self, actions: list[Action]) -> BulkOutcome:
+        """Write actions in bulk (per-item retry of 429/5xx, every failure reported)."""
+        return await self.dialect.bulk([a.to_bulk() for a in actions])
+
+    async def search(self, index: str, body: dict, params: dict | None = None) -> list[dict]:
+        """The hits of one search."""
+        return (await self._send("POST", f"/{index}/_search", body, params))["hits"]["hits"]
+
+    async def ranked(self, index: str, body: dict, params: dict | None = None) -> list[tuple[float, str, str]]:
+        """(score, chunk id, path) of each hit of a search for candidates (`candidates_only` bodies)."""
+        hits = await self.search(index, candidates_only(body), params)
+        return [(float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0]) for h in hits]
+
+    async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:
+        """(score, `_source`) of each hit of a search."""
+        return [(float(h["_score"]), h["_source"]) for h in await self.search(index, body)]
+
+    async def scan(self, index: str, query: dict, source: list[str] | dict | bool, sort: list[str]) -> AsyncIterator[dict]:
+        """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
+        after = None
+        while True:
+            hits = await self.search(index, q.scan_body(query, source, sort, after))
+            for hit in hits:
+                yield hit["_source"]
+            if len(hits) < q.SCAN_PAGE:
+                return
+            after = hits[-1]["sort"]
+
+    async def get(self, index: str, ids: list[str], source: bool = True) -> list[dict]:
+        """The found docs of these ids (real-time), with `_id`, `_source`, `_seq_no` and `_primary_term`."""
+        if not ids:
+            return []
+        params = None if source else {"_source": "false"}
+        resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(ids), params)
+        return [d for d in resp["docs"] if d.get("found")]
+
+    async def get_routed(
+        self, index: str, docs: list[tuple[str, str]], excludes: list[str] | None = None, realtime: bool = True
+    ) -> list[dict | None]:
+        """Routed docs by (id, routing), in order: each doc's `_source`, or None where it is not found."""
+        if not docs:
+            return []
+        params: dict[str, str] = {}
+        if excludes:
+            params["_source_excludes"] = ",".join(excludes)
+        if not realtime:
+            params["realtime"] = "false"
+        resp = await self._send("POST", f"/{index}/_mget", q.mget_routed(docs), params or None)
+        return [d["_source"] if d.get("found") else None for d in resp["docs"]]
+
+    async def link_edges(self, index: str, paths: list[str], per_direction: int) -> list[list[dict]]:
+        """Per path its first outlinks, then per path its first inlinks (sources of link docs), in one `_msearch`."""
+        body = q.link_expansion_msearch(index, paths, per_direction)
+        out = []
+        for resp in (await self._send("POST", "/_msearch", body))["responses"]:
+            if "error" in resp:
+                raise RequestFailed(f"link expansion failed: {resp['error']}", status=resp.get("status"))
+            out.append([hit["_source"] for hit in resp["hits"]["hits"]])
+        return out
+
+    async def count(self, index: str) -> int:
+        """Documents in an index (as of its last refresh)."""
+        return (await self._send("GET", f"/{index}/_count"))["count"]
+
+    async def scroll(self, index: str, page: int, keep: str = "5m") -> AsyncIterator[list[dict]]:
+        """Pages of every doc's hit (`_id`, `_routing`, `_source`) in index order; the scroll is cleared at the end."""
+        resp = await self._send("POST", f"/{index}/_search", q.scroll_body(page), {"scroll": keep})
+        scroll_id = resp.get("_scroll_id")
+        try:
+            while hits := resp["hits"]["hits"]:
+                yield hits
+                resp = await self._send("POST", "/_search/scroll", {"scroll": keep, "scroll_id": scroll_id})
+                scroll_id = resp.get("_scroll_id", scroll_id)
+        finally:
+            if scroll_id:
+                try:
+                    await self._send("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]})
+                except RequestFailed:
+                    pass
+
+    # --- indices --------------------------------------------------------------------------------
+    async def mapping(self, index: str) -> dict | None:
+        """The mappings of an index or alias, None when it does not exist."""
+        resp = await or_none(self._send("GET", f"/{index}/_mapping"))
+        return None if resp is None else next(iter(resp.values()))["mappings"]
+
+    async def field_caps(self, index: str) -> dict:
+        """Every field's capabilities in an index."""
+        return await self._send("GET", f"/{index}/_field_caps", params={"fields": "*"})
+
+    async def create_index(self, name: str, body: dict) -> bool:
+        """Create an index; False when it exists already (another writer made it first)."""
+        try:
+            await self._send("PUT", f"/{name}", body)
+        except RequestFailed as exc:
+            if exc.type == "resource_already_exists_exception":
+                return False
+            raise
+        return True
+
+    async def delete_index(self, name: str, missing_ok: bool = False) -> None:
+        """Delete a concrete index."""
+        call = self._send("DELETE", f"/{name}")
+        await (or_none(call) if missing_ok else call)
+
+    async def concrete(self, alias: str) -> list[str]:
+        """The concrete indices behind an alias (sorted; [] when the alias does not exist)."""
+        return sorted(await or_none(self._send("GET", f"/_alias/{alias}")) or [])
+
+    async def swap_alias(self, alias: str, old: str, new: str) -> None:
+        """Point `alias` from `old` to `new` in one atomic request."""
+        actions = [{"remove": {"index": old, "alias": alias}}, {"add": {"index": new, "alias": alias}}]
+        await self._send("POST", "/_aliases", {"actions": actions})
+
+    async def refresh(self, names: list[str]) -> None:
+        """Make every finished write to these indices visible to searches."""
+        await self._send("POST", f"/{','.join(names)}/_refresh")
+
+    async def stats(self, index: str) -> dict:
+        """Primaries of an index or alias: docs, deleted docs, segments, bytes, and the concrete index names."""
+        resp = await self._send("GET", f"/{index}/_stats/docs,segments,store")
+        total = resp["_all"]["primaries"]
+        return {
+            "index": ",".join(sorted(resp.get("indices", {}))),
+            "docs": total["docs"]["count"],
+            "deleted": total["docs"]["deleted"],
+            "segments": total["segments"]["count"],
+            "bytes": total["store"]["size_in_bytes"],
+        }
+
+    async def forcemerge(self, index: str, max_segments: int | None = None) -> None:
+        """Force-merge: down to `max_segments`, or (None) only expunging deleted docs."""
+        params = {"max_num_segments": str(max_segments)} if max_segments is not None else {"only_expunge_deletes": "true"}
+        await self._send("POST", f"/{index}/_forcemerge", None, params)
+
+    # --- search pipelines -----------------------------------------------------------------------
+    async def put_pipeline(self, name: str, body: dict) -> None:
+        """Create or replace a search pipeline (idempotent)."""
+        await self._send("PUT", f"/_search/pipeline/{name}", body)
+
+    async def pipeline_exists(self, name: str) -> bool:
+        """Whether a search pipeline of this name exists."""
+        return await or_none(self._send("GET", f"/_search/pipeline/{name}")) is not None
+
+    async def delete_pipeline(self, name: str) -> None:
+        """Delete a search pipeline; a missing one is fine."""
+        await or_none(self._send("DELETE", f"/_search/pipeline/{name}"))

@@ -1,0 +1,248 @@
+"""Transport: one engine client behind `request` and `bulk`, with every client exception mapped in one place.
+
+An engine module subclasses `Transport` and says how its client is made and called, and what a client
+exception holds (`error_info`). Everything else is shared: the mapping to the `ReMeESError` tree by HTTP
+status, error `type` and the exception's class (never by matching words in its text), and bulk with per-item
+retry of 429/5xx answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import socket
+import ssl
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    AuthError,
+    BulkError,
+    BulkItemFailure,
+    ConnectionFailed,
+    ReMeESError,
+    RequestFailed,
+)
+
+if TYPE_CHECKING:
+    from .base import ClientSettings
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+# How a connection failed, from the exception objects the client raised (see `connection_kind`).
+REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE = "refused", "unknown host", "tls", "timeout", "unreachable"
+
+
+@dataclass
+class BulkOutcome:
+    """Result of a bulk write: how many items succeeded and which failed (id, status, reason)."""
+
+    succeeded: int = 0
+    failures: list[BulkItemFailure] = field(default_factory=list)
+    # (index as given in the action, id) -> (_seq_no, _primary_term) of every document this bulk wrote
+    versions: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+
+    def raise_for_failures(self) -> None:
+        """Raise BulkError listing every failed item, if any."""
+        if self.failures:
+            raise BulkError(self.failures, self.succeeded)
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """What a client exception says: HTTP status and error `type` of an answer, or how the connection failed."""
+
+    status: int | None = None
+    type: str = ""
+    reason: str = ""
+    connection: str | None = None  # one of REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and everything it wraps: `__cause__`/`__context__`, aiohttp's `os_error` and
+    `certificate_error`, elastic-transport's `errors`, opensearch-py's `info` (bounded, no cycles)."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo and len(seen) < 32:
+        e = todo.pop(0)
+        if any(e is s for s in seen):
+            continue
+        seen.append(e)
+        wrapped = [e.__cause__, e.__context__, getattr(e, "os_error", None), getattr(e, "certificate_error", None)]
+        wrapped += list(getattr(e, "errors", None) or ()) if isinstance(getattr(e, "errors", None), tuple) else []
+        wrapped.append(getattr(e, "info", None))
+        todo += [w for w in wrapped if isinstance(w, BaseException)]
+    return seen
+
+
+def connection_kind(exc: BaseException) -> str:
+    """Why a connection failed, from the classes of the exceptions involved: TLS, unknown host, refused, timeout."""
+    causes = _causes(exc)
+    names = {type(c).__name__ for c in causes}
+    if any(isinstance(c, ssl.SSLError | ssl.CertificateError) for c in causes) or names & {
+        "ClientConnectorCertificateError", "ClientConnectorSSLError", "ClientSSLError", "TlsError", "SSLError",
+    }:
+        return TLS
+    if any(isinstance(c, socket.gaierror) for c in causes) or "ClientConnectorDNSError" in names:
+        return UNKNOWN_HOST
+    if any(isinstance(c, ConnectionRefusedError) for c in causes):
+        return REFUSED
+    if any(isinstance(c, TimeoutError | asyncio.TimeoutError) for c in causes) or "ConnectionTimeout" in names:
+        return TIMEOUT
+    return UNREACHABLE
+
+
+_ADVICE = {
+    REFUSED: "the connection was refused: nothing listens on that host and port",
+    UNKNOWN_HOST: "the host name does not resolve: check its spelling",
+    TIMEOUT: "the server did not answer in time",
+    UNREACHABLE: "",
+}
+TLS_HINT = (
+    "the TLS handshake failed: set ca_certs to the CA file that signed the server certificate "
+    "(verify_certs=False skips verification: tests only)"
+)
+
+
+def error_from_info(info: ErrorInfo, what: str, hosts: str, exc: BaseException) -> ReMeESError:
+    """The ReMeESError for a classified client exception (status and connection kind decide; text is only shown)."""
+    if info.connection is not None:
+        advice = TLS_HINT if info.connection == TLS else _ADVICE[info.connection]
+        return ConnectionFailed(
+            f"could not reach {hosts} ({info.reason}); check that the server runs and the hosts/TLS settings "
+            f"are right (start a local node with `reme-es server start`){'; ' + advice if advice else ''}",
+            kind=info.connection,
+        )
+    if info.status in (401, 403):
+        return AuthError(
+            f"{what}: the server answered {info.status} ({info.reason}); check the username/password or API key, "
+            "and that the role may use this index prefix"
+        )
+    if info.status is None:
+        return ReMeESError(f"{what} failed: {type(exc).__name__}: {exc}")
+    return RequestFailed(
+        f"{what} failed with {info.status}: {info.reason}", status=info.status, reason=info.reason, type=info.type
+    )
+
+
+def error_body_info(status: int | None, body: Any, fallback: Any) -> ErrorInfo:
+    """ErrorInfo of an error answer's body (`{"error": {"type", "reason", "caused_by"}}`), the same on both engines."""
+    err = body.get("error", fallback) if isinstance(body, dict) else fallback
+    if isinstance(err, dict):
+        kind = str(err.get("type") or "")
+        reason = err.get("reason") or kind
+        caused = (err.get("caused_by") or {}).get("reason")
+        if caused and caused not in (reason or ""):
+            reason = f"{reason}: {caused}"
+    else:
+        kind, reason = "", str(err)
+    return ErrorInfo(status=status if isinstance(status, int) else None, type=kind, reason=str(reason))
+
+
+class Transport(ABC):
+    """One engine client: created lazily, closed by `close`; `request` and `bulk` are all that callers use."""
+
+    def __init__(self, settings: ClientSettings):
+        self.settings = settings
+        self._client: Any = None
+
+    @abstractmethod
+    def _make_client(self) -> Any:
+        """Create the engine's async client (lazily, on first use)."""
+
+    @property
+    def client(self) -> Any:
+        """The engine client, created on first use."""
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    async def close(self) -> None:
+        """Close the client's connections."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    @abstractmethod
+    async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
+        """Send one request and return the decoded body."""
+
+    @abstractmethod
+    def _bulk_helper(self) -> Any:
+        """The client library's async_streaming_bulk."""
+
+    @abstractmethod
+    def error_info(self, exc: Exception) -> ErrorInfo | None:
+        """What a client exception says, or None if it is not one of the client's."""
+
+    async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
+        """Send one request; client exceptions are mapped to the ReMeESError tree."""
+        try:
+            return await self._perform(method, path, body, params)
+        except ReMeESError:
+            raise
+        except Exception as exc:
+            raise self.map_error(exc, f"{method} {path}") from exc
+
+    def map_error(self, exc: Exception, what: str) -> ReMeESError:
+        """Map a client exception to the ReMeESError tree (the only place this is done)."""
+        from .base import redact_host
+
+        info = self.error_info(exc) or ErrorInfo()
+        return error_from_info(info, what, ", ".join(redact_host(h) for h in self.settings.hosts), exc)
+
+    async def bulk(self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20) -> BulkOutcome:
+        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported."""
+        outcome = BulkOutcome()
+        pending = actions
+        for attempt in range(max_retries + 1):
+            retry = self._bulk_round(outcome, pending, await self._stream(pending, chunk_bytes), attempt < max_retries)
+            if not retry:
+                break
+            delay = min(10.0, 0.2 * 2**attempt) * (0.5 + random.random())
+            log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(retry), attempt + 1, delay)
+            await asyncio.sleep(delay)
+            pending = retry
+        return outcome
+
+    async def _stream(self, actions: list[dict], chunk_bytes: int) -> list[tuple[bool, dict]]:
+        try:
+            stream = self._bulk_helper()(
+                self.client,
+                actions,
+                chunk_size=2000,
+                max_chunk_bytes=chunk_bytes,
+                raise_on_error=False,
+                raise_on_exception=False,
+                max_retries=0,
+                yield_ok=True,
+            )
+            return [item async for item in stream]
+        except Exception as exc:
+            raise self.map_error(exc, "bulk") from exc
+
+    @staticmethod
+    def _bulk_round(outcome: BulkOutcome, pending: list[dict], results: list, may_retry: bool) -> list[dict]:
+        """Book one round's items into `outcome`; return the actions to retry (429/5xx while retries are left)."""
+        retry: list[dict] = []
+        for action, (ok, item) in zip(pending, results, strict=True):
+            op, info = next(iter(item.items()))
+            raw_status = info.get("status")
+            status = raw_status if isinstance(raw_status, int) else 503  # transport failure: no item status
+            if ok or (op == "delete" and status == 404):
+                outcome.succeeded += 1
+                if "_seq_no" in info and op != "delete":
+                    key = (action["_index"], str(action.get("_id")))
+                    outcome.versions[key] = (info["_seq_no"], info["_primary_term"])
+                continue
+            if status in RETRYABLE_STATUS and may_retry:
+                retry.append(action)
+                continue
+            error = info.get("error")
+            reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
+            outcome.failures.append(BulkItemFailure(str(info.get("_index", "")), str(info.get("_id")), status, reason))
+        return retry

@@ -1,0 +1,252 @@
+"""MemoryStore: files, chunks and links kept consistent as one unit, on any dialect.
+
+The store is a small facade over its parts, each a module a reader can open on its own:
+
+    indices.py   IndexSet: aliases over versioned indices, mapping checks, dims, the hybrid pipeline, upkeep
+    protocol.py  the write protocol as pure functions (its docstring is the protocol's description)
+    writer.py    Writer: runs the protocol's rounds through the port (upsert, delete)
+    search.py    SearchStore: keyword (BM25) and hybrid search, native or fused client-side
+    vectors.py   VectorStore: k-NN search, reading back, backfilling and setting vectors
+    links.py     LinkGraph: files, outlinks, inlinks, expansion and traversal over the links index
+    sources.py   pure conversions between the models and stored sources, with the checks before writing
+
+Read consistency: the indices are created with `refresh_interval: -1`, so searches see only what existed at
+the last refresh reme-es issued, and reme-es refreshes only after a write call has finished all its bulk
+requests. A file's old and new chunks are therefore never visible together. (A `wait_for` refresh policy
+would let a scheduled refresh expose a half-applied upsert, which is why the store refreshes explicitly.)
+`connect` refreshes once too, so what a crashed writer had acknowledged is seen by the next session's scans.
+Writes run in up to four rounds (placeholder, chunks, commit with take-backs, repair after a lost
+conditional write; see `reme_es.store.protocol`), so a failed item never loses what was stored before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from typing import Self
+
+from ..adapters.base import Dialect
+from ..adapters.port import IndexPort
+from ..adapters.transport import BulkOutcome
+from ..models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
+from ..templates import IndexOptions
+from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
+from .links import LinkGraph
+from .search import SearchStore
+from .sources import chunk_source
+from .vectors import VectorStore
+from .writer import Writer
+
+
+class MemoryStore:
+    """Files, chunks and links of one workspace on one cluster."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        prefix: str,
+        options: IndexOptions | None = None,
+        hybrid: str = "auto",
+        pipeline: str | None = None,
+        vector_weight: float = 0.7,
+        keyword_fields: tuple[str, ...] | None = None,
+    ):
+        self.dialect = dialect
+        self.port = IndexPort(dialect)
+        self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight)
+        self.vectors = VectorStore(self.indices)
+        self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
+        self.links = LinkGraph(self.port, self.indices.ix)
+        self.writer = Writer(self.port, self.indices.ix, lambda: self.indices.dims, self.indices.refresh)
+
+    # --------------------------------------------------------------------- settings and state
+    prefix = property(lambda self: self.indices.prefix, doc="The index prefix.")
+    options = property(lambda self: self.indices.options, doc="The index options the store creates indices with.")
+
+    @property
+    def caps(self) -> Capabilities | None:
+        """The server's capabilities, probed at connect."""
+        return self.indices.caps
+
+    @caps.setter
+    def caps(self, value: Capabilities | None) -> None:
+        self.indices.caps = value
+
+    @property
+    def dims(self) -> int | None:
+        """The dimension of the index's vectors (None: no embedding field)."""
+        return self.indices.dims
+
+    @dims.setter
+    def dims(self, value: int | None) -> None:
+        self.indices.dims = value
+
+    @property
+    def hybrid(self) -> str:
+        """Hybrid mode: auto, native or client."""
+        return self.indices.hybrid
+
+    @hybrid.setter
+    def hybrid(self, value: str) -> None:
+        self.indices.hybrid = validate_hybrid(value)
+
+    @property
+    def pipeline_kind(self) -> str | None:
+        """The native fusion: minmax or rrf (chosen at connect when not given)."""
+        return self.indices.pipeline_kind
+
+    @pipeline_kind.setter
+    def pipeline_kind(self, value: str | None) -> None:
+        self.indices.pipeline_kind = value
+
+    @property
+    def vector_weight(self) -> float:
+        """Weight of the vector branch in fusion."""
+        return self.indices.vector_weight
+
+    @property
+    def keyword_fields(self) -> tuple[str, ...] | None:
+        """Fields keyword search runs over (None: chosen per query)."""
+        return self.searches.keyword_fields
+
+    # ------------------------------------------------------------------------------- lifecycle
+    def index(self, kind: str) -> str:
+        """Alias name of one index kind."""
+        return self.indices.index(kind)
+
+    async def connect(self, create: bool = True) -> Capabilities:
+        """Probe the server, create (or check) the indices and the hybrid pipeline, and refresh them once."""
+        return await self.indices.connect(create)
+
+    def native_pipeline_wanted(self) -> bool:
+        """Whether this store keeps a search pipeline (see `IndexSet.keeps_pipeline`)."""
+        return self.indices.keeps_pipeline()
+
+    async def close(self) -> None:
+        """Close the client."""
+        await self.dialect.close()
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def ensure_indices(self, suffix: str = "1") -> None:
+        """Create missing indices behind their aliases; report an existing incompatible one."""
+        await self.indices.ensure_indices(suffix)
+
+    def pipeline_name(self) -> str:
+        """Name of this store's search pipeline (kind, weight and template version in the name)."""
+        return self.indices.pipeline_name()
+
+    async def ensure_pipeline(self) -> None:
+        """Create or update the hybrid search pipeline (PUT is idempotent)."""
+        await self.indices.ensure_pipeline()
+
+    async def refresh(self) -> None:
+        """Make every finished write visible to searches."""
+        await self.indices.refresh()
+
+    async def drop(self) -> None:
+        """Delete this prefix's indices and pipeline (tests and `clear`)."""
+        await self.indices.drop()
+
+    # ----------------------------------------------------------------------------------- writes
+    async def upsert(self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True) -> BulkOutcome:
+        """Store files with their chunks and links; each file's chunks replace the ones stored for its path."""
+        return await self.writer.upsert(files, refresh)
+
+    async def delete(self, paths: str | Iterable[str], refresh: bool = True) -> int:
+        """Delete files with their chunks and outgoing links; unknown paths are skipped. Returns files deleted."""
+        return await self.writer.delete(paths, refresh)
+
+    async def clear(self) -> None:
+        """Drop every file, chunk and link of this prefix (the indices are recreated empty)."""
+        await self.drop()
+        await self.ensure_indices()
+        if self.native_pipeline_wanted():
+            await self.ensure_pipeline()
+
+    async def _scan(self, index: str, query: dict, source: list[str] | bool, sort: list[str]) -> AsyncIterator[dict]:
+        """Yield the `_source` of every matching doc of one index, sorted (tests read whole indices with it)."""
+        async for src in self.port.scan(index, query, source, sort):
+            yield src
+
+    # ------------------------------------------------------------------------------ files, links
+    async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
+        """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
+        return await self.links.get_files(paths)
+
+    async def indexed(self, paths: Iterable[str]) -> set[str]:
+        """Which of these paths are indexed files (one mget)."""
+        return await self.links.indexed(paths)
+
+    async def get_outlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
+        """Links written in `path`, in order; REAL when the target is an indexed file, VIRTUAL otherwise."""
+        return await self.links.outlinks(path, scope)
+
+    async def get_inlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
+        """Links from every indexed file to `path`, sorted by source; REAL when `path` itself is indexed."""
+        return await self.links.inlinks(path, scope)
+
+    async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
+        """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""
+        return await self.links.expand(paths, max_per_direction)
+
+    async def traverse(self, path: str, depth: int = 2, max_nodes: int = 1000) -> dict[str, int]:
+        """Files reachable from `path` over links in either direction, with their distance (one search per level)."""
+        return await self.links.traverse(path, depth, max_nodes)
+
+    # ----------------------------------------------------------------------------------- search
+    async def keyword_search(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
+        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
+        return await self.searches.keyword(query, limit, search_filter)
+
+    async def vector_search(
+        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None, k: int = 0
+    ) -> list[Hit]:
+        """k-NN over chunk embeddings with the filter inside the k-NN clause; the top `limit` of the `k` nearest."""
+        return await self.vectors.search(vector, limit, search_filter, k)
+
+    def native_hybrid_available(self) -> bool:
+        """Whether one-request hybrid search can be used with the current server and configuration."""
+        return self.indices.native_hybrid()
+
+    async def search(
+        self,
+        query: str,
+        vector: list[float] | None = None,
+        limit: int = 10,
+        search_filter: SearchFilter | dict | None = None,
+        mode: str = "hybrid",
+        candidate_multiplier: int = 5,
+        min_score: float = 0.0,
+    ) -> SearchResult:
+        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit."""
+        return await self.searches.search(query, vector, limit, search_filter, mode, candidate_multiplier, min_score)
+
+    # ------------------------------------------------------------------------------ embeddings
+    async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
+        """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
+        return await self.vectors.get_chunks(ids_by_path, with_vectors)
+
+    def chunks_without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
+        """Yield batches of stored chunks that have no embedding (for backfilling)."""
+        return self.vectors.without_vectors(batch)
+
+    async def set_vectors(self, vectors: dict[tuple[str, str], list[float]], refresh: bool = True) -> BulkOutcome:
+        """Write embeddings onto stored chunks, keyed by (path, chunk id), with partial updates."""
+        return await self.vectors.set_vectors(vectors, refresh)
+
+    # ----------------------------------------------------------------------------- maintenance
+    async def stats(self) -> dict[str, dict]:
+        """Per index kind: docs, deleted docs, segments, size."""
+        return await self.indices.stats()
+
+    async def optimize(self, deleted_ratio: float = 0.1, max_segments: int | None = None) -> dict:
+        """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold."""
+        return await self.indices.optimize(deleted_ratio, max_segments)
+
+
+__all__ = ["HYBRID_MODES", "MemoryStore", "chunk_source", "validate_hybrid", "validate_prefix"]

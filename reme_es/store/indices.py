@@ -1,0 +1,199 @@
+"""The index set of one prefix: aliases over versioned indices, mapping checks, the vector dimension, the hybrid
+search pipeline, refresh, drop, stats and optimize.
+
+Indices (each an alias over a concrete, versioned index so `reindex` can swap them):
+    <prefix>-chunks   one doc per chunk, routed by path
+    <prefix>-files    one doc per file (id = path, hashed past 512 bytes)
+    <prefix>-links    one doc per wikilink edge; REAL/VIRTUAL is decided at query time against -files
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..adapters.base import Dialect, ensure_mapping_compatible
+from ..adapters.port import IndexPort
+from ..errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
+from ..models import Capabilities
+from ..templates import INDEX_KINDS, IndexOptions, render_index
+from .protocol import Indices
+
+_PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,199}$")
+HYBRID_MODES = ("auto", "native", "client")
+PIPELINE_KINDS = ("minmax", "rrf")
+
+
+def validate_prefix(prefix: str) -> str:
+    """Refuse index prefixes that could address other indices (`*`, `_all`, commas, `..`, uppercase)."""
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix) or ".." in prefix:
+        raise ConfigError(
+            f"index prefix {prefix!r} is not allowed: use 1-200 characters of lowercase letters, digits, '-' "
+            "and '_', starting with a letter or digit"
+        )
+    return prefix
+
+
+def validate_hybrid(hybrid: str) -> str:
+    """Refuse an unknown hybrid mode (the one place it is checked)."""
+    if hybrid not in HYBRID_MODES:
+        raise ConfigError(f"hybrid must be one of {', '.join(HYBRID_MODES)}, got {hybrid!r}")
+    return hybrid
+
+
+class IndexSet:
+    """The indices, pipeline and probed capabilities of one prefix; the search settings that name the pipeline."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        port: IndexPort,
+        prefix: str,
+        options: IndexOptions,
+        hybrid: str,
+        pipeline: str | None,
+        vector_weight: float,
+    ):
+        if not 0.0 <= vector_weight <= 1.0:
+            raise ConfigError(f"vector_weight must be between 0 and 1, got {vector_weight}")
+        if pipeline is not None and pipeline not in PIPELINE_KINDS:
+            raise ConfigError(f"pipeline must be one of {', '.join(PIPELINE_KINDS)}, got {pipeline!r}")
+        self.dialect, self.port = dialect, port
+        self.prefix = validate_prefix(prefix)
+        self.options = options
+        self.hybrid = validate_hybrid(hybrid)
+        self.pipeline_kind = pipeline
+        self.vector_weight = vector_weight
+        self.caps: Capabilities | None = None
+        self.dims: int | None = options.dims
+        self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))
+
+    def index(self, kind: str) -> str:
+        """Alias name of one index kind."""
+        return f"{self.prefix}-{kind}"
+
+    def connected(self) -> Capabilities:
+        """The probed capabilities; refuses to go on before `connect`."""
+        if self.caps is None:
+            raise ConfigError("the store is not connected: call `await store.connect()` first")
+        return self.caps
+
+    async def connect(self, create: bool) -> Capabilities:
+        """Probe the server, create (or check) the indices and the hybrid pipeline, and refresh them once."""
+        self.caps = await self.dialect.probe()
+        if self.options.dims and not self.caps.knn:
+            raise CapabilityError(
+                f"{self.caps.engine} {self.caps.version} has no k-NN support; install the k-NN plugin or disable "
+                "embeddings"
+            )
+        if create:
+            await self.ensure_indices()
+        else:
+            await self._load_dims()
+        # A writer that died (SIGKILL, lost connection) never issued its closing refresh; make what the cluster
+        # acknowledged visible now, or this session's scans (files to delete, orphan chunks) would miss it.
+        await self.refresh()
+        if self.pipeline_kind is None:
+            self.pipeline_kind = "minmax" if self.caps.normalization_processor and not self.caps.rrf_processor else "rrf"
+        if self.keeps_pipeline():
+            await self.ensure_pipeline()
+        return self.caps
+
+    async def ensure_indices(self, suffix: str = "1") -> None:
+        """Create missing indices behind their aliases; report an existing incompatible one."""
+        caps = self.connected()
+        for kind in INDEX_KINDS:
+            alias = self.index(kind)
+            existing = await self.port.mapping(alias)
+            if existing is None:
+                body = render_index(kind, self.dialect, caps, self.options)
+                body["aliases"] = {alias: {}}
+                await self.port.create_index(f"{alias}-{suffix}", body)  # False: another writer made it first
+                continue
+            expected = render_index(kind, self.dialect, caps, IndexOptions())["mappings"]
+            ensure_mapping_compatible(alias, existing, expected)
+            if kind == "chunks":
+                self._adopt_dims(alias, existing)
+
+    async def _load_dims(self) -> None:
+        existing = await self.port.mapping(self.ix.chunks)
+        if existing is None:
+            raise MappingError(f"index {self.ix.chunks} does not exist; run `reme-es sync` first")
+        self._adopt_dims(self.ix.chunks, existing)
+
+    def _adopt_dims(self, alias: str, mapping: dict) -> None:
+        vector = mapping.get("properties", {}).get("embedding")
+        have = self.dialect.vector_dims(vector) if vector else None
+        if self.options.dims and have and have != self.options.dims:
+            raise DimensionMismatch(
+                f"index {alias} holds {have}-d vectors but the embedding model gives {self.options.dims}-d; "
+                "run `reme-es reindex` to rebuild it for the new model"
+            )
+        if self.options.dims and not have:
+            raise MappingError(
+                f"index {alias} was created without vectors; run `reme-es reindex` to add a {self.options.dims}-d "
+                "embedding field"
+            )
+        self.dims = have
+
+    # --- the hybrid pipeline ------------------------------------------------------------------
+    def keeps_pipeline(self) -> bool:
+        """Whether this store keeps a search pipeline: the dialect fuses through one, the server has the hybrid
+        query, the index has vectors, and hybrid is not `client`. (`native_hybrid` also asks whether the server's
+        pipeline can fuse the configured kind.)"""
+        return bool(
+            self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps and self.caps.hybrid_query
+            and self.dims
+        )
+
+    def native_hybrid(self) -> bool:
+        """Whether one-request hybrid search can be used with the current server and configuration."""
+        if self.hybrid == "client" or not self.caps or not self.dims:
+            return False
+        return self.dialect.native_hybrid(self.caps, self.pipeline_kind)
+
+    def pipeline_name(self) -> str:
+        """Name of this store's search pipeline (kind, weight and template version in the name)."""
+        weighted = self.dialect.pipeline_weighted(self.caps, self.pipeline_kind)
+        weight = f"-w{round(self.vector_weight * 100)}" if weighted else ""
+        return f"{self.prefix}-hybrid-{self.pipeline_kind}{weight}-v1"
+
+    async def ensure_pipeline(self) -> None:
+        """Create or update the hybrid search pipeline (PUT is idempotent)."""
+        kind = self.pipeline_kind or "minmax"
+        body = self.dialect.pipeline_body(kind, self.vector_weight, bool(self.caps and self.caps.rrf_weights))
+        await self.port.put_pipeline(self.pipeline_name(), body)
+
+    # --- upkeep -----------------------------------------------------------------------------
+    async def refresh(self) -> None:
+        """Make every finished write visible to searches (engines that refresh on their own are left to it)."""
+        if self.dialect.refreshes_itself:
+            return
+        await self.port.refresh([self.index(k) for k in INDEX_KINDS])
+
+    async def drop(self) -> None:
+        """Delete this prefix's indices and pipeline."""
+        for kind in INDEX_KINDS:
+            for concrete in await self.port.concrete(self.index(kind)):
+                await self.port.delete_index(concrete)
+        if self.caps and self.caps.hybrid_query:
+            await self.port.delete_pipeline(self.pipeline_name())
+
+    async def stats(self) -> dict[str, dict]:
+        """Per index kind: docs, deleted docs, segments, size."""
+        if self.dialect.merges_itself:
+            raise CapabilityError(f"{self.dialect.engine} has no index stats or force-merge API; it merges on its own")
+        return {kind: await self.port.stats(self.index(kind)) for kind in INDEX_KINDS}
+
+    async def optimize(self, deleted_ratio: float = 0.1, max_segments: int | None = None) -> dict:
+        """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold."""
+        before = await self.stats()
+        merged = []
+        for kind, s in before.items():
+            total = s["docs"] + s["deleted"]
+            if max_segments is None and not (total and s["deleted"] / total >= deleted_ratio):
+                continue
+            await self.port.forcemerge(self.index(kind), max_segments)
+            merged.append(kind)
+        if merged:
+            await self.refresh()
+        return {"merged": merged, "before": before, "after": await self.stats()}

@@ -1,0 +1,133 @@
+"""SearchStore: keyword search (BM25) and hybrid search, native (one request) or fused client-side with the
+VectorStore's k-NN branch."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..adapters.base import SOURCE_EXCLUDES, keyword_body
+from ..errors import CapabilityError, ConfigError, RequestFailed
+from ..fusion import apply_min_score, candidate_depth, weighted_rrf
+from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
+from .indices import IndexSet
+from .sources import chunk_from_source
+from .vectors import VectorStore, branch_hit
+
+log = logging.getLogger(__name__)
+
+SEARCH_MODES = ("hybrid", "keyword", "vector")
+
+
+class SearchStore:
+    """Searches over the chunks index, as ReMe's search step does them."""
+
+    def __init__(self, indices: IndexSet, vectors: VectorStore, keyword_fields: tuple[str, ...] | None = None):
+        self.indices, self.vectors, self.keyword_fields = indices, vectors, keyword_fields
+
+    @property
+    def port(self):
+        """The index port."""
+        return self.indices.port
+
+    async def _candidates(self, body: dict, branch: str, params: dict | None = None) -> list[Hit]:
+        """Run a search for scores, chunk ids and paths only; the hits' chunks carry no text until `_with_chunks`."""
+        ranked = await self.port.ranked(self.indices.ix.chunks, body, params)
+        return [branch_hit(branch, score, Chunk(id=cid, path=path, text="")) for score, cid, path in ranked]
+
+    async def _with_chunks(self, hits: list[Hit]) -> list[Hit]:
+        """The hits with their stored chunks, from one `_mget` at the searched refresh point (`realtime=false`)."""
+        docs = [(doc_id(h.chunk.id), h.chunk.path) for h in hits]
+        sources = await self.port.get_routed(self.indices.ix.chunks, docs, SOURCE_EXCLUDES, realtime=False)
+        out = []
+        for hit, src in zip(hits, sources, strict=True):
+            if src is not None:
+                out.append(hit.model_copy(update={"chunk": chunk_from_source(src)}))
+            else:  # only if the chunk went between the search and the fetch (a refresh in between)
+                log.info("search hit %s of %s is gone from the index; left out", hit.chunk.id, hit.chunk.path)
+        return out
+
+    async def keyword(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
+        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
+        f = SearchFilter.parse(search_filter)
+        if not query or not query.strip() or limit <= 0:
+            return []
+        hits = await self.port.ranked_sources(self.indices.ix.chunks, keyword_body(query, limit, f, self.keyword_fields))
+        return [branch_hit("keyword", score, chunk_from_source(src)) for score, src in hits]
+
+    async def search(
+        self,
+        query: str,
+        vector: list[float] | None = None,
+        limit: int = 10,
+        search_filter: SearchFilter | dict | None = None,
+        mode: str = "hybrid",
+        candidate_multiplier: int = 5,
+        min_score: float = 0.0,
+    ) -> SearchResult:
+        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit.
+
+        Candidates are ranked from scores and ids alone; only the hits returned are fetched with their text."""
+        f = SearchFilter.parse(search_filter)
+        if not query or not query.strip() or limit <= 0:
+            return SearchResult(hits=[])
+        candidates = candidate_depth(limit, candidate_multiplier)
+        # One branch: its top `limit` hits are the first `limit` of its candidates, and min_score only cuts the tail,
+        # so only those are asked for (the k-NN search still explores `candidates` neighbours).
+        if mode == "keyword" or (mode == "hybrid" and vector is None):
+            hits = await self.keyword(query, limit, f)
+            return SearchResult(hits=apply_min_score(hits, min_score), keyword_hits=len(hits), fusion="keyword")
+        if mode == "vector":
+            hits = await self.vectors.search(vector, limit, f, k=candidates)
+            return SearchResult(hits=apply_min_score(hits, min_score), vector_hits=len(hits), fusion="vector")
+        if mode != "hybrid":
+            raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
+        if self.indices.native_hybrid():
+            return await self._native(query, vector, limit, candidates, f, min_score)
+        if self.indices.hybrid == "native":
+            caps = self.indices.caps
+            raise CapabilityError(
+                f"native {self.indices.pipeline_kind} hybrid search needs the neural-search plugin (OpenSearch) or the "
+                f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
+                f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
+            )
+        return await self._client(query, vector, limit, candidates, f, min_score)
+
+    async def _client(
+        self, query: str, vector: list[float] | None, limit: int, candidates: int, f: SearchFilter, min_score: float
+    ) -> SearchResult:
+        """Two branches sent at once, ranked from ids and scores alone; only the fused top `limit` is fetched."""
+        keyword, vec = await asyncio.gather(
+            self._candidates(keyword_body(query, candidates, f, self.keyword_fields), "keyword"),
+            self._candidates(self.vectors.knn_body(vector, candidates, f), "vector") if vector else asyncio.sleep(0, []),
+        )
+        if keyword and vec:
+            fused, fusion = weighted_rrf(vec, keyword, self.indices.vector_weight), "client"
+        else:
+            fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
+        top = await self._with_chunks(apply_min_score(fused, min_score)[:limit])
+        return SearchResult(hits=top, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
+
+    async def _native(
+        self, query: str, vector: list[float], limit: int, candidates: int, f: SearchFilter, min_score: float
+    ) -> SearchResult:
+        """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""
+        ix, dialect = self.indices, self.indices.dialect
+        self.vectors.check(vector, "the query")
+        body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields)
+        params = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else None
+        try:
+            hits = await self._candidates(body, "hybrid", params)
+        except RequestFailed as exc:
+            # A missing pipeline is a 400 like any bad request: ask whether it exists rather than read the message.
+            if params is None or exc.status != 400 or await self.port.pipeline_exists(ix.pipeline_name()):
+                raise
+            await ix.ensure_pipeline()  # deleted behind our back: recreate once
+            hits = await self._candidates(body, "hybrid", params)
+        ceiling = dialect.hybrid_score_ceiling(ix.pipeline_kind) + 1e-6
+        if any(not 0.0 <= h.score <= ceiling for h in hits):
+            raise RequestFailed(
+                f"the hybrid response did not go through the {ix.pipeline_name()} pipeline (raw scores came back); "
+                "check that the neural-search plugin is installed and the pipeline exists"
+            )
+        return SearchResult(hits=await self._with_chunks(apply_min_score(hits, min_score)[:limit]), fusion="native")

@@ -1,0 +1,121 @@
+"""Pure conversions between the models and stored `_source`s, with the checks a document passes before it is
+written (size, vector dimension, JSON-serialisable values)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..errors import DimensionMismatch, InvalidInput
+from ..models import Chunk, FileDoc, Link, date_from_path
+
+MAX_TEXT_BYTES = 8 << 20
+
+
+def chunk_source(chunk: Chunk) -> dict:
+    """The `_source` of a chunk doc as the chunks template maps it (pure; the store validates before writing)."""
+    src: dict[str, Any] = {
+        "chunk_id": chunk.id,
+        "path": chunk.path,
+        "date": date_from_path(chunk.path),
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "hash": chunk.hash,
+        "text": chunk.text,
+        "metadata": chunk.metadata,
+    }
+    if chunk.embedding is not None:
+        src["embedding"] = chunk.embedding
+    return src
+
+
+def chunk_from_source(src: dict) -> Chunk:
+    """A chunk read back from its stored source (without its vector)."""
+    return Chunk(
+        id=src["chunk_id"],
+        path=src["path"],
+        start_line=src.get("start_line", 0),
+        end_line=src.get("end_line", 0),
+        text=src.get("text", ""),
+        hash=src.get("hash", ""),
+        metadata=src.get("metadata") or {},
+    )
+
+
+def file_source(file: FileDoc) -> dict:
+    """The `_source` of a file doc; refuses values JSON cannot carry."""
+    src = {
+        "path": file.path,
+        "st_mtime": file.st_mtime,
+        "size": file.size,
+        "hash": file.hash,
+        "chunk_ids": file.chunk_ids,
+        "front_matter": file.front_matter,
+        "links": [{"target": link.target, "anchor": link.anchor} for link in file.links],
+    }
+    check_serialisable(f"file {file.path}", src)
+    return src
+
+
+def file_from_source(src: dict) -> FileDoc:
+    """A file doc read back from its stored source."""
+    path = src["path"]
+    return FileDoc(
+        path=path,
+        st_mtime=src.get("st_mtime", 0.0),
+        chunk_ids=src.get("chunk_ids") or [],
+        front_matter=src.get("front_matter") or {},
+        links=[link_from_file(path, x) for x in src.get("links") or []],
+        size=src.get("size", 0),
+        hash=src.get("hash", ""),
+    )
+
+
+def link_from_file(path: str, entry: dict) -> Link:
+    """One outlink of a file doc's `links` list."""
+    return Link(source=path, target=entry["target"], anchor=entry.get("anchor", ""))
+
+
+def link_from_source(src: dict) -> Link:
+    """A link read back from its stored link doc."""
+    return Link(source=src["source"], target=src["target"], anchor=src.get("anchor", ""))
+
+
+def link_source(link: Link, position: int) -> dict:
+    """The `_source` of a link doc: the edge and its position among the file's outlinks."""
+    return {"source": link.source, "target": link.target, "anchor": link.anchor, "position": position}
+
+
+def as_stored(source: dict) -> dict:
+    """A source as the server hands it back (JSON round trip: tuples become lists, dates strings)."""
+    return orjson.loads(orjson.dumps(source))
+
+
+def check_serialisable(what: str, value: Any) -> None:
+    """Refuse a value that cannot be written as JSON, naming what it belongs to."""
+    try:
+        orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise InvalidInput(f"{what} cannot be stored: {exc}. Decode it as UTF-8 text and pass plain JSON values.")
+
+
+def check_vector(dims: int | None, vector: list[float] | None, what: str) -> None:
+    """Refuse a vector the index cannot hold (no embedding field, or another dimension)."""
+    if vector is None:
+        return
+    if not dims:
+        raise DimensionMismatch(f"{what} carries a vector but the index has no embedding field")
+    if len(vector) != dims:
+        raise DimensionMismatch(f"{what} has a {len(vector)}-d vector; the index expects {dims}-d")
+
+
+def checked_chunk_source(chunk: Chunk, dims: int | None) -> dict:
+    """A chunk's source after the size, vector and JSON checks."""
+    if len(chunk.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it")
+    check_vector(dims, chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
+    src = chunk_source(chunk)
+    check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
+    return src
+

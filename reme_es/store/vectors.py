@@ -1,0 +1,85 @@
+"""VectorStore: k-NN search over chunk embeddings (HNSW), and vector upkeep (read back, backfill, set)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from ..adapters import lookups as q
+from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score
+from ..adapters.port import Action
+from ..adapters.transport import BulkOutcome
+from ..errors import CapabilityError
+from ..models import Chunk, Hit, SearchFilter, doc_id
+from .indices import IndexSet
+from .sources import check_vector, chunk_from_source
+
+
+def branch_hit(branch: str, raw: float, chunk: Chunk) -> Hit:
+    """A hit of one search branch; k-NN scores become cosine similarity."""
+    score = cosine_from_score(raw) if branch == "vector" else raw
+    return Hit(chunk=chunk, scores={branch: score, "score": score})
+
+
+class VectorStore:
+    """The embedding side of the chunks index."""
+
+    def __init__(self, indices: IndexSet):
+        self.indices = indices
+
+    @property
+    def port(self):
+        """The index port."""
+        return self.indices.port
+
+    def check(self, vector: list[float] | None, what: str) -> None:
+        """Refuse a vector of another dimension than the index's."""
+        check_vector(self.indices.dims, vector, what)
+
+    def knn_body(self, vector: list[float], k: int, f: SearchFilter, size: int | None = None) -> dict:
+        """The dialect's k-NN body, after checking the index has vectors of this dimension."""
+        if not self.indices.dims:
+            raise CapabilityError(f"index {self.indices.ix.chunks} has no embedding field; enable embeddings and reindex")
+        self.check(vector, "the query")
+        return self.indices.dialect.knn_body(vector, k, f, size=size)
+
+    async def search(
+        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None, k: int = 0
+    ) -> list[Hit]:
+        """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity.
+        The top `limit` of the `k` nearest (k defaults to limit) come back."""
+        f = SearchFilter.parse(search_filter)
+        if not vector or limit <= 0:
+            return []
+        body = self.knn_body(vector, max(k, limit), f, size=limit)
+        hits = await self.port.ranked_sources(self.indices.ix.chunks, body)
+        return [branch_hit("vector", score, chunk_from_source(src)) for score, src in hits]
+
+    async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
+        """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
+        docs = [(doc_id(cid), path) for path, ids in ids_by_path.items() for cid in ids]
+        found = await self.port.get_routed(self.indices.ix.chunks, docs, None if with_vectors else ["embedding"])
+        return {src["chunk_id"]: src for src in found if src is not None}
+
+    async def without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
+        """Yield batches of stored chunks that have no embedding (for backfilling)."""
+        page: list[Chunk] = []
+        query = q.without_field("embedding")
+        async for src in self.port.scan(self.indices.ix.chunks, query, {"excludes": SOURCE_EXCLUDES}, ["chunk_id"]):
+            page.append(chunk_from_source(src))
+            if len(page) >= batch:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    async def set_vectors(self, vectors: dict[tuple[str, str], list[float]], refresh: bool = True) -> BulkOutcome:
+        """Write embeddings onto stored chunks, keyed by (path, chunk id), with partial updates."""
+        actions = []
+        for (path, cid), vec in vectors.items():
+            self.check(vec, f"chunk {cid} of {path}")
+            actions.append(Action("update", self.indices.ix.chunks, doc_id(cid), {"embedding": vec}, routing=path))
+        outcome = await self.port.bulk(actions)
+        if refresh:
+            await self.indices.refresh()
+        outcome.raise_for_failures()
+        return outcome

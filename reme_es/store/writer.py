@@ -1,0 +1,111 @@
+"""The writer: runs the rounds of `reme_es.store.protocol` through the port (upsert, delete)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+
+from ..adapters import lookups as q
+from ..adapters.port import IndexPort
+from ..adapters.transport import BulkOutcome
+from ..errors import InvalidInput
+from ..models import Chunk, FileDoc, doc_id
+from . import protocol as p
+from .sources import checked_chunk_source, file_from_source, file_source, link_from_source
+
+
+class Writer:
+    """Upserts and deletes of whole files (doc, chunks, links) on one prefix's indices."""
+
+    def __init__(
+        self, port: IndexPort, ix: p.Indices, dims: Callable[[], int | None], refresh: Callable[[], Awaitable[None]]
+    ):
+        self.port, self.ix, self._dims, self._refresh = port, ix, dims, refresh
+
+    async def stored(self, paths: list[str]) -> p.Stored:
+        """What is stored for these paths: chunk and link ids from the file docs (real-time) and a search (orphans),
+        and the version of each file doc."""
+        stored = p.Stored.empty(paths)
+        for doc in await self.port.get(self.ix.files, [doc_id(x) for x in paths]):
+            file = file_from_source(doc["_source"])
+            stored.versions[file.path] = (doc["_seq_no"], doc["_primary_term"])
+            stored.chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
+            stored.links[file.path].update(link.id for link in file.links)
+        async for s in self.port.scan(self.ix.chunks, q.any_of("path", paths), ["chunk_id", "path"], ["chunk_id"]):
+            stored.chunks[s["path"]].add(doc_id(s["chunk_id"]))
+        link_fields = ["source", "target", "anchor"]
+        async for s in self.port.scan(self.ix.links, q.any_of("source", paths), link_fields, link_fields):
+            stored.links[s["source"]].add(link_from_source(s).id)
+        return stored
+
+    def wanted(self, files: list[tuple[FileDoc, list[Chunk]]]) -> dict[str, p.Wanted]:
+        """The files to write, checked (a path given twice: the last one wins)."""
+        by_path: dict[str, tuple[FileDoc, list[Chunk]]] = {}
+        for file, chunks in files:
+            for chunk in chunks:
+                if chunk.path != file.path:
+                    raise InvalidInput(f"chunk {chunk.id} has path {chunk.path!r} but belongs to file {file.path!r}")
+            by_path[file.path] = (file, chunks)
+        dims = self._dims()
+        sources = {path: [checked_chunk_source(c, dims) for c in chunks] for path, (_, chunks) in by_path.items()}
+        return {path: p.Wanted(f, cs, sources[path], file_source(f)) for path, (f, cs) in by_path.items()}
+
+    async def _settle(
+        self, outcome: BulkOutcome, written: dict[str, dict], final: dict[str, dict] | None = None
+    ) -> tuple[dict[str, dict | None], set[str]]:
+        """Read the file docs that came back 409 and settle them (`protocol.settle_conflicts`)."""
+        paths = p.conflicted(outcome, written)
+        if not paths:
+            return {}, set()
+        current = {d["_id"]: d for d in await self.port.get(self.ix.files, [doc_id(x) for x in paths])}
+        return p.settle_conflicts(outcome, written, current, self.ix, final)
+
+    async def upsert(self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True) -> BulkOutcome:
+        """Store files with their chunks and links; each file's chunks replace the ones stored for its path."""
+        if not files:
+            return BulkOutcome()
+        wanted = self.wanted(files)
+        stored = await self.stored(list(wanted))
+
+        placeheld = p.placeholders(wanted, stored)
+        first = await self.port.bulk(p.placeholder_round(placeheld, self.ix))
+        await self._settle(first, placeheld, {x: wanted[x].source for x in placeheld})
+        versions = {**stored.versions, **p.written_versions(first, placeheld, self.ix)}
+        for path in [x for x in placeheld if x not in versions]:  # failed, lost, or already stored by another
+            del wanted[path]
+
+        chunk_actions = p.chunk_round(wanted, self.ix)
+        chunks = await self.port.bulk(chunk_actions)
+
+        commit = p.commit_round(wanted, stored, versions, placeheld, first, chunks, chunk_actions, self.ix)
+        third = await self.port.bulk(commit.actions + commit.takebacks)
+        p.forgive_conflicts(third, commit.takebacks)
+        lost, _ = await self._settle(third, {x: wanted[x].source for x in commit.stale})
+
+        repair = BulkOutcome()
+        if lost:
+            repair_actions = p.repair_round(lost, wanted, commit.stale, chunks, third, self.ix)
+            repair = await self.port.bulk(repair_actions)
+            p.forgive_conflicts(repair, repair_actions)
+        if refresh:
+            await self._refresh()
+        outcome = BulkOutcome(
+            chunks.succeeded + third.succeeded, first.failures + chunks.failures + third.failures + repair.failures
+        )
+        outcome.raise_for_failures()
+        return outcome
+
+    async def delete(self, paths: str | Iterable[str], refresh: bool = True) -> int:
+        """Delete files with their chunks and outgoing links; unknown paths are skipped. Returns files deleted."""
+        paths = [paths] if isinstance(paths, str) else list(dict.fromkeys(paths))
+        if not paths:
+            return 0
+        stored = await self.stored(paths)
+        parts = p.delete_parts_round(paths, stored, self.ix)
+        first = await self.port.bulk(parts) if parts else BulkOutcome()
+        files = p.delete_files_round(paths, stored, parts, first, self.ix)
+        second = await self.port.bulk(files) if files else BulkOutcome()
+        outcome = BulkOutcome(first.succeeded + second.succeeded, first.failures + second.failures)
+        if refresh:
+            await self._refresh()
+        outcome.raise_for_failures()
+        return len(stored.versions)

@@ -1,0 +1,193 @@
+"""Contract mixins for vectors, hybrid search and maintenance (see `reme_es.testing.contract`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..errors import DimensionMismatch
+from ._common import ASYNC
+from ._common import ids as _ids
+from ._common import paths as _paths
+from .data import chunk, file_with, unit_vector
+from .requirements import require
+
+
+class VectorContract:
+    """k-NN: cosine scores, filter inside the k-NN clause, dimension checks."""
+
+    pytestmark = ASYNC
+
+    async def test_scores_are_cosine_similarity(self, store_factory):
+        store = await store_factory()
+        same = chunk("digest/same.md", "same", vector=unit_vector(1))
+        ortho = chunk("digest/ortho.md", "orthogonal", vector=unit_vector(0, 1))
+        opposite = chunk("digest/opp.md", "opposite", vector=unit_vector(-1))
+        await store.upsert([file_with(c.path, [c]) for c in (same, ortho, opposite)])
+        hits = await store.vector_search(unit_vector(1), 3)
+        assert _ids(hits) == [same.id, ortho.id, opposite.id]
+        assert [round(h.scores["vector"], 4) for h in hits] == [1.0, 0.0, -1.0]
+        assert all(h.scores["score"] == h.scores["vector"] for h in hits)
+
+    async def test_selective_filter_still_returns_limit_hits(self, store_factory):
+        store = await store_factory()
+        pairs = []
+        for i in range(300):
+            path = f"{'digest' if i % 30 == 0 else 'resource'}/n{i:03d}.md"
+            pairs.append(file_with(path, [chunk(path, f"n {i}", vector=unit_vector(1, (i % 7) * 0.1, i * 0.001))]))
+        await store.upsert(pairs)
+        hits = await store.vector_search(unit_vector(1), 10, {"path_prefix": "digest/"})
+        assert len(hits) == 10
+        assert _paths(hits) == {f"digest/n{i:03d}.md" for i in range(0, 300, 30)}
+
+    async def test_stored_vectors_can_be_read_back_for_reuse(self, store_factory):
+        store = await store_factory()
+        vec = unit_vector(0.6, 0.8)
+        c = chunk("digest/a.md", "kept vector", vector=vec)
+        await store.upsert([file_with(c.path, [c])])
+        stored = await store.get_chunks({c.path: [c.id]}, with_vectors=True)
+        assert stored[c.id]["embedding"] == pytest.approx(vec, abs=1e-6)
+        assert "embedding" not in (await store.get_chunks({c.path: [c.id]}))[c.id]
+        assert all(h.chunk.embedding is None for h in await store.vector_search(vec, 1))
+
+    async def test_wrong_dimension_is_refused_on_write_and_query(self, store_factory):
+        store = await store_factory()
+        bad = chunk("digest/bad.md", "three dims", vector=[0.1, 0.2, 0.3])
+        with pytest.raises(DimensionMismatch, match="3-d"):
+            await store.upsert([file_with(bad.path, [bad])])
+        assert await store.get_files() == []
+        with pytest.raises(DimensionMismatch, match="3-d"):
+            await store.vector_search([0.1, 0.2, 0.3], 5)
+
+    async def test_reopening_with_another_dimension_is_refused(self, store_factory):
+        store = await store_factory()
+        with pytest.raises(DimensionMismatch, match="reindex"):
+            await store_factory(dims=16, prefix=store.prefix)
+
+    async def test_chunks_without_vectors_can_be_backfilled(self, store_factory):
+        store = await store_factory()
+        c1 = chunk("digest/a.md", "no vector yet")
+        c2 = chunk("digest/b.md", "has a vector", vector=unit_vector(0, 1))
+        await store.upsert([file_with(c1.path, [c1]), file_with(c2.path, [c2])])
+        missing = [c async for batch in store.chunks_without_vectors() for c in batch]
+        assert [c.id for c in missing] == [c1.id]
+        await store.set_vectors({(c1.path, c1.id): unit_vector(1)})
+        assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
+        assert _ids(await store.vector_search(unit_vector(1), 1)) == [c1.id]
+
+
+class HybridContract:
+    """Native fusion and client fusion agree where their formulas agree; fallback; filters in both branches."""
+
+    pytestmark = ASYNC
+
+    async def _hybrid_corpus(self, store_factory, **kwargs):
+        store = await store_factory(**kwargs)
+        pairs = []
+        for i in range(12):
+            path = f"{'daily/2026-05-18' if i % 2 else 'digest'}/h{i:02d}.md"
+            words = "orbital mechanics " * (12 - i) + f"filler{i}"
+            pairs.append(file_with(path, [chunk(path, words, vector=unit_vector(1, i * 0.15))]))
+        await store.upsert(pairs)
+        return store
+
+    async def test_native_and_client_fusion_give_the_same_ranking(self, store_factory):
+        # With equal weights ReMe's weighted RRF is plain RRF, which is what the server's RRF processor computes.
+        store = await self._hybrid_corpus(store_factory, vector_weight=0.5, pipeline="rrf")
+        require(store, "native_hybrid")
+        native = await store.search("orbital mechanics", unit_vector(1), 8)
+        store.hybrid = "client"
+        client = await store.search("orbital mechanics", unit_vector(1), 8)
+        assert (native.fusion, client.fusion) == ("native", "client")
+        assert _ids(native.hits) == _ids(client.hits)
+        assert [round(h.score, 6) for h in native.hits] == [round(2 * h.score, 6) for h in client.hits]
+
+    async def test_a_response_that_bypassed_the_pipeline_fails_loudly(self, store_factory):
+        from ..errors import RequestFailed
+
+        store = await self._hybrid_corpus(store_factory)
+        require(store, "search_pipeline")
+        # Replace the pipeline with one that has no fusion processor: the server then returns raw sub-query scores.
+        await store.port.put_pipeline(store.pipeline_name(), {"description": "bare"})
+        with pytest.raises(RequestFailed, match="did not go through"):
+            await store.search("orbital mechanics", unit_vector(1), 5)
+        await store.ensure_pipeline()
+        assert (await store.search("orbital mechanics", unit_vector(1), 5)).fusion == "native"
+
+    async def test_client_fusion_is_used_when_the_server_lacks_hybrid(self, store_factory):
+        store = await self._hybrid_corpus(store_factory)
+        store.caps = store.caps.model_copy(
+            update={"hybrid_query": False, "rrf_processor": False, "normalization_processor": False}
+        )
+        result = await store.search("orbital mechanics", unit_vector(1), 5)
+        assert result.fusion == "client"
+        assert (result.keyword_hits, result.vector_hits) == (12, 12)
+        assert all({"keyword", "vector", "score"} <= set(h.scores) for h in result.hits)
+
+    @pytest.mark.parametrize("mode", ["auto", "client"])
+    async def test_filters_apply_in_both_branches(self, store_factory, mode):
+        store = await self._hybrid_corpus(store_factory, hybrid=mode)
+        result = await store.search("orbital mechanics", unit_vector(1), 20, {"path_prefix": "digest/"})
+        assert _paths(result.hits) == {f"digest/h{i:02d}.md" for i in range(0, 12, 2)}
+        assert len(result.hits) == 6
+
+    @pytest.mark.parametrize("mode", ["auto", "client"])
+    async def test_fused_hits_carry_their_stored_chunks(self, store_factory, mode):
+        # Fusion ranks lean candidates (ids and scores); the returned hits must still be whole chunks.
+        store = await self._hybrid_corpus(store_factory, hybrid=mode)
+        result = await store.search("orbital mechanics", unit_vector(1), 4)
+        assert len(result.hits) == 4
+        by_path = {h.chunk.path: [h.chunk.id] for h in result.hits}
+        stored = await store.get_chunks(by_path)
+        for hit in result.hits:
+            source = stored[hit.chunk.id]
+            assert (hit.chunk.text, hit.chunk.start_line, hit.chunk.end_line) == (
+                source["text"], source["start_line"], source["end_line"]
+            )
+            assert hit.chunk.text.startswith("orbital mechanics") and hit.chunk.embedding is None
+
+    async def test_fused_hits_are_read_at_the_searched_refresh_point(self, store_factory):
+        # An unrefreshed write has deleted chunks the last refresh still shows: they come back whole, as the
+        # search saw them (the fetch reads the refreshed view, not the latest writes).
+        store = await self._hybrid_corpus(store_factory, hybrid="client")
+        require(store, "refresh_point")
+        before = await store.search("orbital mechanics", unit_vector(1), 5)
+        await store.delete([h.chunk.path for h in before.hits], refresh=False)
+        after = await store.search("orbital mechanics", unit_vector(1), 5)
+        assert [(h.chunk.id, h.chunk.text) for h in after.hits] == [(h.chunk.id, h.chunk.text) for h in before.hits]
+        await store.refresh()
+        now = await store.search("orbital mechanics", unit_vector(1), 5)
+        assert not {h.chunk.id for h in before.hits} & set(_ids(now.hits))
+
+    async def test_min_score_and_limit_apply_after_fusion(self, store_factory):
+        store = await self._hybrid_corpus(store_factory, hybrid="client")
+        full = await store.search("orbital mechanics", unit_vector(1), 12)
+        cut = full.hits[4].score
+        result = await store.search("orbital mechanics", unit_vector(1), 3, min_score=cut)
+        assert _ids(result.hits) == _ids(full.hits[:3])
+        result = await store.search("orbital mechanics", unit_vector(1), 12, min_score=cut)
+        assert _ids(result.hits) == _ids([h for h in full.hits if h.score >= cut])
+
+
+class MaintenanceContract:
+    """optimize = force-merge that expunges deletes past a threshold, with before/after figures."""
+
+    pytestmark = ASYNC
+
+    async def test_optimize_merges_only_past_the_deleted_ratio_and_reports_figures(self, store_factory):
+        # Soft-deleted documents stay until the shard's retention lease moves on (about 30 s on a quiet shard),
+        # so the deleted count right after the merge is not asserted; the merge itself and its report are.
+        store = await store_factory()
+        require(store, "force_merge")
+        pairs = [file_with(f"digest/o{i}.md", [chunk(f"digest/o{i}.md", f"doc {i}")]) for i in range(20)]
+        await store.upsert(pairs)
+        await store.delete([f"digest/o{i}.md" for i in range(10)])
+        quiet = await store.optimize(deleted_ratio=0.99)
+        assert quiet["merged"] == []
+        report = await store.optimize(deleted_ratio=0.1)
+        assert "chunks" in report["merged"] and "links" not in report["merged"]
+        assert report["before"]["chunks"]["deleted"] >= 10
+        assert report["after"]["chunks"]["docs"] == 10
+        full = await store.optimize(max_segments=1)
+        assert full["after"]["chunks"]["segments"] == 1
+        assert full["after"]["files"]["docs"] == 10
+        assert [f.path for f in await store.get_files()] == [f"digest/o{i}.md" for i in range(10, 20)]

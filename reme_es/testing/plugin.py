@@ -1,0 +1,86 @@
+"""pytest plugin for running the contract suite from any package: `-p reme_es.testing.plugin` or
+`pytest_plugins = ["reme_es.testing.plugin"]`.
+
+It provides `store_factory`, the one fixture the contract cases take: an async callable
+`(dims=8, prefix=None, **store_kwargs) -> MemoryStore` that opens a connected store on a fresh index prefix,
+and drops and closes every store it opened at teardown. How a store is opened is the `reme_es_open_store`
+fixture, which a third party overrides to plug in its own dialect or cluster:
+
+    @pytest.fixture
+    def reme_es_open_store():
+        async def open_one(prefix: str, options: IndexOptions, **store_kwargs) -> MemoryStore:
+            store = MemoryStore(MyDialect(settings), prefix, options, **store_kwargs)
+            await store.connect()
+            return store
+        return open_one
+
+By default it connects to `--reme-es-hosts` (or `REME_ES_TEST_HOSTS`) with `--reme-es-engine` (or
+`REME_ES_TEST_ENGINE`, default auto). The contract classes carry their own asyncio marks, so the caller's
+pytest needs no `asyncio_mode = auto`; pytest-asyncio must be installed.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+import pytest_asyncio
+
+from ..store import MemoryStore
+from ..templates import IndexOptions
+from .data import DIMS
+
+Opener = Callable[..., Awaitable[MemoryStore]]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("reme-es", "reme-es contract suite")
+    group.addoption("--reme-es-hosts", default=None, help="Cluster URL(s), comma-separated (REME_ES_TEST_HOSTS).")
+    group.addoption("--reme-es-engine", default=None, help="Engine name or auto (REME_ES_TEST_ENGINE).")
+
+
+@asynccontextmanager
+async def dropped_at_exit() -> AsyncIterator[list[MemoryStore]]:
+    """A list to put opened stores in; each is dropped and closed at exit, the last opened first."""
+    opened: list[MemoryStore] = []
+    try:
+        yield opened
+    finally:
+        for store in reversed(opened):
+            try:
+                await store.drop()
+            finally:
+                await store.close()
+
+
+@pytest.fixture
+def reme_es_open_store(request: pytest.FixtureRequest) -> Opener:
+    """How the contract suite opens a connected store (override this fixture to use your own dialect)."""
+    from ..adapters.base import ClientSettings
+    from ..connect import open_store
+
+    hosts = request.config.getoption("--reme-es-hosts") or os.environ.get("REME_ES_TEST_HOSTS")
+    engine = request.config.getoption("--reme-es-engine") or os.environ.get("REME_ES_TEST_ENGINE", "auto")
+    if not hosts:
+        pytest.fail("the contract suite needs a cluster: pass --reme-es-hosts URL or override reme_es_open_store")
+
+    async def open_one(prefix: str, options: IndexOptions, **store_kwargs) -> MemoryStore:
+        return await open_store(ClientSettings(hosts=hosts.split(",")), prefix, engine, options, **store_kwargs)
+
+    return open_one
+
+
+@pytest_asyncio.fixture
+async def store_factory(reme_es_open_store: Opener) -> AsyncIterator[Callable[..., Awaitable[MemoryStore]]]:
+    """Connected stores on fresh prefixes, dropped and closed afterwards."""
+    async with dropped_at_exit() as opened:
+
+        async def make(dims: int | None = DIMS, prefix: str | None = None, **store_kwargs) -> MemoryStore:
+            store = await reme_es_open_store(prefix or f"c-{uuid.uuid4().hex[:12]}", IndexOptions(dims=dims), **store_kwargs)
+            opened.append(store)
+            return store
+
+        yield make
