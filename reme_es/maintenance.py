@@ -73,7 +73,8 @@ async def _rebuild(
         if before != after:
             raise RequestFailed(
                 f"reindex of {alias}: {old} holds {before} docs but {new} got {after}; nothing "
-                "was swapped. Stop other writers and run `reme-es reindex` again."
+                "was swapped. Stop other writers and run `reme-es reindex` again.",
+                type="count_mismatch",
             )
     except BaseException:
         await port.delete_index(new)

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Protocol
 
-from .adapters.base import Dialect
 from .models import Capabilities
 
 INDEX_KINDS = ("chunks", "files", "links")
@@ -29,6 +29,16 @@ def load_template(name: str) -> dict:
     return json.loads(_raw(name))
 
 
+class IndexDialect(Protocol):
+    """What rendering an index needs from a dialect (`reme_es.adapters.base.Dialect` offers it)."""
+
+    metadata_type: str
+
+    def vector_mapping(self, dims: int, m: int, ef_construction: int) -> dict: ...
+
+    def index_settings(self, with_vectors: bool) -> dict: ...
+
+
 @dataclass(frozen=True)
 class IndexOptions:
     """Choices that shape the indices: vector dimension (None = no vectors), HNSW and shard settings."""
@@ -40,7 +50,7 @@ class IndexOptions:
     replicas: int = 0
 
 
-def render_index(kind: str, dialect: Dialect, caps: Capabilities, options: IndexOptions) -> dict:
+def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: IndexOptions) -> dict:
     """The create-index body of one kind (chunks, files, links) for this dialect and server."""
     body = load_template(kind)
     version = body.pop("version")

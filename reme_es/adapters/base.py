@@ -9,20 +9,17 @@ functions of their arguments; only the transport (`reme_es.adapters.transport`) 
 from __future__ import annotations
 
 import re
-import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
 
 from ..errors import BulkItemFailure, CapabilityError, ConfigError, MappingError, ReMeESError, RequestFailed
 from ..models import RRF_K, Capabilities, SearchFilter
-from .transport import RETRYABLE_STATUS, BulkOutcome, Transport
+from .transport import AWS_SERVICES, RETRYABLE_STATUS, BulkOutcome, ClientSettings, Transport, redact_host
 
 SOURCE_EXCLUDES = ["embedding"]
-AWS_SERVICES = ("es", "aoss")
 
 
 # ----------------------------------------------------------------------------------- pure builders
@@ -105,51 +102,7 @@ def cosine_from_score(score: float) -> float:
     return 2.0 * score - 1.0
 
 
-def redact_host(url: str) -> str:
-    """A host URL fit for messages and logs: a password written into it (`user:pw@host`) becomes `***`."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, hostport = parts.netloc.rsplit("@", 1)
-    user = userinfo.split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}" if ":" in userinfo else parts.netloc))
-
-
 # --------------------------------------------------------------------------------------- dialect
-
-
-@dataclass
-class ClientSettings:
-    """Connection settings; secrets are kept out of repr and never logged."""
-
-    hosts: list[str]
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    api_key: str | None = field(default=None, repr=False)
-    verify_certs: bool = True
-    ca_certs: str | None = None
-    client_cert: str | None = None
-    client_key: str | None = field(default=None, repr=False)
-    timeout: float = 30.0
-    max_retries: int = 3
-    aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
-    aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
-
-    def __post_init__(self) -> None:
-        if not self.aws_region:
-            return
-        if self.aws_service not in AWS_SERVICES:
-            raise ConfigError(f"aws_service must be one of {', '.join(AWS_SERVICES)}, got {self.aws_service!r}")
-        if self.username is not None or self.password or self.api_key:
-            raise ConfigError(
-                "aws_region signs requests with AWS SigV4; remove username/password and api_key "
-                "(one authentication method at a time)"
-            )
-
-    def __repr__(self) -> str:
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
-        shown["hosts"] = [redact_host(h) for h in self.hosts]
-        return f"ClientSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
 class Dialect(ABC):
@@ -303,7 +256,7 @@ def ensure_mapping_compatible(index: str, actual: dict, expected: dict) -> None:
 
 
 __all__ = [
-    "RETRYABLE_STATUS", "SOURCE_EXCLUDES", "BulkItemFailure", "BulkOutcome", "ClientSettings", "Dialect",
+    "AWS_SERVICES", "RETRYABLE_STATUS", "SOURCE_EXCLUDES", "BulkItemFailure", "BulkOutcome", "ClientSettings", "Dialect",
     "candidates_only", "cosine_from_score", "ensure_mapping_compatible", "filter_clauses", "installed_names",
     "keyword_body", "keyword_query", "redact_host", "validate_hosts",
 ]

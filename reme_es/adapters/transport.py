@@ -13,28 +13,72 @@ import logging
 import random
 import socket
 import ssl
+import urllib.parse
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..errors import (
     AuthError,
     BulkError,
     BulkItemFailure,
+    ConfigError,
     ConnectionFailed,
     ReMeESError,
     RequestFailed,
 )
 
-if TYPE_CHECKING:
-    from .base import ClientSettings
-
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+AWS_SERVICES = ("es", "aoss")
 
 # How a connection failed, from the exception objects the client raised (see `connection_kind`).
 REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE = "refused", "unknown host", "tls", "timeout", "unreachable"
+
+
+def redact_host(url: str) -> str:
+    """A host URL fit for messages and logs: a password written into it (`user:pw@host`) becomes `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, hostport = parts.netloc.rsplit("@", 1)
+    user = userinfo.split(":", 1)[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}" if ":" in userinfo else parts.netloc))
+
+
+@dataclass
+class ClientSettings:
+    """Connection settings; secrets are kept out of repr and never logged."""
+
+    hosts: list[str]
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)
+    verify_certs: bool = True
+    ca_certs: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = field(default=None, repr=False)
+    timeout: float = 30.0
+    max_retries: int = 3
+    aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
+    aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
+
+    def __post_init__(self) -> None:
+        if not self.aws_region:
+            return
+        if self.aws_service not in AWS_SERVICES:
+            raise ConfigError(f"aws_service must be one of {', '.join(AWS_SERVICES)}, got {self.aws_service!r}")
+        if self.username is not None or self.password or self.api_key:
+            raise ConfigError(
+                "aws_region signs requests with AWS SigV4; remove username/password and api_key "
+                "(one authentication method at a time)"
+            )
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["hosts"] = [redact_host(h) for h in self.hosts]
+        return f"ClientSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
 @dataclass
@@ -190,8 +234,6 @@ class Transport(ABC):
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
         """Map a client exception to the ReMeESError tree (the only place this is done)."""
-        from .base import redact_host
-
         info = self.error_info(exc) or ErrorInfo()
         return error_from_info(info, what, ", ".join(redact_host(h) for h in self.settings.hosts), exc)
 

@@ -100,13 +100,17 @@ class MemoryStore:
 
     @property
     def vector_weight(self) -> float:
-        """Weight of the vector branch in fusion."""
+        """Weight of the vector branch in fusion (it also names the pipeline: set it before connecting)."""
         return self.indices.vector_weight
 
     @property
     def keyword_fields(self) -> tuple[str, ...] | None:
         """Fields keyword search runs over (None: chosen per query)."""
         return self.searches.keyword_fields
+
+    @keyword_fields.setter
+    def keyword_fields(self, value: tuple[str, ...] | None) -> None:
+        self.searches.keyword_fields = value
 
     # ------------------------------------------------------------------------------- lifecycle
     def index(self, kind: str) -> str:

@@ -128,6 +128,8 @@ class SearchStore:
         if any(not 0.0 <= h.score <= ceiling for h in hits):
             raise RequestFailed(
                 f"the hybrid response did not go through the {ix.pipeline_name()} pipeline (raw scores came back); "
-                "check that the neural-search plugin is installed and the pipeline exists"
+                "check that the neural-search plugin is installed and the pipeline exists",
+                status=200,  # the server answered, but not through the fusion processor
+                type="unfused_response",
             )
         return SearchResult(hits=await self._with_chunks(apply_min_score(hits, min_score)[:limit]), fusion="native")

@@ -113,6 +113,16 @@ class HybridContract:
         await store.ensure_pipeline()
         assert (await store.search("orbital mechanics", unit_vector(1), 5)).fusion == "native"
 
+    async def test_a_deleted_pipeline_is_recreated_by_the_next_search(self, store_factory):
+        store = await self._hybrid_corpus(store_factory)
+        require(store, "search_pipeline")
+        expected = await store.search("orbital mechanics", unit_vector(1), 5)
+        await store.port.delete_pipeline(store.pipeline_name())
+        assert not await store.port.pipeline_exists(store.pipeline_name())
+        again = await store.search("orbital mechanics", unit_vector(1), 5)
+        assert again.fusion == "native" and _ids(again.hits) == _ids(expected.hits)
+        assert await store.port.pipeline_exists(store.pipeline_name())
+
     async def test_client_fusion_is_used_when_the_server_lacks_hybrid(self, store_factory):
         store = await self._hybrid_corpus(store_factory)
         store.caps = store.caps.model_copy(

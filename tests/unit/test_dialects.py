@@ -17,7 +17,7 @@ from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.adapters.registry import GROUP, dialect_class, engine_names, make_dialect
 from reme_es.config import Settings
 from reme_es.errors import CapabilityError, ConfigError, RequestFailed
-from reme_es.models import Capabilities, SearchFilter
+from reme_es.models import SearchFilter
 from reme_es.store import MemoryStore
 from reme_es.templates import IndexOptions, render_index
 
@@ -42,8 +42,6 @@ def test_unknown_engines_are_refused_with_the_registered_names():
         make_dialect("solr", ClientSettings(hosts=["http://x:1"]))
     with pytest.raises(ValueError, match="engine must be auto or one of opensearch, elasticsearch, aoss"):
         Settings(engine="solr")
-    with pytest.raises(ValueError, match="engine must be one of"):
-        Capabilities(engine="solr", version="1")
     assert Settings(engine="aoss").engine == "aoss"
 
 

@@ -1,0 +1,420 @@
+/**
+ * Everything that differs between OpenSearch and Elasticsearch, and every request body, as pure functions.
+ * The stores do I/O only; these builders are tested without a server (test/unit.test.ts).
+ */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import type { Engine } from "./connection.js";
+import type { Memory, MemoryFilters, MemoryRelation, RangeFilter, SearchQuery } from "./types.js";
+
+export type IndexKind = "memories" | "vectors" | "relations";
+
+export const HNSW = { m: 16, efConstruction: 100 } as const;
+
+const templateDirs = (() => {
+  const here = dirname(fileURLToPath(import.meta.url)); // dist/src
+  return [join(here, "..", "templates"), join(here, "..", "..", "..", "reme_es", "index_templates", "memorie")];
+})();
+
+/** A fresh copy of one template (`reme_es/index_templates/memorie/<kind>.json`, copied into dist/templates). */
+export function loadTemplate(kind: IndexKind): { version: number; settings: any; mappings: any } {
+  for (const dir of templateDirs) {
+    try {
+      return JSON.parse(readFileSync(join(dir, `${kind}.json`), "utf8"));
+    } catch (exc) {
+      if ((exc as NodeJS.ErrnoException).code !== "ENOENT") throw exc;
+    }
+  }
+  throw new Error(`index template ${kind}.json not found in ${templateDirs.join(" or ")}; run \`npm run build\``);
+}
+
+/** The analyzer of memory content: porter stemming where the node has it, no stop words either way. */
+export function textAnalyzer(stemming: boolean): Record<string, unknown> {
+  return stemming
+    ? { type: "custom", tokenizer: "standard", filter: ["lowercase", "porter_stem"] }
+    : { type: "standard" };
+}
+
+/** The vector field: HNSW with cosine; lucene engine on OpenSearch, float `dense_vector` hnsw on Elasticsearch. */
+export function vectorMapping(engine: Engine, dims: number): Record<string, unknown> {
+  if (engine === "opensearch") {
+    return {
+      type: "knn_vector",
+      dimension: dims,
+      method: {
+        name: "hnsw",
+        engine: "lucene",
+        space_type: "cosinesimil",
+        parameters: { m: HNSW.m, ef_construction: HNSW.efConstruction },
+      },
+    };
+  }
+  return {
+    type: "dense_vector",
+    dims,
+    index: true,
+    similarity: "cosine",
+    element_type: "float",
+    index_options: { type: "hnsw", m: HNSW.m, ef_construction: HNSW.efConstruction },
+  };
+}
+
+export interface RenderOptions {
+  stemming?: boolean;
+  dims?: number;
+}
+
+/** The create-index body of one kind for this engine, with the alias and a `_meta` recording the choices. */
+export function renderIndex(kind: IndexKind, engine: Engine, alias: string, o: RenderOptions = {}): any {
+  const body = loadTemplate(kind);
+  const version = body.version;
+  const settings = body.settings;
+  const props = body.mappings.properties;
+  const meta: Record<string, unknown> = { kind: `memorie-${kind}`, template_version: version };
+  if (kind === "memories") {
+    settings.analysis.analyzer.memorie_text = textAnalyzer(Boolean(o.stemming));
+    meta.stemming = Boolean(o.stemming);
+  }
+  if (kind === "vectors") {
+    if (!o.dims) throw new Error("a vectors index needs its dimension");
+    props.embedding = vectorMapping(engine, o.dims);
+    meta.dims = o.dims;
+    if (engine === "opensearch") settings.index.knn = true;
+  }
+  body.mappings._meta = { reme_es: meta };
+  return { settings, mappings: body.mappings, aliases: { [alias]: {} } };
+}
+
+/** The alias of one kind (`<prefix>-memorie-<kind>`) and its versioned index name. */
+export function indexNames(prefix: string, kind: IndexKind): { alias: string; index: string; version: number } {
+  const alias = `${prefix}-memorie-${kind}`;
+  const version = loadTemplate(kind).version;
+  return { alias, index: `${alias}-v${version}`, version };
+}
+
+// ------------------------------------------------------------------------------------------ metadata terms
+
+/** JSON with object keys sorted, so equal values give equal terms. */
+export function canonicalJson(value: unknown): string {
+  if (value === undefined) return "null";
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+const SEP = "\u001f";
+
+/** The indexed form of metadata: each top-level key, and each key with its value (typed: 5 is not "5"). */
+export function metadataTerms(metadata: Record<string, unknown> | undefined): { meta_keys: string[]; meta_kv: string[] } {
+  const meta_keys: string[] = [];
+  const meta_kv: string[] = [];
+  for (const [key, value] of Object.entries(metadata ?? {})) {
+    if (value === undefined) continue;
+    meta_keys.push(key);
+    meta_kv.push(`${key}${SEP}${canonicalJson(value)}`);
+  }
+  return { meta_keys, meta_kv };
+}
+
+/** Exact match on top-level metadata keys; a key whose wanted value is `undefined` must be absent. */
+export function metadataClauses(filter: Record<string, unknown>): { filter: any[]; must_not: any[] } {
+  const out = { filter: [] as any[], must_not: [] as any[] };
+  for (const [key, value] of Object.entries(filter)) {
+    if (value === undefined) out.must_not.push({ term: { meta_keys: key } });
+    else out.filter.push({ term: { meta_kv: `${key}${SEP}${canonicalJson(value)}` } });
+  }
+  return out;
+}
+
+// --------------------------------------------------------------------------------------- search store
+
+const DATE_KEYS = ["createdAt", "updatedAt", "lastAccessedAt", "expiresAt"] as const;
+
+function dateOrNull(value: unknown): string | null {
+  return value instanceof Date ? value.toISOString() : value == null ? null : new Date(value as string).toISOString();
+}
+
+/** The document of one memory: scope and filter fields, analysed content, and the whole record. */
+export function memoryDoc(memory: Memory): Record<string, unknown> {
+  const { content, ...rest } = memory;
+  const record: Record<string, unknown> = { ...rest };
+  for (const key of DATE_KEYS) {
+    const value = record[key];
+    if (value instanceof Date) record[key] = value.toISOString();
+  }
+  return {
+    id: memory.id,
+    tenant_id: memory.tenantId ?? null,
+    namespace: memory.namespace,
+    subject_id: memory.subjectId,
+    type: memory.type,
+    state: memory.state,
+    importance: memory.importance,
+    confidence: memory.confidence,
+    created_at: dateOrNull(memory.createdAt),
+    updated_at: dateOrNull(memory.updatedAt),
+    last_accessed_at: dateOrNull(memory.lastAccessedAt),
+    expires_at: dateOrNull(memory.expiresAt),
+    content,
+    ...metadataTerms(memory.metadata),
+    record,
+  };
+}
+
+/** The memory stored in a document, with real `Date`s. */
+export function memoryFromSource(source: any): Memory {
+  const record: Record<string, unknown> = { ...source.record, content: source.content };
+  for (const key of DATE_KEYS) {
+    const value = record[key];
+    if (typeof value === "string") record[key] = new Date(value);
+  }
+  return record as unknown as Memory;
+}
+
+export class InvalidQuery extends Error {}
+
+function list(value: string | string[], name: string): string[] {
+  const values = Array.isArray(value) ? value : [value];
+  if (values.some((v) => typeof v !== "string")) throw new InvalidQuery(`filters.${name} must be a string or strings`);
+  return values;
+}
+
+function rangeClause(field: string, name: string, range: RangeFilter<number | Date>, kind: "number" | "date"): any[] {
+  const convert = (bound: string, v: unknown): number | string => {
+    if (kind === "number") {
+      if (typeof v !== "number" || !Number.isFinite(v)) {
+        throw new InvalidQuery(`filters.${name}.${bound} must be a finite number, not ${JSON.stringify(v)}`);
+      }
+      return v;
+    }
+    if (!(v instanceof Date) || Number.isNaN(v.getTime())) {
+      throw new InvalidQuery(`filters.${name}.${bound} must be a valid Date, not ${JSON.stringify(v)}`);
+    }
+    return v.toISOString();
+  };
+  const bounds: Record<string, number | string> = {};
+  for (const bound of ["gte", "gt", "lte", "lt"] as const) {
+    if (range[bound] !== undefined) bounds[bound] = convert(bound, range[bound]);
+  }
+  const clauses: any[] = [];
+  if (range.eq !== undefined) clauses.push({ term: { [field]: convert("eq", range.eq) } });
+  if (Object.keys(bounds).length > 0) clauses.push({ range: { [field]: bounds } });
+  return clauses;
+}
+
+/** Scope (defined keys only) and every filter, as server-side filter clauses. */
+export function searchFilter(query: SearchQuery): { filter: any[]; must_not: any[] } {
+  const filter: any[] = [];
+  let must_not: any[] = [];
+  if (query.tenantId !== undefined) filter.push({ term: { tenant_id: query.tenantId } });
+  if (query.namespace !== undefined) filter.push({ term: { namespace: query.namespace } });
+  if (query.subjectId !== undefined) filter.push({ term: { subject_id: query.subjectId } });
+  const f: MemoryFilters = query.filters ?? {};
+  if (f.type !== undefined) filter.push({ terms: { type: list(f.type, "type") } });
+  if (f.state !== undefined) filter.push({ terms: { state: list(f.state, "state") } });
+  if (f.importance) filter.push(...rangeClause("importance", "importance", f.importance, "number"));
+  if (f.confidence) filter.push(...rangeClause("confidence", "confidence", f.confidence, "number"));
+  if (f.createdAt) filter.push(...rangeClause("created_at", "createdAt", f.createdAt, "date"));
+  if (f.updatedAt) filter.push(...rangeClause("updated_at", "updatedAt", f.updatedAt, "date"));
+  if (f.metadata) {
+    const m = metadataClauses(f.metadata);
+    filter.push(...m.filter);
+    must_not = m.must_not;
+  }
+  return { filter, must_not };
+}
+
+function count(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    throw new InvalidQuery(`${name} must be a whole number >= 0, not ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_WINDOW = 10000;
+
+/**
+ * The search body of a SearchQuery. With text: every word must match (`match`, operator `and`; the text is never
+ * parsed as query syntax), best BM25 first. Without text: the filters alone, newest `updatedAt` first.
+ */
+export function searchBody(query: SearchQuery): { body: any; withText: boolean } {
+  if (query.query !== undefined && typeof query.query !== "string") {
+    throw new InvalidQuery(`query must be a string, not ${typeof query.query}`);
+  }
+  if (query.query !== undefined && query.query.trim() === "") {
+    throw new InvalidQuery("query is blank: give words to search for, or leave `query` out for a filters-only search");
+  }
+  const limit = count(query.limit, "limit", DEFAULT_LIMIT);
+  const offset = count(query.offset, "offset", 0);
+  if (offset + limit > MAX_WINDOW) {
+    throw new InvalidQuery(`offset + limit must be at most ${MAX_WINDOW} (got ${offset + limit}); narrow the filters`);
+  }
+  const { filter, must_not } = searchFilter(query);
+  const withText = query.query !== undefined;
+  const bool: any = { filter };
+  if (must_not.length > 0) bool.must_not = must_not;
+  if (withText) bool.must = [{ match: { content: { query: query.query, operator: "and" } } }];
+  const sort = withText
+    ? [{ _score: "desc" }, { updated_at: { order: "desc", missing: "_last" } }, { id: "asc" }]
+    : [{ updated_at: { order: "desc", missing: "_last" } }, { id: "asc" }];
+  return {
+    withText,
+    body: { query: { bool }, sort, from: offset, size: limit, track_scores: withText, track_total_hits: false },
+  };
+}
+
+/** BM25 relevance s >= 0 mapped into [0, 1): s / (s + 1), the SQLite reference adapter's formula. */
+export function keywordScore(raw: number | null | undefined): number {
+  const s = Math.max(0, raw ?? 0);
+  return s / (s + 1);
+}
+
+/** One page of ids in `id` order after `after` (search_after on the `id` keyword, so no 10,000 window). */
+export function idPageBody(size: number, after?: string): any {
+  const body: any = { query: { match_all: {} }, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
+  if (after !== undefined) body.search_after = [after];
+  return body;
+}
+
+// --------------------------------------------------------------------------------------- vector store
+
+/** The document of one vector entry; a zero vector is stored without a vector (cosine is undefined for it). */
+export function vectorDoc(id: string, embedding: number[], metadata?: Record<string, unknown>): Record<string, unknown> {
+  const zero = embedding.every((x) => x === 0);
+  const doc: Record<string, unknown> = {
+    id,
+    zero,
+    has_meta: metadata !== undefined,
+    ...metadataTerms(metadata),
+    metadata: metadata ?? null,
+  };
+  if (!zero) doc.embedding = embedding;
+  return doc;
+}
+
+export function num_candidates(k: number): number {
+  return Math.min(MAX_WINDOW, Math.max(100, 2 * k));
+}
+
+/** Filter clauses of a vector search: the scope of a scoped store and the caller's metadata filter. */
+export function vectorFilter(filter?: Record<string, unknown>, fixed?: Record<string, unknown>): any | undefined {
+  const clauses: any[] = [];
+  const mustNot: any[] = [];
+  for (const f of [fixed, filter]) {
+    if (!f) continue;
+    const m = metadataClauses(f);
+    clauses.push(...m.filter);
+    mustNot.push(...m.must_not);
+  }
+  if (filter !== undefined || fixed !== undefined) clauses.push({ term: { has_meta: true } });
+  if (clauses.length === 0 && mustNot.length === 0) return undefined;
+  const bool: any = { filter: clauses };
+  if (mustNot.length > 0) bool.must_not = mustNot;
+  return { bool };
+}
+
+/**
+ * One k-NN request for the `k` nearest entries. Entries stored as zero vectors score 0.5 against any query (cosine
+ * taken as 0), so a constant-score clause over them is added to the same request; an entry has either a vector
+ * or the zero flag, so summed scores are the one that applies. A zero query vector scores 0.5 for every entry.
+ */
+export function knnBody(engine: Engine, vector: number[], k: number, filter: any | undefined): any {
+  const zeroQuery = vector.every((x) => x === 0);
+  const zeroDocs = { bool: { filter: [{ term: { zero: true } }, ...(filter ? [filter] : [])] } };
+  if (zeroQuery) {
+    return {
+      size: k,
+      query: { constant_score: { filter: filter ?? { match_all: {} }, boost: 0.5 } },
+      sort: [{ _score: "desc" }, { id: "asc" }],
+      _source: ["metadata"],
+      track_total_hits: false,
+    };
+  }
+  const zeroClause = { constant_score: { filter: zeroDocs, boost: 0.5 } };
+  if (engine === "opensearch") {
+    const knn: any = { vector, k };
+    if (filter) knn.filter = filter;
+    return {
+      size: k,
+      query: { bool: { should: [{ knn: { embedding: knn } }, zeroClause] } },
+      _source: ["metadata"],
+      track_total_hits: false,
+    };
+  }
+  const knn: any = { field: "embedding", query_vector: vector, k, num_candidates: num_candidates(k) };
+  if (filter) knn.filter = filter;
+  return { size: k, knn, query: zeroClause, _source: ["metadata"], track_total_hits: false };
+}
+
+/**
+ * The engines' cosine k-NN score is already (1 + cos) / 2 (measured: OpenSearch 2.19 lucene `cosinesimil` and
+ * Elasticsearch 9 `cosine` both give 1, 0.8535534, 0.5, 0 for 0°, 45°, 90°, 180°); clamp float rounding into [0, 1].
+ */
+export function vectorScore(raw: number | null | undefined): number {
+  return Math.min(1, Math.max(0, raw ?? 0));
+}
+
+// ---------------------------------------------------------------------------------------- graph store
+
+export function relationDoc(r: MemoryRelation): Record<string, unknown> {
+  return {
+    id: r.id,
+    from_id: r.fromMemoryId,
+    to_id: r.toMemoryId,
+    type: r.type,
+    weight: r.weight ?? null,
+    created_at: dateOrNull(r.createdAt),
+    metadata: r.metadata ?? null,
+  };
+}
+
+export function relationFromSource(s: any): MemoryRelation {
+  const r: any = { id: s.id, fromMemoryId: s.from_id, toMemoryId: s.to_id, type: s.type, createdAt: new Date(s.created_at) };
+  if (s.weight !== null && s.weight !== undefined) r.weight = s.weight;
+  if (s.metadata !== null && s.metadata !== undefined) r.metadata = s.metadata;
+  return r as MemoryRelation;
+}
+
+export type Direction = "outgoing" | "incoming" | "both";
+
+/**
+ * Relations touching any of `ids` in `direction`, of the given types, with weight >= minWeight (a missing weight
+ * counts as 0), in creation order (then id): the order the in-memory reference reports neighbours in.
+ */
+export function neighbourBody(
+  ids: string[],
+  direction: Direction,
+  size: number,
+  types?: string[],
+  minWeight?: number,
+  after?: unknown[],
+): any {
+  const sides: any[] = [];
+  if (direction === "outgoing" || direction === "both") sides.push({ terms: { from_id: ids } });
+  if (direction === "incoming" || direction === "both") sides.push({ terms: { to_id: ids } });
+  const filter: any[] = [{ bool: { should: sides, minimum_should_match: 1 } }];
+  if (types !== undefined) filter.push({ terms: { type: types } });
+  if (minWeight !== undefined) {
+    const range = { range: { weight: { gte: minWeight } } };
+    filter.push(
+      minWeight <= 0 ? { bool: { should: [range, { bool: { must_not: { exists: { field: "weight" } } } }] } } : range,
+    );
+  }
+  const body: any = {
+    query: { bool: { filter } },
+    sort: [{ created_at: "asc" }, { id: "asc" }],
+    size,
+    _source: ["from_id", "to_id"],
+    track_total_hits: false,
+  };
+  if (after) body.search_after = after;
+  return body;
+}

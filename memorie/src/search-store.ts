@@ -1,0 +1,160 @@
+import { type BulkFailure, connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { InvalidQuery, keywordScore, memoryDoc, memoryFromSource, searchBody } from "./dialect.js";
+import { SearchError } from "./errors.js";
+import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
+import type { Memory, SearchQuery, SearchResult, SearchStore } from "./types.js";
+
+export type SearchStoreOptions = ConnectionOptions;
+
+/** Memorie's SearchStore on one index, plus bulk loading and upkeep. */
+export interface OpenSearchStore extends SearchStore {
+  listIds(): Promise<string[]>;
+  /** Index many memories with bulk requests (500 a page; 429/5xx items retried), then refresh per the policy. */
+  indexMany(memories: Iterable<Memory>, options?: { refresh?: RefreshPolicy; pageSize?: number }): Promise<void>;
+  /** Make every write so far searchable (after loads with `refresh: "false"`). */
+  refresh(): Promise<void>;
+  /** Delete this store's index. */
+  drop(): Promise<void>;
+  close(): Promise<void>;
+  readonly engine: "opensearch" | "elasticsearch";
+  /** Alias and versioned index; `stemming` tells whether content is stemmed (the node has `porter_stem`). */
+  readonly info: { alias: string; index: string; stemming: boolean };
+}
+
+function checkMemory(m: Memory): void {
+  if (!m || typeof m.id !== "string" || m.id === "") throw new SearchError("index: memory.id must be a non-empty string");
+  if (typeof m.content !== "string") throw new SearchError(`index: memory ${m.id} has no string content`);
+  for (const key of ["createdAt", "updatedAt"] as const) {
+    if (!(m[key] instanceof Date) || Number.isNaN(m[key].getTime())) {
+      throw new SearchError(`index: memory ${m.id}: ${key} must be a valid Date`);
+    }
+  }
+}
+
+class OpenSearchSearchStore implements OpenSearchStore {
+  constructor(
+    private readonly conn: Connection,
+    private readonly prefix: string,
+    private readonly index_: IndexInfo,
+  ) {}
+
+  get engine() {
+    return this.conn.engine;
+  }
+
+  get info() {
+    return { alias: this.index_.alias, index: this.index_.index, stemming: Boolean(this.index_.meta.stemming) };
+  }
+
+  private get alias(): string {
+    return this.index_.alias;
+  }
+
+  async index(memory: Memory): Promise<void> {
+    checkMemory(memory);
+    await this.conn.request({
+      method: "PUT",
+      path: `/${this.alias}/_doc/${encodeURIComponent(memory.id)}`,
+      query: this.conn.writeQuery(),
+      body: memoryDoc(memory),
+      what: `index memory ${memory.id}`,
+    });
+  }
+
+  async indexMany(memories: Iterable<Memory>, options: { refresh?: RefreshPolicy; pageSize?: number } = {}) {
+    const pageSize = options.pageSize ?? 500;
+    const failures: BulkFailure[] = [];
+    let total = 0;
+    let page: Memory[] = [];
+    const flush = async () => {
+      if (page.length === 0) return;
+      const ops = page.map((m) => ({ action: "index" as const, id: m.id, doc: memoryDoc(m) }));
+      page = [];
+      failures.push(...(await this.conn.bulk(this.alias, ops, `index ${ops.length} memories`)));
+    };
+    try {
+      for (const m of memories) {
+        checkMemory(m);
+        page.push(m);
+        total++;
+        if (page.length >= pageSize) await flush();
+      }
+      await flush();
+    } finally {
+      if ((options.refresh ?? this.conn.refresh) !== "false") await this.refresh();
+    }
+    this.conn.throwBulkFailures("indexMany", failures, total);
+  }
+
+  async search(query: SearchQuery): Promise<SearchResult[]> {
+    let built;
+    try {
+      built = searchBody(query ?? {});
+    } catch (exc) {
+      if (exc instanceof InvalidQuery) throw new SearchError(`search: ${exc.message}`);
+      throw exc;
+    }
+    const r = await this.conn.request({
+      method: "POST",
+      path: `/${this.alias}/_search`,
+      body: built.body,
+      what: "search memories",
+    });
+    const hits: any[] = r.body?.hits?.hits ?? [];
+    return hits.map((h) =>
+      built.withText
+        ? { memory: memoryFromSource(h._source), score: keywordScore(h._score), matchedSignals: ["keyword"] }
+        : { memory: memoryFromSource(h._source), score: 1, matchedSignals: ["structured"] },
+    );
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.conn.request({
+      method: "DELETE",
+      path: `/${this.alias}/_doc/${encodeURIComponent(id)}`,
+      query: this.conn.writeQuery(),
+      accept: [404],
+      what: `delete memory ${id}`,
+    });
+  }
+
+  listIds(): Promise<string[]> {
+    return allIds(this.conn, this.alias);
+  }
+
+  refresh(): Promise<void> {
+    return this.conn.refreshIndex(this.alias);
+  }
+
+  drop(): Promise<void> {
+    return dropIndex(this.conn, this.prefix, "memories");
+  }
+
+  close(): Promise<void> {
+    return this.conn.close();
+  }
+}
+
+/** Whether the node can stem English (`porter_stem`, from analysis-common; the Elasticsearch integ-test zip lacks it). */
+async function hasPorterStem(conn: Connection): Promise<boolean> {
+  const r = await conn.request({
+    method: "POST",
+    path: "/_analyze",
+    body: { tokenizer: "standard", filter: ["lowercase", "porter_stem"], text: "running" },
+    accept: [400],
+    what: "probe the porter_stem filter",
+  });
+  return r.status === 200 && r.body?.tokens?.[0]?.token === "run";
+}
+
+/** A SearchStore over `<indexPrefix>-memorie-memories` (created on first use). */
+export async function createSearchStore(o: SearchStoreOptions): Promise<OpenSearchStore> {
+  const conn = await connect(o, SearchError);
+  try {
+    const info = await ensureIndex(conn, o.indexPrefix, "memories", async () => ({ stemming: await hasPorterStem(conn) }));
+    return new OpenSearchSearchStore(conn, o.indexPrefix, info);
+  } catch (exc) {
+    await conn.close();
+    throw exc;
+  }
+}

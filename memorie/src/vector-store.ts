@@ -1,0 +1,290 @@
+import { type BulkFailure, connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { knnBody, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
+import { VectorStoreError } from "./errors.js";
+import { allIds, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
+import type { MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
+
+export interface VectorStoreOptions extends ConnectionOptions {
+  /** Vector length; without it the first upsert decides (or the existing index's mapping). */
+  dimensions?: number;
+  /**
+   * A fixed scope applied inside every k-NN query (exact match on the `tenantId`/`namespace`/`subjectId` keys
+   * of the entries' metadata, the keys Memorie's engine writes). Use it when one index holds several tenants:
+   * the engine searches with no filter, so without a scope other tenants' neighbours can fill the top K.
+   */
+  scope?: MemoryScope;
+}
+
+export interface OpenSearchVectorStore extends VectorStore {
+  listIds(): Promise<string[]>;
+  /** Upsert many entries with bulk requests (500 a page; 429/5xx items retried), then refresh per the policy. */
+  upsertMany(
+    entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
+    options?: { refresh?: RefreshPolicy; pageSize?: number },
+  ): Promise<void>;
+  /** A view of the same index with a fixed scope inside k-NN (see `VectorStoreOptions.scope`). */
+  scoped(scope: MemoryScope): OpenSearchVectorStore;
+  refresh(): Promise<void>;
+  drop(): Promise<void>;
+  close(): Promise<void>;
+  readonly engine: "opensearch" | "elasticsearch";
+  /** The vector length, once known. */
+  readonly dimensions: number | undefined;
+  readonly scope: MemoryScope | undefined;
+}
+
+function checkVector(embedding: unknown, what: string): number[] {
+  if (!Array.isArray(embedding) || embedding.length === 0) {
+    throw new VectorStoreError(`${what}: the embedding must be a non-empty array of numbers`);
+  }
+  for (let i = 0; i < embedding.length; i++) {
+    if (typeof embedding[i] !== "number" || !Number.isFinite(embedding[i])) {
+      throw new VectorStoreError(`${what}: embedding[${i}] is ${String(embedding[i])}, not a finite number`);
+    }
+  }
+  return embedding as number[];
+}
+
+function scopeFilter(scope: MemoryScope | undefined): Record<string, unknown> | undefined {
+  if (!scope) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key of ["tenantId", "namespace", "subjectId"] as const) if (scope[key] !== undefined) out[key] = scope[key];
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** Shared state of one vector index: its connection and, once it exists, its alias and dimension. */
+class VectorIndex {
+  info: IndexInfo | null = null;
+  private creating: Promise<IndexInfo> | null = null;
+
+  constructor(
+    readonly conn: Connection,
+    readonly prefix: string,
+  ) {}
+
+  get dims(): number | undefined {
+    return this.info?.meta.dims;
+  }
+
+  /** The index, created with `dims` if missing. */
+  async ensure(dims: number): Promise<IndexInfo> {
+    if (this.info) return this.info;
+    this.creating ??= ensureIndex(this.conn, this.prefix, "vectors", () => ({ dims })).finally(() => {
+      this.creating = null;
+    });
+    this.info = await this.creating;
+    return this.info;
+  }
+
+  checkDims(embedding: number[], what: string): void {
+    const dims = this.dims;
+    if (dims !== undefined && embedding.length !== dims) {
+      throw new VectorStoreError(
+        `${what}: dimension mismatch: the index ${this.info?.index} holds ${dims}-dimensional vectors, got ` +
+          `${embedding.length}; use one embedding model per indexPrefix`,
+        { details: { expected: dims, actual: embedding.length } },
+      );
+    }
+  }
+}
+
+class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
+  private readonly fixed: Record<string, unknown> | undefined;
+
+  constructor(
+    private readonly idx: VectorIndex,
+    readonly scope: MemoryScope | undefined,
+  ) {
+    this.fixed = scopeFilter(scope);
+  }
+
+  get engine() {
+    return this.idx.conn.engine;
+  }
+
+  get dimensions() {
+    return this.idx.dims;
+  }
+
+  scoped(scope: MemoryScope): OpenSearchVectorStore {
+    return new OpenSearchVectorStoreImpl(this.idx, scope);
+  }
+
+  /** The metadata to store: the caller's, with a scoped store's scope (a conflicting value is an error). */
+  private metadataFor(id: string, metadata?: Record<string, unknown>): Record<string, unknown> | undefined {
+    if (!this.fixed) return metadata;
+    for (const [key, value] of Object.entries(this.fixed)) {
+      if (metadata && metadata[key] !== undefined && metadata[key] !== value) {
+        throw new VectorStoreError(
+          `upsert ${id}: metadata.${key} is ${JSON.stringify(metadata[key])} but this store is scoped to ` +
+            `${JSON.stringify(value)}; use a store of that scope`,
+        );
+      }
+    }
+    return { ...metadata, ...this.fixed };
+  }
+
+  async upsert(id: string, embedding: number[], metadata?: Record<string, unknown>): Promise<void> {
+    if (typeof id !== "string" || id === "") throw new VectorStoreError("upsert: id must be a non-empty string");
+    checkVector(embedding, `upsert ${id}`);
+    this.idx.checkDims(embedding, `upsert ${id}`);
+    const info = await this.idx.ensure(embedding.length);
+    this.idx.checkDims(embedding, `upsert ${id}`);
+    const conn = this.idx.conn;
+    await conn.request({
+      method: "PUT",
+      path: `/${info.alias}/_doc/${encodeURIComponent(id)}`,
+      query: conn.writeQuery(),
+      body: vectorDoc(id, embedding, this.metadataFor(id, metadata)),
+      what: `upsert vector ${id}`,
+    });
+  }
+
+  async upsertMany(
+    entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
+    options: { refresh?: RefreshPolicy; pageSize?: number } = {},
+  ): Promise<void> {
+    const pageSize = options.pageSize ?? 500;
+    const conn = this.idx.conn;
+    const failures: BulkFailure[] = [];
+    let total = 0;
+    let page: { action: "index"; id: string; doc: unknown }[] = [];
+    let alias: string | undefined;
+    const flush = async () => {
+      if (page.length === 0 || !alias) return;
+      const ops = page;
+      page = [];
+      failures.push(...(await conn.bulk(alias, ops, `upsert ${ops.length} vectors`)));
+    };
+    try {
+      for (const e of entries) {
+        checkVector(e.embedding, `upsert ${e.id}`);
+        this.idx.checkDims(e.embedding, `upsert ${e.id}`);
+        alias ??= (await this.idx.ensure(e.embedding.length)).alias;
+        this.idx.checkDims(e.embedding, `upsert ${e.id}`);
+        page.push({ action: "index", id: e.id, doc: vectorDoc(e.id, e.embedding, this.metadataFor(e.id, e.metadata)) });
+        total++;
+        if (page.length >= pageSize) await flush();
+      }
+      await flush();
+    } finally {
+      if (alias && (options.refresh ?? conn.refresh) !== "false") await conn.refreshIndex(alias);
+    }
+    conn.throwBulkFailures("upsertMany", failures, total);
+  }
+
+  async search(embedding: number[], options: VectorSearchOptions = {}): Promise<VectorSearchResult[]> {
+    checkVector(embedding, "search");
+    const topK = options.topK ?? 10;
+    if (!Number.isInteger(topK) || topK < 0 || topK > MAX_WINDOW) {
+      throw new VectorStoreError(`search: topK must be a whole number from 0 to ${MAX_WINDOW}, not ${topK}`);
+    }
+    if (options.threshold !== undefined && (typeof options.threshold !== "number" || Number.isNaN(options.threshold))) {
+      throw new VectorStoreError(`search: threshold must be a number in [0, 1], not ${String(options.threshold)}`);
+    }
+    if (options.filter !== undefined && (options.filter === null || typeof options.filter !== "object")) {
+      throw new VectorStoreError("search: filter must be an object of metadata key -> exact value");
+    }
+    this.idx.checkDims(embedding, "search");
+    if (!this.idx.info) {
+      this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
+      if (!this.idx.info) return [];
+      this.idx.checkDims(embedding, "search");
+    }
+    if (topK === 0) return [];
+    const conn = this.idx.conn;
+    const r = await conn.request({
+      method: "POST",
+      path: `/${this.idx.info.alias}/_search`,
+      body: knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed)),
+      what: "vector search",
+    });
+    const hits: any[] = r.body?.hits?.hits ?? [];
+    const out: VectorSearchResult[] = [];
+    for (const h of hits.slice(0, topK)) {
+      const score = vectorScore(h._score);
+      if (options.threshold !== undefined && score < options.threshold) continue;
+      const result: VectorSearchResult = { id: h._id, score };
+      const metadata = h._source?.metadata;
+      if (metadata !== null && metadata !== undefined) result.metadata = metadata;
+      out.push(result);
+    }
+    return out;
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!this.idx.info) {
+      this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
+      if (!this.idx.info) return;
+    }
+    const conn = this.idx.conn;
+    await conn.request({
+      method: "DELETE",
+      path: `/${this.idx.info.alias}/_doc/${encodeURIComponent(id)}`,
+      query: conn.writeQuery(),
+      accept: [404],
+      what: `delete vector ${id}`,
+    });
+  }
+
+  async listIds(): Promise<string[]> {
+    if (!this.idx.info) {
+      this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
+      if (!this.idx.info) return [];
+    }
+    if (!this.fixed) return allIds(this.idx.conn, this.idx.info.alias);
+    return scopedIds(this.idx.conn, this.idx.info.alias, vectorFilter(undefined, this.fixed));
+  }
+
+  async refresh(): Promise<void> {
+    if (this.idx.info) await this.idx.conn.refreshIndex(this.idx.info.alias);
+  }
+
+  async drop(): Promise<void> {
+    await dropIndex(this.idx.conn, this.idx.prefix, "vectors");
+    this.idx.info = null;
+  }
+
+  close(): Promise<void> {
+    return this.idx.conn.close();
+  }
+}
+
+async function scopedIds(conn: Connection, alias: string, filter: any): Promise<string[]> {
+  const ids: string[] = [];
+  let after: string | undefined;
+  const size = 5000;
+  for (;;) {
+    const body: any = { query: filter, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
+    if (after !== undefined) body.search_after = [after];
+    const r = await conn.request({ method: "POST", path: `/${alias}/_search`, body, what: `list ids of ${alias}` });
+    const hits: any[] = r.body?.hits?.hits ?? [];
+    for (const h of hits) ids.push(h._id);
+    if (hits.length < size) return ids;
+    after = hits[hits.length - 1].sort[0];
+  }
+}
+
+/** A VectorStore over `<indexPrefix>-memorie-vectors` (created with `dimensions`, or on the first upsert). */
+export async function createVectorStore(o: VectorStoreOptions): Promise<OpenSearchVectorStore> {
+  if (o.dimensions !== undefined && (!Number.isInteger(o.dimensions) || o.dimensions < 1 || o.dimensions > 4096)) {
+    throw new VectorStoreError(`dimensions must be a whole number from 1 to 4096, not ${o.dimensions}`);
+  }
+  const conn = await connect(o, VectorStoreError);
+  try {
+    const idx = new VectorIndex(conn, o.indexPrefix);
+    idx.info = await findIndex(conn, o.indexPrefix, "vectors");
+    if (idx.info && o.dimensions !== undefined && idx.info.meta.dims !== o.dimensions) {
+      throw new VectorStoreError(
+        `dimension mismatch: index ${idx.info.index} holds ${idx.info.meta.dims}-dimensional vectors but ` +
+          `dimensions is ${o.dimensions}; use another indexPrefix for another embedding model`,
+        { details: { expected: idx.info.meta.dims, actual: o.dimensions } },
+      );
+    }
+    if (!idx.info && o.dimensions !== undefined) await idx.ensure(o.dimensions);
+    return new OpenSearchVectorStoreImpl(idx, o.scope);
+  } catch (exc) {
+    await conn.close();
+    throw exc;
+  }
+}

@@ -1,0 +1,218 @@
+// Pure functions and the retry logic, without a server: request bodies, score formulas, metadata terms, redaction,
+// retry/backoff decisions (a scripted sender stands in for the node; real-node behaviour is in the other files).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { backoffDelay, Connection, engineFromAnswer, isRetryableStatus, type RequestParams } from "../src/connection.js";
+import {
+  canonicalJson,
+  InvalidQuery,
+  keywordScore,
+  knnBody,
+  metadataTerms,
+  neighbourBody,
+  renderIndex,
+  searchBody,
+  vectorDoc,
+  vectorFilter,
+  vectorMapping,
+  vectorScore,
+} from "../src/dialect.js";
+import { redact, SearchError, serverReason } from "../src/errors.js";
+
+describe("search bodies", () => {
+  it("text: every word required with match/and, never query_string; scope and filters as filter clauses", () => {
+    const { body, withText } = searchBody({
+      tenantId: "t",
+      namespace: "n",
+      query: "a OR b*",
+      filters: { type: ["fact"], state: "active", importance: { gte: 0.5, eq: 0.7 }, metadata: { k: 5, gone: undefined } },
+    });
+    assert.equal(withText, true);
+    assert.deepEqual(body.query.bool.must, [{ match: { content: { query: "a OR b*", operator: "and" } } }]);
+    assert.ok(!JSON.stringify(body).includes("query_string"));
+    assert.deepEqual(body.query.bool.filter, [
+      { term: { tenant_id: "t" } },
+      { term: { namespace: "n" } },
+      { terms: { type: ["fact"] } },
+      { terms: { state: ["active"] } },
+      { term: { importance: 0.7 } },
+      { range: { importance: { gte: 0.5 } } },
+      { term: { meta_kv: "k\u001f5" } },
+    ]);
+    assert.deepEqual(body.query.bool.must_not, [{ term: { meta_keys: "gone" } }]);
+    assert.equal(body.size, 20);
+    assert.equal(body.from, 0);
+  });
+
+  it("no text: filters only, newest updatedAt first", () => {
+    const { body, withText } = searchBody({ subjectId: "s", limit: 5, offset: 10 });
+    assert.equal(withText, false);
+    assert.equal(body.query.bool.must, undefined);
+    assert.deepEqual(body.sort[0], { updated_at: { order: "desc", missing: "_last" } });
+    assert.equal(body.size, 5);
+    assert.equal(body.from, 10);
+  });
+
+  it("rejects blank queries, bad limits, bad ranges, windows past 10,000", () => {
+    assert.throws(() => searchBody({ query: " \t" }), InvalidQuery);
+    assert.throws(() => searchBody({ limit: -1 }), /limit/);
+    assert.throws(() => searchBody({ limit: 1.5 }), /limit/);
+    assert.throws(() => searchBody({ offset: 9990, limit: 20 }), /10000/);
+    assert.throws(() => searchBody({ filters: { importance: { gt: Number.NaN } } }), /importance.gt/);
+    assert.throws(() => searchBody({ filters: { createdAt: { gt: "2020" as unknown as Date } } }), /createdAt.gt/);
+  });
+});
+
+describe("scores", () => {
+  it("keyword: s / (s + 1)", () => {
+    assert.equal(keywordScore(0), 0);
+    assert.equal(keywordScore(1), 0.5);
+    assert.equal(keywordScore(3), 0.75);
+    assert.equal(keywordScore(-2), 0);
+  });
+  it("vector: the engine's (1 + cos) / 2, clamped into [0, 1]", () => {
+    assert.equal(vectorScore(0.8535534), 0.8535534);
+    assert.equal(vectorScore(1.0000001), 1);
+    assert.equal(vectorScore(-1e-7), 0);
+  });
+});
+
+describe("metadata terms", () => {
+  it("are typed and key-order independent", () => {
+    assert.notDeepEqual(metadataTerms({ n: 5 }).meta_kv, metadataTerms({ n: "5" }).meta_kv);
+    assert.equal(canonicalJson({ b: 1, a: [1, { d: 2, c: 3 }] }), '{"a":[1,{"c":3,"d":2}],"b":1}');
+    assert.deepEqual(metadataTerms({ a: 1, skip: undefined }), { meta_keys: ["a"], meta_kv: ["a\u001f1"] });
+  });
+});
+
+describe("vector bodies", () => {
+  it("OpenSearch: lucene HNSW cosinesimil; the filter inside the knn clause", () => {
+    assert.deepEqual(vectorMapping("opensearch", 3), {
+      type: "knn_vector",
+      dimension: 3,
+      method: { name: "hnsw", engine: "lucene", space_type: "cosinesimil", parameters: { m: 16, ef_construction: 100 } },
+    });
+    const filter = vectorFilter({ tenantId: "a" });
+    const body = knnBody("opensearch", [1, 0], 5, filter);
+    assert.deepEqual(body.query.bool.should[0].knn.embedding, { vector: [1, 0], k: 5, filter });
+    assert.equal(body.size, 5);
+  });
+  it("Elasticsearch: float dense_vector with explicit hnsw index_options; the filter inside knn", () => {
+    const mapping = vectorMapping("elasticsearch", 3) as { index_options: unknown; similarity: string };
+    assert.deepEqual(mapping.index_options, { type: "hnsw", m: 16, ef_construction: 100 });
+    assert.equal(mapping.similarity, "cosine");
+    const filter = vectorFilter(undefined, { tenantId: "a" });
+    const body = knnBody("elasticsearch", [1, 0], 7, filter);
+    assert.deepEqual(body.knn, { field: "embedding", query_vector: [1, 0], k: 7, num_candidates: 100, filter });
+  });
+  it("zero vectors are stored flagged, without a vector; a zero query is a constant 0.5", () => {
+    assert.deepEqual(vectorDoc("z", [0, 0]), { id: "z", zero: true, has_meta: false, meta_keys: [], meta_kv: [], metadata: null });
+    assert.equal(knnBody("opensearch", [0, 0], 3, undefined).query.constant_score.boost, 0.5);
+  });
+  it("an index body carries its alias and _meta", () => {
+    const body = renderIndex("vectors", "opensearch", "p-memorie-vectors", { dims: 4 });
+    assert.deepEqual(body.aliases, { "p-memorie-vectors": {} });
+    assert.deepEqual(body.mappings._meta, { reme_es: { kind: "memorie-vectors", template_version: 1, dims: 4 } });
+    assert.equal(body.settings.index.knn, true);
+    assert.equal(renderIndex("vectors", "elasticsearch", "a", { dims: 4 }).settings.index.knn, undefined);
+  });
+  it("graph neighbours: direction picks the side, a missing weight passes minWeight <= 0", () => {
+    const out = neighbourBody(["a"], "outgoing", 10);
+    assert.deepEqual(out.query.bool.filter[0].bool.should, [{ terms: { from_id: ["a"] } }]);
+    const both = neighbourBody(["a"], "both", 10, ["supports"], 0);
+    assert.equal(both.query.bool.filter[0].bool.should.length, 2);
+    assert.deepEqual(both.query.bool.filter[1], { terms: { type: ["supports"] } });
+    assert.ok(JSON.stringify(both.query.bool.filter[2]).includes('"exists"'));
+    assert.deepEqual(neighbourBody(["a"], "incoming", 10, undefined, 0.5).query.bool.filter[1], { range: { weight: { gte: 0.5 } } });
+  });
+});
+
+describe("errors", () => {
+  it("redact removes URL user-info and secrets", () => {
+    assert.equal(redact("GET http://bob:pw@host:9200/x failed: pw", ["pw"]), "GET http://***@host:9200/x failed: ***");
+  });
+  it("serverReason reads type and reason", () => {
+    assert.equal(
+      serverReason({ error: { type: "mapper_parsing_exception", reason: "bad", caused_by: { type: "x", reason: "y" } } }),
+      "mapper_parsing_exception: bad (caused by x: y)",
+    );
+  });
+  it("engine detection uses X-elastic-product", () => {
+    assert.equal(engineFromAnswer({ "x-elastic-product": "Elasticsearch" }), "elasticsearch");
+    assert.equal(engineFromAnswer({ "content-type": "application/json" }), "opensearch");
+  });
+});
+
+function scripted(answers: (Error | { status: number; body?: unknown })[]) {
+  const seen: RequestParams[] = [];
+  const delays: number[] = [];
+  const send = async (p: RequestParams) => {
+    seen.push(p);
+    const a = answers.shift();
+    if (!a) throw new Error("no more scripted answers");
+    if (a instanceof Error) throw a;
+    return { status: a.status, body: a.body };
+  };
+  const conn = new Connection(
+    "opensearch", "2.19.1", "true", send, SearchError, ["s3cret"], { retries: 3, baseMs: 100, capMs: 1000 },
+    async () => {}, async (ms) => void delays.push(ms),
+  );
+  return { conn, seen, delays };
+}
+
+describe("retries", () => {
+  it("429 and 5xx are retried with growing backoff; 4xx are not", async () => {
+    const { conn, seen, delays } = scripted([{ status: 429 }, { status: 503 }, { status: 200, body: { ok: 1 } }]);
+    assert.deepEqual((await conn.request({ method: "GET", path: "/", what: "x" })).body, { ok: 1 });
+    assert.equal(seen.length, 3);
+    assert.ok(delays[0]! >= 50 && delays[0]! < 150 && delays[1]! >= 100 && delays[1]! < 300, String(delays));
+    const bad = scripted([{ status: 400, body: { error: { type: "parse_exception", reason: "nope" } } }]);
+    await assert.rejects(bad.conn.request({ method: "GET", path: "/", what: "x" }), (e: SearchError) => {
+      assert.equal(e.code, "SEARCH_ERROR");
+      assert.equal(e.status, 400);
+      assert.equal(e.reason, "parse_exception: nope");
+      return true;
+    });
+    assert.equal(bad.seen.length, 1);
+  });
+
+  it("gives up after the retries, with the last status; connection errors are retried and redacted", async () => {
+    const { conn, seen } = scripted([{ status: 502 }, { status: 502 }, { status: 502 }, { status: 502 }]);
+    await assert.rejects(conn.request({ method: "GET", path: "/", what: "x" }), (e: SearchError) => e.status === 502);
+    assert.equal(seen.length, 4);
+    const down = scripted([new Error("connect ECONNREFUSED http://u:s3cret@h"), { status: 200, body: {} }]);
+    await down.conn.request({ method: "GET", path: "/", what: "x" });
+    assert.equal(down.seen.length, 2);
+    const dead = scripted(Array.from({ length: 4 }, () => new Error("connect ECONNREFUSED http://u:s3cret@h")));
+    await assert.rejects(dead.conn.request({ method: "GET", path: "/", what: "x" }), (e: Error) => !e.message.includes("s3cret"));
+  });
+
+  it("bulk resends only the items that failed with 429/5xx and reports every final failure", async () => {
+    const item = (status: number) => ({ index: { status, error: status >= 300 ? { type: `t${status}`, reason: "r" } : undefined } });
+    const { conn, seen } = scripted([
+      { status: 200, body: { items: [item(201), item(429), item(400), item(503)] } },
+      { status: 200, body: { items: [item(200), item(200)] } },
+    ]);
+    const ops = ["a", "b", "c", "d"].map((id) => ({ action: "index" as const, id, doc: { id } }));
+    const failures = await conn.bulk("i", ops, "load");
+    assert.deepEqual(failures, [{ id: "c", action: "index", status: 400, reason: "t400: r" }]);
+    assert.throws(() => conn.throwBulkFailures("load", failures, 4), (e: SearchError) => {
+      assert.deepEqual(e.details?.failures, failures);
+      assert.match(e.message, /1 of 4 items failed/);
+      return true;
+    });
+    assert.equal(seen.length, 2);
+    const second = String(seen[1]!.body).trim().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(second.filter((l) => l.index).map((l) => l.index._id), ["b", "d"]);
+  });
+
+  it("backoff is capped and jittered", () => {
+    const policy = { retries: 9, baseMs: 100, capMs: 1000 };
+    assert.equal(backoffDelay(0, policy, () => 0), 50);
+    assert.ok(Math.abs(backoffDelay(10, policy, () => 0.999999) - 1499.999) < 1e-6);
+    assert.equal(isRetryableStatus(429), true);
+    assert.equal(isRetryableStatus(500), true);
+    assert.equal(isRetryableStatus(409), false);
+  });
+});
