@@ -7,11 +7,11 @@ Every backend runs in its own process (so client RSS is its own), one size after
 reme-es backends get their own managed node each (`reme-es server start --name perf-bench-<flavour>`), started
 here and stopped at the end, unless `--url flavour=URL` names a node to use instead.
 
-The workspace is synthetic and the same for every backend: files of 10 chunks, each chunk ~100 Zipf-distributed
-pseudo-words, every file dated (`daily/2026-MM-DD/note-N.md`, spread over 12 months). Vectors are 384-d and come
+The workspace is synthetic and the same for every backend: files of 10 chunks, each chunk 100 pseudo-words (70
+Zipf-distributed common ones, 30 from the file's topic: 400 topics of ~48 rarer words each), every file dated (`daily/2026-MM-DD/note-N.md`, spread over 12 months). Vectors are 384-d and come
 from a deterministic fake embedding model (a weighted bag of words over fixed random word vectors, L2-normalised),
 registered with ReMe as an `as_embedding` backend, so chunk and query vectors share one space and a query lands
-near the chunks that hold its words. Chunks are handed to `upsert` already embedded (the same vectors for every
+near the chunks that hold its words. Queries are 2-4 words of one topic. Chunks are handed to `upsert` already embedded (the same vectors for every
 backend; ReMe keeps them as float16), 100 files (1,000 chunks) per call.
 
 Measured per backend and size:
@@ -66,6 +66,7 @@ PORTS = {"opensearch-2.19": 9281, "opensearch-3": 9282, "elasticsearch-9": 9283}
 DIMS = 384
 PER_FILE = 10
 WORDS = 100
+TOPIC_WORDS = 30
 FILES_PER_CALL = 100
 LIMIT = 50  # ReMe's search step: min(200, limit x 5) candidates per branch at the default limit 10
 JOB_LIMIT = 10
@@ -83,7 +84,7 @@ WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dr
 class Corpus:
     """Deterministic chunk texts, query texts and the fake embedding model they share."""
 
-    def __init__(self, dims: int = DIMS, vocab_size: int = 20_000, seed: int = 7):
+    def __init__(self, dims: int = DIMS, vocab_size: int = 20_000, topics: int = 400, seed: int = 7):
         from common import vocabulary
 
         rng = np.random.default_rng(seed)
@@ -92,6 +93,8 @@ class Corpus:
         self.index = {w: i for i, w in enumerate(self.words)}
         p = 1.0 / np.arange(1, vocab_size + 1) ** 1.1
         self.p = p / p.sum()
+        # Each topic owns a slice of the rarer words (ranks 1,000+): a file's chunks mix common words with its topic's.
+        self.topics = np.array_split(np.arange(1000, vocab_size), topics)
         self.table = rng.standard_normal((vocab_size, dims), dtype=np.float32)
         self.weight = np.log1p(np.arange(1, vocab_size + 1)).astype(np.float32)  # rarer words weigh more (idf-like)
 
@@ -111,18 +114,28 @@ class Corpus:
             return np.zeros(self.table.shape[1], dtype=np.float32)
         return self.embed_ids(np.asarray([ids]))[0]
 
+    def topic_of(self, file_no: int) -> np.ndarray:
+        return self.topics[(file_no * 7919) % len(self.topics)]
+
     def chunk_batch(self, first: int, n: int) -> tuple[list[str], np.ndarray]:
-        """Texts and vectors of chunks first..first+n (the same whatever the batching)."""
+        """Texts and vectors of chunks first..first+n (the same whatever the batching): 70 common words, 30 of
+        the file's topic."""
         rng = np.random.default_rng([self.seed, first])
-        ids = rng.choice(len(self.words), size=(n, WORDS), p=self.p)
+        common = rng.choice(len(self.words), size=(n, WORDS - TOPIC_WORDS), p=self.p)
+        topical = np.stack([rng.choice(self.topic_of((first + i) // PER_FILE), TOPIC_WORDS) for i in range(n)])
+        ids = np.concatenate([common, topical], axis=1)
+        rng.permuted(ids, axis=1, out=ids)
         words = np.asarray(self.words, dtype=object)
         return [" ".join(row) for row in words[ids]], self.embed_ids(ids)
 
     def queries(self, n: int) -> list[str]:
-        """`n` queries of 2-4 words from the mid-frequency band (ranks 50-5,000)."""
+        """`n` queries of 2-4 words of one topic each."""
         rng = np.random.default_rng([self.seed, 10**9])
-        band = self.words[50:5000]
-        return [" ".join(rng.choice(band, size=int(rng.integers(2, 5)))) for _ in range(n)]
+        out = []
+        for _ in range(n):
+            topic = self.topics[int(rng.integers(len(self.topics)))]
+            out.append(" ".join(self.words[i] for i in rng.choice(topic, size=int(rng.integers(2, 5)), replace=False)))
+        return out
 
 
 def file_path(i: int) -> str:
