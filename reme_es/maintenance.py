@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .adapters.lookups import scroll_body
+from .adapters.lookups import scroll_body, without_vectors
 from .errors import MappingError, RequestFailed
 from .store import MemoryStore
 from .templates import INDEX_KINDS, IndexOptions, render_index
@@ -37,7 +37,8 @@ async def _count(store: MemoryStore, index: str) -> int:
 async def _copy(
     store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool, progress: Callable[[int], None] | None
 ) -> int:
-    resp = await store.dialect.request("POST", f"/{old}/_search", scroll_body(PAGE), {"scroll": SCROLL})
+    source = store.dialect.source_with_vectors() if keep_vectors else without_vectors()
+    resp = await store.dialect.request("POST", f"/{old}/_search", scroll_body(PAGE, source), {"scroll": SCROLL})
     scroll_id = resp.get("_scroll_id")
     copied = 0
     try:

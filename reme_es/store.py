@@ -94,6 +94,13 @@ def chunk_source(chunk: Chunk) -> dict:
     return src
 
 
+def stored_chunk_source(chunk: Chunk) -> dict:
+    """A chunk's `_source` as the index hands it back without its vector (to tell an unchanged chunk)."""
+    src = chunk_source(chunk)
+    src.pop("embedding", None)
+    return _as_stored(src)
+
+
 def _chunk_from_source(src: dict) -> Chunk:
     return Chunk(
         id=src["chunk_id"],
@@ -349,8 +356,14 @@ class MemoryStore:
         _check_serialisable(f"file {file.path}", src)
         return src
 
-    async def upsert(self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True) -> BulkOutcome:
-        """Store files with their chunks and links; each file's chunks replace the ones stored for its path."""
+    async def upsert(
+        self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True, unchanged: set[str] | None = None
+    ) -> BulkOutcome:
+        """Store files with their chunks and links; each file's chunks replace the ones stored for its path.
+
+        `unchanged`: ids of chunks the caller found stored exactly as given, vector included (`vector_ids`); they
+        are not written again (no vector to send, no HNSW insert). One that is no longer stored when the write
+        starts (another writer removed it) is written as given."""
         if not files:
             return BulkOutcome()
         by_path: dict[str, tuple[FileDoc, list[Chunk]]] = {}
@@ -377,11 +390,13 @@ class MemoryStore:
         for path in [p for p in placeholders if p not in versions]:  # failed, lost, or already stored by another
             del by_path[path], sources[path]
 
-        # Phase 1: the new chunks.
+        # Phase 1: the new chunks (not those stored exactly as given already).
+        keep = {doc_id(c) for c in unchanged or ()}
         phase1 = [
             {"_op_type": "index", "_index": chunk_index, "_id": doc_id(src["chunk_id"]), "_routing": path, "_source": src}
             for path, srcs in sources.items()
             for src in srcs
+            if doc_id(src["chunk_id"]) not in keep or doc_id(src["chunk_id"]) not in stored.chunks[path]
         ]
         first = await self.dialect.bulk(phase1)
         failed_ids = {f.id for f in first.failures}
@@ -437,6 +452,7 @@ class MemoryStore:
         outcome = BulkOutcome(
             first.succeeded + second.succeeded,
             zero.failures + first.failures + second.failures + third.failures,
+            {**first.versions, **second.versions},
         )
         outcome.raise_for_failures()
         return outcome
@@ -854,9 +870,17 @@ class MemoryStore:
         body = q.mget_routed([(doc_id(cid), path) for path, ids in ids_by_path.items() for cid in ids])
         if not body["docs"]:
             return {}
-        params = None if with_vectors else {"_source_excludes": "embedding"}
+        params = self.dialect.vector_read_params() if with_vectors else {"_source_excludes": "embedding"}
         resp = await self.dialect.request("POST", f"/{self.index('chunks')}/_mget", body, params)
         return {d["_source"]["chunk_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
+
+    async def vector_ids(self, ids_by_path: dict[str, list[str]]) -> set[str]:
+        """Which of these chunks have a stored vector (answered by the index: no vector is read)."""
+        wanted = {doc_id(cid): cid for ids in ids_by_path.values() for cid in ids}
+        if not wanted or not self.dims:
+            return set()
+        query = q.with_vector_among(sorted(wanted))
+        return {s["chunk_id"] async for s in self._scan(self.index("chunks"), query, ["chunk_id"], ["chunk_id"])}
 
     async def chunks_without_vectors(self, batch: int = 500):
         """Yield batches of stored chunks that have no embedding (for backfilling)."""
@@ -919,4 +943,4 @@ class MemoryStore:
         return {"merged": merged, "before": before, "after": await self.stats()}
 
 
-__all__ = ["MemoryStore", "chunk_source", "validate_prefix"]
+__all__ = ["MemoryStore", "chunk_source", "stored_chunk_source", "validate_prefix"]

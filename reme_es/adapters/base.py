@@ -307,6 +307,14 @@ class Dialect(ABC):
         """Index-level settings this engine needs beyond the template's."""
         return {}
 
+    def vector_read_params(self) -> dict:
+        """Params of a get/_mget whose `_source` must carry the vectors (an engine may leave them out by default)."""
+        return {}
+
+    def source_with_vectors(self) -> bool | dict:
+        """The `_source` of a search whose hits must carry their vectors (reindex copies them)."""
+        return True
+
     @staticmethod
     def vector_dims(mapping: dict) -> int | None:
         """The dimension of an embedding field mapping, or None if it is not a vector field."""

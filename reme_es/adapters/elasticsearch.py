@@ -99,9 +99,15 @@ class ElasticsearchDialect(Dialect):
         }
 
     def index_settings(self, with_vectors: bool) -> dict:
-        # 9.2+ leaves vectors out of _source by default; reme-es reads them back to reuse unchanged chunks'
-        # vectors and to copy indices on reindex, so keep them (searches still exclude them explicitly).
-        return {"index": {"mapping.exclude_source_vectors": False}} if with_vectors else {}
+        # 9.2+ keeps vectors out of the stored _source (the default, stated here): searches do not parse them; the
+        # reads that need them (vector reuse, reindex) ask for them back (`vector_read_params`, `source_with_vectors`).
+        return {"index": {"mapping.exclude_source_vectors": True}} if with_vectors else {}
+
+    def vector_read_params(self) -> dict:
+        return {"_source_exclude_vectors": "false"}
+
+    def source_with_vectors(self) -> bool | dict:
+        return {"exclude_vectors": False}
 
     def knn_body(
         self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None

@@ -157,8 +157,14 @@ class OpenSearchDialect(Dialect):
             },
         }
 
+    derived_vectors = True  # set by probe: k-NN's derived source for vectors came with 2.19 (default on in 3.x)
+
     def index_settings(self, with_vectors: bool) -> dict:
-        return {"index": {"knn": True}} if with_vectors else {}
+        # Derived source keeps the vector out of the stored `_source` (get, _mget and scroll put it back from the
+        # vector values): a search that fetches 50 hits then no longer decompresses and parses 50 x 384 floats.
+        if not with_vectors:
+            return {}
+        return {"index": {"knn": True, "knn.derived_source.enabled": True} if self.derived_vectors else {"knn": True}}
 
     def knn_body(
         self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
@@ -220,4 +226,5 @@ class OpenSearchDialect(Dialect):
         caps.normalization_processor = neural
         caps.rrf_processor = neural and major_minor >= (2, 19)
         self.rrf_weights = major_minor >= (3, 0)
+        self.derived_vectors = major_minor >= (2, 19)
         return caps
