@@ -1,6 +1,6 @@
 """ReMe's own file stores (`local`, `faiss`, `zvec`) against reme-es, all through ReMe's file-store interface.
 
-    python bench/reme_backends.py --sizes 10k,100k [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,elasticsearch-9]
+    python bench/reme_backends.py --sizes 10k,100k [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...]
                                   [--queries 40] [--url opensearch-2.19=http://127.0.0.1:9200 ...] [--png PATH]
 
 Every backend runs in its own process (so client RSS is its own), one size after the other, back to back. The
@@ -8,11 +8,12 @@ reme-es backends get their own managed node each (`reme-es server start --name p
 here and stopped at the end, unless `--url flavour=URL` names a node to use instead.
 
 The workspace is synthetic and the same for every backend: files of 10 chunks, each chunk 100 pseudo-words (70
-Zipf-distributed common ones, 30 from the file's topic: 400 topics of ~48 rarer words each), every file dated (`daily/2026-MM-DD/note-N.md`, spread over 12 months). Vectors are 384-d and come
-from a deterministic fake embedding model (a weighted bag of words over fixed random word vectors, L2-normalised),
-registered with ReMe as an `as_embedding` backend, so chunk and query vectors share one space and a query lands
-near the chunks that hold its words. Queries are 2-4 words of one topic. Chunks are handed to `upsert` already embedded (the same vectors for every
-backend; ReMe keeps them as float16), 100 files (1,000 chunks) per call.
+Zipf-distributed common ones, 30 from the file's topic: 400 topics of ~48 rarer words each), every file dated
+(`daily/2026-MM-DD/note-N.md`, spread over 12 months). Vectors are 384-d and come from a deterministic fake
+embedding model (a weighted bag of words over fixed random word vectors, L2-normalised), registered with ReMe as an
+`as_embedding` backend, so chunk and query vectors share one space and a query lands near the chunks that hold its
+words. Queries are 2-4 words of one topic. Chunks are handed to `upsert` already embedded (the same vectors for
+every backend; ReMe keeps them as float16), 100 files (1,000 chunks) per call.
 
 Measured per backend and size:
   upsert s            all `file_store.upsert` calls (plus `close`, reported apart: the in-process stores persist then)
@@ -238,7 +239,8 @@ async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> f
                 )
                 for j in range(PER_FILE)
             ]
-            files.append((FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks]), chunks))
+            node = FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks])
+            files.append((node, chunks))
         t = time.perf_counter()
         await fs.upsert(files)
         spent += time.perf_counter() - t
@@ -468,7 +470,8 @@ def tables(results: list[dict]) -> str:
                 fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("node_heap_mib"), 0),
             ])
         lines.append(table(
-            ["backend", "upsert s", "chunks/s", f"re-upsert {FILES_PER_CALL * PER_FILE:,} unchanged s", "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
+            ["backend", "upsert s", "chunks/s", f"re-upsert {FILES_PER_CALL * PER_FILE:,} unchanged s",
+             "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
              "client peak RSS MiB", "node heap MiB"],
             rows, title=f"{size:,} chunks, limit {LIMIT} (search job: limit {JOB_LIMIT})",
         ))

@@ -63,6 +63,7 @@ from .templates import INDEX_KINDS, IndexOptions, render_index
 log = logging.getLogger(__name__)
 
 MAX_TEXT_BYTES = 8 << 20
+STREAM_MIN_ACTIONS = 250  # below this many chunk writes per stream, one bulk request
 _PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,199}$")
 HYBRID_MODES = ("auto", "native", "client")
 
@@ -398,7 +399,7 @@ class MemoryStore:
             for src in srcs
             if doc_id(src["chunk_id"]) not in keep or doc_id(src["chunk_id"]) not in stored.chunks[path]
         ]
-        first = await self.dialect.bulk(phase1)
+        first = await self._bulk_streams(phase1)
         failed_ids = {f.id for f in first.failures}
         failed_paths = {a["_routing"] for a in phase1 if a["_id"] in failed_ids}
 
@@ -456,6 +457,19 @@ class MemoryStore:
         )
         outcome.raise_for_failures()
         return outcome
+
+    async def _bulk_streams(self, actions: list[dict], streams: int = 2) -> BulkOutcome:
+        """A large bulk as `streams` concurrent requests. The node indexes one bulk request on one write thread and
+        HNSW insertion is CPU-bound, so one stream leaves the other cores idle; two keep two cores busy."""
+        if len(actions) < streams * STREAM_MIN_ACTIONS:
+            return await self.dialect.bulk(actions)
+        step = -(-len(actions) // streams)
+        parts = await asyncio.gather(*(self.dialect.bulk(actions[i : i + step]) for i in range(0, len(actions), step)))
+        return BulkOutcome(
+            sum(p.succeeded for p in parts),
+            [f for p in parts for f in p.failures],
+            {key: v for p in parts for key, v in p.versions.items()},
+        )
 
     @staticmethod
     def _takebacks(index: str, ids: list[str], written: BulkOutcome, routing: str | None = None) -> list[dict]:
