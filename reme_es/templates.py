@@ -36,7 +36,9 @@ class IndexOptions:
 
     dims: int | None = None
     hnsw_m: int = 16
-    hnsw_ef_construction: int = 100
+    # 64 (ReMe's faiss store uses it too), not Lucene's 100: 1.5-2x the HNSW ingest rate on 2 cores with recall@10
+    # unchanged within run-to-run noise (bench: OpenSearch 2.19 and Elasticsearch 9, 20k chunks, k 50)
+    hnsw_ef_construction: int = 64
     shards: int = 1
     replicas: int = 0
 

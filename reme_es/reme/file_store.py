@@ -135,7 +135,7 @@ class EsFileStore(BaseFileStore):
         hybrid: str = "auto",
         vector_weight: float = 0.7,
         hnsw_m: int = 16,
-        hnsw_ef_construction: int = 100,
+        hnsw_ef_construction: int = 64,
         flavour: str | None = None,
         **kwargs,
     ):
