@@ -24,7 +24,8 @@ Measured per backend and size:
                       search step asks each branch for at its default limit 10 (min(200, limit x 5))
   hybrid              both branches at once (asyncio.gather), as ReMe's search step runs them
   ... 1-month filter  the same with `start_date`/`end_date` one month apart (~8% of the chunks)
-  search job          `app.run_job("search", query=..., limit=10)`: ReMe's search step end to end (fusion, links)
+  search job          `app.run_job("search", query=..., limit=10)`: ReMe's search step end to end (fusion, links);
+                      for reme-es also the same job answered by its `es_search_step` (one hybrid request)
   recall@10           vector_search's top 10 against the exact top 10 (numpy, cosine, over the same vectors)
   client RSS          peak RSS of the process; node heap: JVM heap used after the queries (reme-es only)
   raw                 for reme-es: the same keyword / k-NN queries sent straight to the node with the same client
@@ -162,6 +163,8 @@ def app_config(ws: Path, backend: str, url: str | None, prefix: str) -> dict:
         store = {"backend": "elasticsearch" if backend.startswith("elasticsearch") else "opensearch",
                  "embedding_store": "default", "hosts": url, "index_prefix": prefix}
     jobs: dict = {name: {"enabled": False} for name in WATCHERS}
+    if backend in FLAVOURS:  # the same job answered by the reme-es step (one hybrid request, links in two)
+        jobs["search_es"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}
     return resolve_app_config(
         log_config=False,
         workspace_dir=str(ws),
@@ -376,6 +379,12 @@ async def run_worker(args) -> dict:
         for mode in MODES:
             await timed(ops[mode], queries[:WARMUP])
             latency[mode] = summarise(await timed(ops[mode], queries[WARMUP:]))
+        if backend in FLAVOURS:
+            async def es_job(q):
+                return await app.run_job("search_es", query=q, limit=JOB_LIMIT)
+
+            await timed(es_job, queries[:WARMUP])
+            latency["search job, es_search_step"] = summarise(await timed(es_job, queries[WARMUP:]))
         hits = await fs.vector_search(queries[WARMUP], LIMIT, dict(MONTH))
         result["filtered_vector_hits"] = len(hits)
         result["latency"] = latency
@@ -487,6 +496,16 @@ def tables(results: list[dict]) -> str:
                                                                "vector filtered"))],
                 rows, title=f"{size:,} chunks: the same queries sent raw to the node (the ceiling)",
             ))
+            rows = [[LABELS[r["backend"]], *(f"{fmt(r['latency'][m]['p50'])} / {fmt(r['latency'][m]['p95'])}"
+                                             for m in ("search job", "search job, es_search_step")
+                                             if m in r["latency"]), "yes" if r.get("native_hybrid") else "no"]
+                    for r in raws if "search job, es_search_step" in r["latency"]]
+            if rows:
+                lines.append(table(
+                    ["node", "search job, ReMe's search_step p50/p95 ms", "search job, es_search_step p50/p95 ms",
+                     "native hybrid"],
+                    rows, title=f"{size:,} chunks: ReMe's search job (limit {JOB_LIMIT}) with reme-es' own step",
+                ))
     return "\n".join(lines)
 
 
