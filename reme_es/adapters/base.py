@@ -113,6 +113,12 @@ def candidates_only(body: dict) -> dict:
     return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": ["chunk_id", "path"]}
 
 
+def knn_candidates(k: int) -> int:
+    """How many candidates an HNSW search keeps per segment for the k nearest: 5k (at least 100), the effort ReMe's
+    faiss store spends (efSearch = limit x 5). With k alone recall@10 at k 50 was 0.83 on 100k chunks."""
+    return min(10_000, max(100, 5 * k))
+
+
 def cosine_from_score(score: float) -> float:
     """Cosine similarity from a k-NN score of the cosine space: both engines report (1 + cos) / 2."""
     return 2.0 * score - 1.0

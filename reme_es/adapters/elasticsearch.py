@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, ClientSettings, Dialect, filter_clauses, keyword_query
+from .base import SOURCE_EXCLUDES, ClientSettings, Dialect, filter_clauses, keyword_query, knn_candidates
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
@@ -116,7 +116,7 @@ class ElasticsearchDialect(Dialect):
             "field": "embedding",
             "query_vector": vector,
             "k": k,
-            "num_candidates": num_candidates or max(100, 2 * k),
+            "num_candidates": num_candidates or knn_candidates(k),
         }
         if clauses := filter_clauses(f):
             knn["filter"] = {"bool": {"filter": clauses}}

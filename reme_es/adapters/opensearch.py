@@ -10,7 +10,7 @@ import orjson
 
 from ..errors import CapabilityError, ConfigError
 from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, keyword_query
+from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, keyword_query, knn_candidates
 
 
 class _OrjsonSerializer:
@@ -177,11 +177,11 @@ class OpenSearchDialect(Dialect):
     def knn_query(self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None) -> dict:
         """The k-NN clause; the filter sits inside it (lucene engine: efficient filtering, exact when selective).
 
-        The HNSW search keeps `num_candidates` (default max(100, 2k), as on Elasticsearch) candidates per segment,
-        not just k: at k 50 that lifts recall@10 from about 0.95 to 0.98 on 20k chunks."""
+        The HNSW search keeps `num_candidates` (default `candidates(k)`, as on Elasticsearch) candidates per segment,
+        not just k: at k 50 recall@10 was 0.83 on 100k chunks with k alone."""
         clause: dict = {"vector": vector, "k": k}
         if self.ef_search_param:
-            clause["method_parameters"] = {"ef_search": num_candidates or max(100, 2 * k)}
+            clause["method_parameters"] = {"ef_search": num_candidates or knn_candidates(k)}
         if clauses := filter_clauses(f):
             clause["filter"] = {"bool": {"filter": clauses}}
         return {"knn": {"embedding": clause}}
