@@ -342,7 +342,7 @@ async def run_worker(args) -> dict:
     ws = work / "workspace"
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
-    prefix = f"{PREFIX}-{backend.replace('.', '')}"
+    prefix = f"{args.prefix}-{backend.replace('.', '')}"
     cfg = app_config(ws, backend, args.url, prefix)
     result: dict = {"backend": backend, "size": size}
     vectors = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(size, DIMS))
@@ -442,7 +442,8 @@ def stop_node(flavour: str) -> None:
 def run_one(backend: str, size: int, url: str | None, args, work: Path) -> dict | None:
     out = work / f"{backend}-{size}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--size", str(size),
-           "--queries", str(args.queries), "--workdir", str(work / backend), "--result", str(out)]
+           "--queries", str(args.queries), "--workdir", str(work / backend), "--result", str(out),
+           "--prefix", args.prefix]
     if url:
         cmd += ["--url", url]
     print(f"# {LABELS[backend]}, {size:,} chunks ...", file=sys.stderr, flush=True)
@@ -551,6 +552,7 @@ def main() -> None:
     p.add_argument("--json", default=str(HERE / "results" / "reme_backends.json"), help="where the results go")
     p.add_argument("--timeout", type=float, default=7200, help="seconds one backend at one size may take")
     p.add_argument("--keep", action="store_true", help="keep the indices (worker)")
+    p.add_argument("--prefix", default=PREFIX, help=f"index prefix of the reme-es backends (default {PREFIX})")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
