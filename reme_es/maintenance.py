@@ -28,7 +28,7 @@ async def _copy(
     store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool, progress: Callable[[int], None] | None
 ) -> int:
     copied = 0
-    async for hits in store.port.scroll(old, PAGE):
+    async for hits in store.port.scroll(old, PAGE, with_vectors=keep_vectors):
         actions = []
         for hit in hits:
             src = hit["_source"]

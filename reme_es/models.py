@@ -147,6 +147,8 @@ class Capabilities(BaseModel):
     rrf_processor: bool = False
     rrf_retriever: bool = False
     rrf_weights: bool = False  # the RRF processor takes branch weights (OpenSearch 3.0+)
+    derived_vectors: bool = False  # vectors can be kept out of the stored _source (OpenSearch k-NN derived source, 2.19+)
+    knn_ef_search: bool = False  # a k-NN query takes its candidates per segment (OpenSearch method_parameters, 2.19+)
 
     @property
     def version_tuple(self) -> tuple[int, ...]:

@@ -36,7 +36,7 @@ class IndexDialect(Protocol):
 
     def vector_mapping(self, dims: int, m: int, ef_construction: int) -> dict: ...
 
-    def index_settings(self, with_vectors: bool) -> dict: ...
+    def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ class IndexOptions:
 
     dims: int | None = None
     hnsw_m: int = 16
-    hnsw_ef_construction: int = 100
+    # 64 (ReMe's faiss store uses it too), not Lucene's 100: 1.5-2x the HNSW ingest rate on 2 cores with recall@10
+    # unchanged within run-to-run noise (bench: OpenSearch 2.19 and Elasticsearch 9, 20k chunks, k 50)
+    hnsw_ef_construction: int = 64
     shards: int = 1
     replicas: int = 0
 
@@ -74,7 +76,7 @@ def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: 
         if not available:
             analyzers[name] = {"type": "standard"}
             fallbacks[name] = f"{wanted} -> standard"
-    extra = dialect.index_settings(bool(options.dims) and kind == "chunks")
+    extra = dialect.index_settings(bool(options.dims) and kind == "chunks", caps)
     for key, value in extra.get("index", {}).items():
         settings["index"][key] = value
     body["mappings"]["_meta"] = {"reme_es": {"kind": kind, "template_version": version, "analyzers": fallbacks}}

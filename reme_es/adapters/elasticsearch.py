@@ -10,7 +10,15 @@ from typing import Any
 
 from ..errors import AuthError, ConfigError, RequestFailed
 from ..models import RRF_K, Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, ClientSettings, Dialect, filter_clauses, installed_names, keyword_query
+from .base import (
+    SOURCE_EXCLUDES,
+    ClientSettings,
+    Dialect,
+    filter_clauses,
+    installed_names,
+    keyword_query,
+    knn_candidates,
+)
 from .transport import TLS, ErrorInfo, Transport, connection_kind, error_body_info
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
@@ -99,19 +107,31 @@ class ElasticsearchDialect(Dialect):
             "index_options": {"type": "hnsw", "m": m, "ef_construction": ef_construction},
         }
 
-    def index_settings(self, with_vectors: bool) -> dict:
-        # 9.2+ leaves vectors out of _source by default; reme-es reads them back to reuse unchanged chunks'
-        # vectors and to copy indices on reindex, so keep them (searches still exclude them explicitly).
-        return {"index": {"mapping.exclude_source_vectors": False}} if with_vectors else {}
+    def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict:
+        # 9.2+ keeps vectors out of the stored _source (the default, stated here): searches do not parse them; the
+        # reads that need them (vector reuse, reindex) ask for them back (`vector_read_params`, `source_with_vectors`).
+        return {"index": {"mapping.exclude_source_vectors": True}} if with_vectors else {}
+
+    def vector_read_params(self) -> dict:
+        return {"_source_exclude_vectors": "false"}
+
+    def source_with_vectors(self) -> bool | dict:
+        return {"exclude_vectors": False}
 
     def knn_body(
-        self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
+        self,
+        vector: list[float],
+        k: int,
+        f: SearchFilter,
+        num_candidates: int | None = None,
+        size: int | None = None,
+        caps: Capabilities | None = None,
     ) -> dict:
         knn: dict = {
             "field": "embedding",
             "query_vector": vector,
             "k": k,
-            "num_candidates": num_candidates or max(100, 2 * k),
+            "num_candidates": num_candidates or knn_candidates(k),
         }
         if clauses := filter_clauses(f):
             knn["filter"] = {"bool": {"filter": clauses}}
@@ -121,7 +141,13 @@ class ElasticsearchDialect(Dialect):
         return kind == "rrf" and caps.rrf_retriever
 
     def hybrid_body(
-        self, text: str, vector: list[float], size: int, f: SearchFilter, fields: tuple[str, ...] | None = None
+        self,
+        text: str,
+        vector: list[float],
+        size: int,
+        f: SearchFilter,
+        fields: tuple[str, ...] | None = None,
+        caps: Capabilities | None = None,
     ) -> dict:
         """One request through the `rrf` retriever (licensed; used only when the probe finds it usable)."""
         knn = self.knn_body(vector, size, f)["knn"]

@@ -24,9 +24,18 @@ def scan_body(
     return body
 
 
-def scroll_body(size: int = SCAN_PAGE) -> dict:
-    """The first request of a scroll over every doc in index order (the cheapest order: `_doc`)."""
-    return {"size": size, "sort": ["_doc"], "query": match_all()}
+def scroll_body(size: int = SCAN_PAGE, source: bool | dict | None = None) -> dict:
+    """The first request of a scroll over every doc in index order (the cheapest order: `_doc`); `source` filters
+    what each hit's `_source` carries (see `without_vectors` and `Dialect.source_with_vectors`)."""
+    body: dict[str, Any] = {"size": size, "sort": ["_doc"], "query": match_all()}
+    if source is not None:
+        body["_source"] = source
+    return body
+
+
+def without_vectors() -> dict:
+    """A `_source` filter that leaves the embedding out."""
+    return {"excludes": ["embedding"]}
 
 
 def match_all() -> dict:
@@ -52,6 +61,11 @@ def links_touching(paths: list[str]) -> dict:
 def without_field(name: str) -> dict:
     """Documents that have no value for `name` (chunks without an embedding)."""
     return {"bool": {"must_not": [{"exists": {"field": name}}]}}
+
+
+def with_vector_among(ids: list[str]) -> dict:
+    """Documents among these ids that have an embedding (found from the index, no vector read)."""
+    return {"bool": {"filter": [{"ids": {"values": ids}}, {"exists": {"field": "embedding"}}]}}
 
 
 def mget_ids(ids: list[str]) -> dict:

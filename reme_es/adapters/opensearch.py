@@ -10,7 +10,7 @@ import orjson
 
 from ..errors import CapabilityError, ConfigError
 from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query
+from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query, knn_candidates
 from .transport import ErrorInfo, Transport, connection_kind, error_body_info
 
 
@@ -156,30 +156,57 @@ class OpenSearchDialect(Dialect):
             },
         }
 
-    def index_settings(self, with_vectors: bool) -> dict:
-        return {"index": {"knn": True}} if with_vectors else {}
+    def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict:
+        # Derived source (caps.derived_vectors, 2.19+) keeps the vector out of the stored `_source` (get, _mget and
+        # scroll put it back from the vector values): a search that fetches 50 hits then no longer decompresses and
+        # parses 50 x 384 floats.
+        if not with_vectors:
+            return {}
+        if caps is not None and caps.derived_vectors:
+            return {"index": {"knn": True, "knn.derived_source.enabled": True}}
+        return {"index": {"knn": True}}
 
     def knn_body(
-        self, vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, size: int | None = None
+        self,
+        vector: list[float],
+        k: int,
+        f: SearchFilter,
+        num_candidates: int | None = None,
+        size: int | None = None,
+        caps: Capabilities | None = None,
     ) -> dict:
-        """The k-NN body; `num_candidates` is not used: OpenSearch's lucene engine explores `k` per segment."""
-        return {"size": size or k, "query": self.knn_query(vector, k, f), "_source": {"excludes": SOURCE_EXCLUDES}}
+        query = self.knn_query(vector, k, f, num_candidates, caps)
+        return {"size": size or k, "query": query, "_source": {"excludes": SOURCE_EXCLUDES}}
 
     @staticmethod
-    def knn_query(vector: list[float], k: int, f: SearchFilter) -> dict:
-        """The k-NN clause; the filter sits inside it (lucene engine: efficient filtering, exact when selective)."""
+    def knn_query(
+        vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, caps: Capabilities | None = None
+    ) -> dict:
+        """The k-NN clause; the filter sits inside it (lucene engine: efficient filtering, exact when selective).
+
+        Where the server takes it (`caps.knn_ef_search`, 2.19+; None: assumed) the HNSW search keeps `num_candidates`
+        (default `knn_candidates(k)`, as on Elasticsearch) candidates per segment, not just k: at k 50 recall@10 was
+        0.83 on 100k chunks with k alone."""
         clause: dict = {"vector": vector, "k": k}
+        if caps is None or caps.knn_ef_search:
+            clause["method_parameters"] = {"ef_search": num_candidates or knn_candidates(k)}
         if clauses := filter_clauses(f):
             clause["filter"] = {"bool": {"filter": clauses}}
         return {"knn": {"embedding": clause}}
 
     def hybrid_body(
-        self, text: str, vector: list[float], size: int, f: SearchFilter, fields: tuple[str, ...] | None = None
+        self,
+        text: str,
+        vector: list[float],
+        size: int,
+        f: SearchFilter,
+        fields: tuple[str, ...] | None = None,
+        caps: Capabilities | None = None,
     ) -> dict:
         keyword = keyword_query(text, f, fields)
         return {
             "size": size,
-            "query": {"hybrid": {"queries": [keyword, self.knn_query(vector, size, f)]}},
+            "query": {"hybrid": {"queries": [keyword, self.knn_query(vector, size, f, caps=caps)]}},
             "_source": {"excludes": SOURCE_EXCLUDES},
         }
 
@@ -225,4 +252,6 @@ class OpenSearchDialect(Dialect):
         caps.normalization_processor = neural
         caps.rrf_processor = neural and major_minor >= (2, 19)
         caps.rrf_weights = major_minor >= (3, 0)  # weighted RRF came with 3.0
+        caps.derived_vectors = caps.knn and major_minor >= (2, 19)  # k-NN derived source for vectors
+        caps.knn_ef_search = caps.knn and major_minor >= (2, 19)  # `method_parameters.ef_search` on lucene
         return caps

@@ -111,12 +111,18 @@ class IndexPort:
         return [d for d in resp["docs"] if d.get("found")]
 
     async def get_routed(
-        self, index: str, docs: list[tuple[str, str]], excludes: list[str] | None = None, realtime: bool = True
+        self,
+        index: str,
+        docs: list[tuple[str, str]],
+        excludes: list[str] | None = None,
+        realtime: bool = True,
+        with_vectors: bool = False,
     ) -> list[dict | None]:
-        """Routed docs by (id, routing), in order: each doc's `_source`, or None where it is not found."""
+        """Routed docs by (id, routing), in order: each doc's `_source`, or None where it is not found.
+        `with_vectors`: the sources carry their vectors (an engine may keep them out of `_source` by default)."""
         if not docs:
             return []
-        params: dict[str, str] = {}
+        params: dict[str, str] = dict(self.dialect.vector_read_params()) if with_vectors else {}
         if excludes:
             params["_source_excludes"] = ",".join(excludes)
         if not realtime:
@@ -138,9 +144,13 @@ class IndexPort:
         """Documents in an index (as of its last refresh)."""
         return (await self._send("GET", f"/{index}/_count"))["count"]
 
-    async def scroll(self, index: str, page: int, keep: str = "5m") -> AsyncIterator[list[dict]]:
-        """Pages of every doc's hit (`_id`, `_routing`, `_source`) in index order; the scroll is cleared at the end."""
-        resp = await self._send("POST", f"/{index}/_search", q.scroll_body(page), {"scroll": keep})
+    async def scroll(
+        self, index: str, page: int, keep: str = "5m", with_vectors: bool = True
+    ) -> AsyncIterator[list[dict]]:
+        """Pages of every doc's hit (`_id`, `_routing`, `_source`) in index order; the scroll is cleared at the end.
+        `with_vectors`: the sources carry their vectors (asked for where the engine keeps them out), else not."""
+        source = self.dialect.source_with_vectors() if with_vectors else q.without_vectors()
+        resp = await self._send("POST", f"/{index}/_search", q.scroll_body(page, source), {"scroll": keep})
         scroll_id = resp.get("_scroll_id")
         try:
             while hits := resp["hits"]["hits"]:

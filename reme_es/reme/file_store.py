@@ -25,7 +25,7 @@ from ..config import default_prefix as default_index_prefix
 from ..connect import open_store
 from ..errors import ConfigError, MappingError
 from ..models import Chunk, FileDoc, Hit, Link, LinkScope
-from ..store import MemoryStore, validate_hybrid
+from ..store import MemoryStore, stored_chunk_source, validate_hybrid
 from ..templates import IndexOptions
 
 HOSTS_ENV = "REME_ES_HOSTS"
@@ -125,7 +125,7 @@ class EsFileStore(BaseFileStore):
         hybrid: str = "auto",
         vector_weight: float = 0.7,
         hnsw_m: int = 16,
-        hnsw_ef_construction: int = 100,
+        hnsw_ef_construction: int = 64,
         flavour: str | None = None,
         **kwargs,
     ):
@@ -340,16 +340,33 @@ class EsFileStore(BaseFileStore):
             return
         store = self._require_store()
         needs_embed: list[FileChunk] = []
+        unchanged: set[str] = set()
         if self._vectors_on():
-            stored = await store.get_chunks({node.path: [c.id for c in chunks] for node, chunks in files}, True)
+            # A chunk stored exactly as given, with a vector, is not written again (and its vector is not read);
+            # one whose text is stored with a vector but something else changed reuses that vector.
+            ids = {node.path: [c.id for c in chunks if c.embedding is None] for node, chunks in files}
+            stored = await store.get_chunks(ids)
+            with_vector = await store.vector_ids(ids) if stored else set()
+            reuse: dict[str, FileChunk] = {}
             for _, chunks in files:
                 for chunk in chunks:
                     if chunk.embedding is not None and self._dim_matches(chunk.embedding):
                         continue
                     chunk.embedding = None
                     old = stored.get(chunk.id)
-                    if old is not None and old.get("text") == chunk.text and self._dim_matches(old.get("embedding")):
-                        chunk.embedding = old["embedding"]
+                    if old is not None and chunk.id in with_vector and old.get("text") == chunk.text:
+                        if old == stored_chunk_source(to_chunk(chunk, None)):
+                            unchanged.add(chunk.id)
+                        else:
+                            reuse[chunk.id] = chunk
+                    elif chunk.text:
+                        needs_embed.append(chunk)
+            if reuse:
+                vectors = await store.get_chunks({c.path: [c.id] for c in reuse.values()}, with_vectors=True)
+                for cid, chunk in reuse.items():
+                    vec = (vectors.get(cid) or {}).get("embedding")
+                    if self._dim_matches(vec):
+                        chunk.embedding = vec
                     elif chunk.text:
                         needs_embed.append(chunk)
             await self._embed(needs_embed)
@@ -362,7 +379,7 @@ class EsFileStore(BaseFileStore):
             node.chunk_ids = [c.id for c in chunks]
             vectors = [as_vector(c.embedding) if c.embedding is not None else None for c in chunks]
             docs.append((to_file_doc(node, chunks), [to_chunk(c, v) for c, v in zip(chunks, vectors)]))
-        await store.upsert(docs)
+        await store.upsert(docs, unchanged=unchanged)
         await self._upsert_tag_nodes([node for node, _ in files])
 
     @BaseFileStore.serialized

@@ -32,7 +32,7 @@ from ..templates import IndexOptions
 from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
 from .links import LinkGraph
 from .search import SearchStore
-from .sources import chunk_source
+from .sources import chunk_source, stored_chunk_source
 from .vectors import VectorStore
 from .writer import Writer
 
@@ -157,9 +157,12 @@ class MemoryStore:
         await self.indices.drop()
 
     # ----------------------------------------------------------------------------------- writes
-    async def upsert(self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True) -> BulkOutcome:
-        """Store files with their chunks and links; each file's chunks replace the ones stored for its path."""
-        return await self.writer.upsert(files, refresh)
+    async def upsert(
+        self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True, unchanged: set[str] | None = None
+    ) -> BulkOutcome:
+        """Store files with their chunks and links; each file's chunks replace the ones stored for its path.
+        `unchanged`: chunk ids stored exactly as given, vector included (`vector_ids`), not to be written again."""
+        return await self.writer.upsert(files, refresh, unchanged)
 
     async def delete(self, paths: str | Iterable[str], refresh: bool = True) -> int:
         """Delete files with their chunks and outgoing links; unknown paths are skipped. Returns files deleted."""
@@ -235,6 +238,10 @@ class MemoryStore:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
         return await self.vectors.get_chunks(ids_by_path, with_vectors)
 
+    async def vector_ids(self, ids_by_path: dict[str, list[str]]) -> set[str]:
+        """Which of these chunks have a stored vector (answered by the index: no vector is read)."""
+        return await self.vectors.vector_ids(ids_by_path)
+
     def chunks_without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
         """Yield batches of stored chunks that have no embedding (for backfilling)."""
         return self.vectors.without_vectors(batch)
@@ -253,4 +260,4 @@ class MemoryStore:
         return await self.indices.optimize(deleted_ratio, max_segments)
 
 
-__all__ = ["HYBRID_MODES", "MemoryStore", "chunk_source", "validate_hybrid", "validate_prefix"]
+__all__ = ["HYBRID_MODES", "MemoryStore", "chunk_source", "stored_chunk_source", "validate_hybrid", "validate_prefix"]

@@ -8,7 +8,10 @@ feeds each round's outcome into the next plan. Nothing here does I/O.
    mtime differ and re-indexes the file, or deletes all its chunks if the file is gone. `create` lets only one
    of two writers adding the same file go on; a 409 whose stored doc is this writer's own (a resend after a
    dropped answer) counts as written (`settle_conflicts`).
-2. Chunks. Every new chunk of the remaining files, routed by path. Old chunks are still there.
+2. Chunks. Every new chunk of the remaining files, routed by path, except those the caller names `unchanged`
+   (stored exactly as given, vector included) that are still stored when the write starts: they are not sent
+   again (no vector to send, no HNSW insert). Old chunks are still there. A large round goes out as two
+   concurrent bulk streams (`writer.STREAM_MIN_ACTIONS`); each stream's failures are booked like any others.
 3. Commit and take-backs. For each file whose chunks were all stored: its stale chunks and links are deleted,
    its new links written, and last its file doc, only if it is still the version this writer read
    (`if_seq_no`/`if_primary_term`). For each other file, the new chunks that landed are taken back (unless
@@ -149,12 +152,17 @@ def settle_conflicts(
     return lost, done
 
 
-def chunk_round(wanted: dict[str, Wanted], ix: Indices) -> list[Action]:
-    """Round 2: every new chunk, routed by its path."""
+def chunk_round(
+    wanted: dict[str, Wanted], ix: Indices, stored: Stored | None = None, unchanged: set[str] | frozenset = frozenset()
+) -> list[Action]:
+    """Round 2: every new chunk, routed by its path; not the `unchanged` chunk ids that are `stored` for the path."""
+    keep = {doc_id(c) for c in unchanged}
+    skip = {path: keep & stored.chunks[path] for path in wanted} if stored is not None and keep else {}
     return [
         Action("index", ix.chunks, doc_id(src["chunk_id"]), src, routing=path)
         for path, w in wanted.items()
         for src in w.chunk_sources
+        if doc_id(src["chunk_id"]) not in skip.get(path, ())
     ]
 
 

@@ -114,7 +114,7 @@ class SearchStore:
         """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""
         ix, dialect = self.indices, self.indices.dialect
         self.vectors.check(vector, "the query")
-        body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields)
+        body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields, caps=ix.caps)
         params = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else None
         try:
             hits = await self._candidates(body, "hybrid", params)

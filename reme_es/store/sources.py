@@ -30,6 +30,13 @@ def chunk_source(chunk: Chunk) -> dict:
     return src
 
 
+def stored_chunk_source(chunk: Chunk) -> dict:
+    """A chunk's `_source` as the index hands it back without its vector (to tell an unchanged chunk)."""
+    src = chunk_source(chunk)
+    src.pop("embedding", None)
+    return as_stored(src)
+
+
 def chunk_from_source(src: dict) -> Chunk:
     """A chunk read back from its stored source (without its vector)."""
     return Chunk(

@@ -40,7 +40,7 @@ class VectorStore:
         if not self.indices.dims:
             raise CapabilityError(f"index {self.indices.ix.chunks} has no embedding field; enable embeddings and reindex")
         self.check(vector, "the query")
-        return self.indices.dialect.knn_body(vector, k, f, size=size)
+        return self.indices.dialect.knn_body(vector, k, f, size=size, caps=self.indices.caps)
 
     async def search(
         self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None, k: int = 0
@@ -57,8 +57,19 @@ class VectorStore:
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
         docs = [(doc_id(cid), path) for path, ids in ids_by_path.items() for cid in ids]
-        found = await self.port.get_routed(self.indices.ix.chunks, docs, None if with_vectors else ["embedding"])
+        if with_vectors:
+            found = await self.port.get_routed(self.indices.ix.chunks, docs, with_vectors=True)
+        else:
+            found = await self.port.get_routed(self.indices.ix.chunks, docs, ["embedding"])
         return {src["chunk_id"]: src for src in found if src is not None}
+
+    async def vector_ids(self, ids_by_path: dict[str, list[str]]) -> set[str]:
+        """Which of these chunks have a stored vector (answered by the index: no vector is read)."""
+        wanted = sorted({doc_id(cid) for ids in ids_by_path.values() for cid in ids})
+        if not wanted or not self.indices.dims:
+            return set()
+        query = q.with_vector_among(wanted)
+        return {s["chunk_id"] async for s in self.port.scan(self.indices.ix.chunks, query, ["chunk_id"], ["chunk_id"])}
 
     async def without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
         """Yield batches of stored chunks that have no embedding (for backfilling)."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 
 from ..adapters import lookups as q
-from ..adapters.port import IndexPort
+from ..adapters.port import Action, IndexPort
 from ..adapters.transport import BulkOutcome
 from ..errors import InvalidInput
 from ..models import Chunk, FileDoc, doc_id
 from . import protocol as p
 from .sources import checked_chunk_source, file_from_source, file_source, link_from_source
+
+STREAM_MIN_ACTIONS = 250  # below this many chunk writes per stream, one bulk request
 
 
 class Writer:
@@ -59,8 +62,26 @@ class Writer:
         current = {d["_id"]: d for d in await self.port.get(self.ix.files, [doc_id(x) for x in paths])}
         return p.settle_conflicts(outcome, written, current, self.ix, final)
 
-    async def upsert(self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True) -> BulkOutcome:
-        """Store files with their chunks and links; each file's chunks replace the ones stored for its path."""
+    async def bulk_streams(self, actions: list[Action], streams: int = 2) -> BulkOutcome:
+        """A large bulk as `streams` concurrent requests. The node indexes one bulk request on one write thread and
+        HNSW insertion is CPU-bound, so one stream leaves the other cores idle; two keep two cores busy."""
+        if len(actions) < streams * STREAM_MIN_ACTIONS:
+            return await self.port.bulk(actions)
+        step = -(-len(actions) // streams)
+        parts = await asyncio.gather(*(self.port.bulk(actions[i : i + step]) for i in range(0, len(actions), step)))
+        return BulkOutcome(
+            sum(x.succeeded for x in parts),
+            [f for x in parts for f in x.failures],
+            {key: v for x in parts for key, v in x.versions.items()},
+        )
+
+    async def upsert(
+        self, files: list[tuple[FileDoc, list[Chunk]]], refresh: bool = True, unchanged: set[str] | None = None
+    ) -> BulkOutcome:
+        """Store files with their chunks and links; each file's chunks replace the ones stored for its path.
+
+        `unchanged`: ids of chunks the caller found stored exactly as given, vector included (`vector_ids`); they
+        are not written again. One that is no longer stored when the write starts is written as given."""
         if not files:
             return BulkOutcome()
         wanted = self.wanted(files)
@@ -73,8 +94,8 @@ class Writer:
         for path in [x for x in placeheld if x not in versions]:  # failed, lost, or already stored by another
             del wanted[path]
 
-        chunk_actions = p.chunk_round(wanted, self.ix)
-        chunks = await self.port.bulk(chunk_actions)
+        chunk_actions = p.chunk_round(wanted, self.ix, stored, unchanged or frozenset())
+        chunks = await self.bulk_streams(chunk_actions)
 
         commit = p.commit_round(wanted, stored, versions, placeheld, first, chunks, chunk_actions, self.ix)
         third = await self.port.bulk(commit.actions + commit.takebacks)
@@ -89,7 +110,9 @@ class Writer:
         if refresh:
             await self._refresh()
         outcome = BulkOutcome(
-            chunks.succeeded + third.succeeded, first.failures + chunks.failures + third.failures + repair.failures
+            chunks.succeeded + third.succeeded,
+            first.failures + chunks.failures + third.failures + repair.failures,
+            {**chunks.versions, **third.versions},
         )
         outcome.raise_for_failures()
         return outcome

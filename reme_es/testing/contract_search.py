@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ..errors import DimensionMismatch
+from ..models import doc_id
 from ._common import ASYNC
 from ._common import ids as _ids
 from ._common import paths as _paths
@@ -48,6 +49,24 @@ class VectorContract:
         assert stored[c.id]["embedding"] == pytest.approx(vec, abs=1e-6)
         assert "embedding" not in (await store.get_chunks({c.path: [c.id]}))[c.id]
         assert all(h.chunk.embedding is None for h in await store.vector_search(vec, 1))
+
+    async def test_unchanged_chunks_are_not_written_again(self, store_factory):
+        store = await store_factory()
+        require(store, "vectors")
+        kept = chunk("digest/u.md", "stays as it is", vector=unit_vector(1))
+        edited = chunk("digest/u.md", "first words", start=3, vector=unit_vector(0, 1))
+        await store.upsert([file_with(kept.path, [kept, edited])])
+        assert await store.vector_ids({kept.path: [kept.id, edited.id, "no-such-chunk"]}) == {kept.id, edited.id}
+        new = chunk("digest/u.md", "other words", start=3, vector=unit_vector(0, 0, 1))
+        stray = chunk("digest/u.md", "never stored", start=5, vector=unit_vector(0, 0, 0, 1))
+        bare = kept.model_copy(update={"embedding": None})
+        outcome = await store.upsert([file_with(kept.path, [bare, new, stray])], unchanged={kept.id, stray.id})
+        written = {i for index, i in outcome.versions if index == store.index("chunks")}
+        assert written == {doc_id(new.id), doc_id(stray.id)}
+        assert _ids(await store.vector_search(unit_vector(1), 1)) == [kept.id]
+        stored = await store.get_chunks({kept.path: [kept.id, edited.id, new.id, stray.id]}, with_vectors=True)
+        assert sorted(stored) == sorted([kept.id, new.id, stray.id])
+        assert stored[kept.id]["embedding"] == pytest.approx(kept.embedding, abs=1e-6)
 
     async def test_wrong_dimension_is_refused_on_write_and_query(self, store_factory):
         store = await store_factory()
@@ -201,3 +220,24 @@ class MaintenanceContract:
         assert full["after"]["chunks"]["segments"] == 1
         assert full["after"]["files"]["docs"] == 10
         assert [f.path for f in await store.get_files()] == [f"digest/o{i}.md" for i in range(10, 20)]
+
+    async def test_reindex_keeps_every_vector(self, store_factory):
+        # Vectors are kept out of the stored `_source` (OpenSearch derived source, Elasticsearch's default): the copy
+        # must still carry them, or the new index answers k-NN with nothing and nobody notices until a search.
+        from ..maintenance import reindex
+        from ..templates import IndexOptions
+
+        store = await store_factory()
+        require(store, "vectors")
+        kept = [chunk(f"digest/r{i}.md", f"reindexed {i}", vector=unit_vector(1, i * 0.1)) for i in range(5)]
+        await store.upsert([file_with(c.path, [c]) for c in kept])
+        results = await reindex(store, IndexOptions(dims=store.dims))
+        assert [(r["kind"], r["docs"], r["vectors"]) for r in results] == [
+            ("chunks", 5, "kept"), ("files", 5, "none"), ("links", 0, "none")
+        ]
+        assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
+        stored = await store.get_chunks({c.path: [c.id] for c in kept}, with_vectors=True)
+        assert sorted(stored) == sorted(c.id for c in kept)
+        for c in kept:
+            assert stored[c.id]["embedding"] == pytest.approx(c.embedding, abs=1e-6)
+        assert _ids(await store.vector_search(unit_vector(1, 0.4), 1)) == [kept[4].id]

@@ -111,6 +111,26 @@ class WriteContract:
         assert (await store.get_files([path]))[0].chunk_ids == [before.id]
         assert _ids(await store.keyword_search("bystander", 10)) == [fine.id]
 
+    async def test_a_large_upsert_in_concurrent_streams_reports_each_failure_and_keeps_the_rest(self, store_factory):
+        # 600 chunk writes go out as two concurrent bulk requests; a failure in either is reported and taken back.
+        store = await store_factory()
+        paths = [f"resource/s{i:02d}.md" for i in range(60)]
+        files = [
+            file_with(p, [chunk(p, f"stream {i} part {j}", start=j * 3 + 1) for j in range(10)])
+            for i, p in enumerate(paths)
+        ]
+        bad_early = chunk("resource/s05.md", "early failure", start=2**40)
+        bad_late = chunk("resource/s55.md", "late failure", start=2**40)
+        files[5][1].append(bad_early)
+        files[55][1].append(bad_late)
+        with pytest.raises(BulkError) as err:
+            await store.upsert(files)
+        assert sorted(f.id for f in err.value.failures) == sorted([bad_early.id, bad_late.id])
+        stored = {f.path: len(f.chunk_ids) for f in await store.get_files()}
+        assert stored == {f"resource/s{i:02d}.md": 10 for i in range(60) if i not in (5, 55)}
+        assert await store.keyword_search("stream 5 part", 10, {"path": "resource/s05.md"}) == []
+        assert len(await store.keyword_search("stream", 600)) == 580
+
     async def test_unicode_and_cjk_text_is_found_by_bm25(self, store_factory):
         store = await store_factory()
         ja = chunk("daily/2026-05-18.md", "私は東京に住んでいます")

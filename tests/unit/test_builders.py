@@ -59,7 +59,9 @@ def test_pipeline_bodies(kind, weighted):
 
 @pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
 def test_chunks_index_body(dialect):
-    caps = Capabilities(engine=dialect.engine, version="9.9.9", english_analyzer=True, cjk_analyzer=True)
+    caps = Capabilities(
+        engine=dialect.engine, version="9.9.9", english_analyzer=True, cjk_analyzer=True, derived_vectors=True
+    )
     check(f"chunks_index_{dialect.engine}", render_index("chunks", dialect(SETTINGS), caps, IndexOptions(dims=384)))
 
 

@@ -112,4 +112,20 @@ def test_probes_are_pure_functions_of_node_info_and_do_not_change_the_dialect():
     es = {"version": "9.3.2", "modules": [{"name": "rank-rrf"}], "plugins": []}
     assert ElasticsearchDialect.capabilities(es, {}, "basic").rrf_retriever is False
     assert ElasticsearchDialect.capabilities(es, {}, "enterprise").rrf_retriever is True
-    assert not hasattr(OpenSearchDialect(ClientSettings(hosts=["http://x:1"])), "rrf_weights")
+    dialect = OpenSearchDialect(ClientSettings(hosts=["http://x:1"]))
+    assert not any(hasattr(dialect, a) for a in ("rrf_weights", "derived_vectors", "ef_search_param", "knn_ef_search"))
+
+
+def test_vector_source_and_ef_search_follow_the_opensearch_version():
+    node = {"version": "2.19.1", "modules": [], "plugins": [{"name": "opensearch-knn"}]}
+    new = OpenSearchDialect.capabilities(node, {})
+    old = OpenSearchDialect.capabilities({**node, "version": "2.17.0"}, {})
+    assert (new.derived_vectors, new.knn_ef_search, old.derived_vectors, old.knn_ef_search) == (True, True, False, False)
+    dialect = OpenSearchDialect(ClientSettings(hosts=["http://x:1"]))
+    assert dialect.index_settings(True, new) == {"index": {"knn": True, "knn.derived_source.enabled": True}}
+    assert dialect.index_settings(True, old) == {"index": {"knn": True}}
+    clause = dialect.knn_body([0.1, 0.2], 50, FILTER, caps=new)["query"]["knn"]["embedding"]
+    assert clause["method_parameters"] == {"ef_search": 250}
+    assert "method_parameters" not in dialect.knn_body([0.1, 0.2], 50, FILTER, caps=old)["query"]["knn"]["embedding"]
+    hybrid = dialect.hybrid_body("x", [0.1, 0.2], 50, FILTER, caps=old)["query"]["hybrid"]["queries"][1]
+    assert "method_parameters" not in hybrid["knn"]["embedding"]

@@ -18,7 +18,7 @@ from reme_es.errors import BulkError
 from reme_es.models import doc_id
 from reme_es.store import protocol
 from reme_es.store.sources import file_source
-from reme_es.store.writer import Writer
+from reme_es.store.writer import STREAM_MIN_ACTIONS, Writer
 from reme_es.testing.data import chunk, file_with
 from reme_es.testing.fakes import MemoryPort
 
@@ -65,6 +65,34 @@ def test_changed_file_deletes_stale_chunks_and_links_only_when_its_new_chunks_ar
     assert trace["rounds"][0] == []  # stored before: no placeholder
     assert port.ids(IX.chunks) == sorted([C2.id, C3.id])
     check("changed_file", trace)
+
+
+def test_unchanged_chunks_are_not_re_written():
+    # C1 is stored and named unchanged: not sent. C3 is named unchanged but not stored: written as given. C2 is
+    # stored but not named: written again. The commit keeps C1 (it is in the new file doc), so nothing is stale.
+    port = MemoryPort()
+    asyncio.run(_stored_v1(port))
+    kept = port.docs[IX.chunks][doc_id(C1.id)]
+    outcome = asyncio.run(
+        writer(port).upsert([file_with(PATH, [C1, C2, C3], links=["x"], st_mtime=2.0)], unchanged={C1.id, C3.id})
+    )
+    trace = {"rounds": rounds(port)}
+    assert [a["id"] for a in trace["rounds"][1]] == [doc_id(C2.id), doc_id(C3.id)]
+    assert port.docs[IX.chunks][doc_id(C1.id)] is kept  # untouched: same doc, same seq_no
+    assert port.ids(IX.chunks) == sorted(doc_id(c.id) for c in (C1, C2, C3))
+    assert (IX.chunks, doc_id(C1.id)) not in outcome.versions and (IX.chunks, doc_id(C3.id)) in outcome.versions
+    check("unchanged_chunks", trace)
+
+
+def test_a_large_chunk_round_goes_out_as_two_streams_and_both_report_failures():
+    port = MemoryPort()
+    chunks = [chunk(PATH, f"part {i}", start=i + 1) for i in range(2 * STREAM_MIN_ACTIONS)]
+    port.fail = {doc_id(chunks[1].id): 400, doc_id(chunks[-1].id): 400}
+    with pytest.raises(BulkError) as err:
+        asyncio.run(writer(port).upsert([file_with(PATH, chunks)]))
+    assert [len(r) for r in port.rounds[1:3]] == [STREAM_MIN_ACTIONS, STREAM_MIN_ACTIONS]
+    assert sorted(f.id for f in err.value.failures) == sorted([doc_id(chunks[1].id), doc_id(chunks[-1].id)])
+    assert port.ids(IX.chunks) == [] and port.ids(IX.files) == []  # what landed is taken back, and the placeholder
 
 
 def test_file_whose_chunks_fail_takes_back_what_landed_and_keeps_what_was_stored():

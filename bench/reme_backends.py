@@ -1,0 +1,602 @@
+"""ReMe's own file stores (`local`, `faiss`, `zvec`) against reme-es, all through ReMe's file-store interface.
+
+    python bench/reme_backends.py --sizes 10k,100k [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...]
+                                  [--queries 40] [--url opensearch-2.19=http://127.0.0.1:9200 ...] [--png PATH]
+
+Every backend runs in its own process (so client RSS is its own), one size after the other, back to back. The
+reme-es backends get their own managed node each (`reme-es server start --name perf-bench-<flavour>`), started
+here and stopped at the end, unless `--url flavour=URL` names a node to use instead.
+
+The workspace is synthetic and the same for every backend: files of 10 chunks, each chunk 100 pseudo-words (70
+Zipf-distributed common ones, 30 from the file's topic: 400 topics of ~48 rarer words each), every file dated
+(`daily/2026-MM-DD/note-N.md`, spread over 12 months). Vectors are 384-d and come from a deterministic fake
+embedding model (a weighted bag of words over fixed random word vectors, L2-normalised), registered with ReMe as an
+`as_embedding` backend, so chunk and query vectors share one space and a query lands near the chunks that hold its
+words. Queries are 2-4 words of one topic. Chunks are handed to `upsert` already embedded (the same vectors for
+every backend; ReMe keeps them as float16), 100 files (1,000 chunks) per call.
+
+Measured per backend and size:
+  upsert s            all `file_store.upsert` calls (plus `close`, reported apart: the in-process stores persist then)
+  re-upsert s         the first 100 files upserted again unchanged, chunks without vectors (a touched file, as
+                      ReMe's chunker hands it over): each store should keep what it has
+  restart s           a new Application: `start()` until the first keyword answer (ReMe's stores load their files)
+  keyword / vector    `keyword_search` / `vector_search` (query embedded by the fake model), limit 50 = what ReMe's
+                      search step asks each branch for at its default limit 10 (min(200, limit x 5))
+  hybrid              both branches at once (asyncio.gather), as ReMe's search step runs them
+  ... 1-month filter  the same with `start_date`/`end_date` one month apart (~8% of the chunks)
+  search job          `app.run_job("search", query=..., limit=10)`: ReMe's search step end to end (fusion, links);
+                      for reme-es also the same job answered by its `es_search_step` (one hybrid request)
+  recall@10           vector_search's top 10 against the exact top 10 (numpy, cosine, over the same vectors)
+  client RSS          peak RSS of the process; node heap: JVM heap used after the queries (reme-es only)
+  raw                 for reme-es: the same keyword / k-NN queries sent straight to the node with the same client
+                      (the ceiling: what the node answers when nothing sits between the caller and it)
+p50 and p95 over --queries queries after 5 warm-up queries. The table of every size is printed, written to
+bench/results/reme_backends.json, and plotted (p50 against N per backend, log-log) to --png (needs matplotlib:
+pip install 'reme-es[bench]').
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+REME_STORES = ("local", "faiss", "zvec")
+FLAVOURS = ("opensearch-2.19", "opensearch-3", "elasticsearch-9")
+BACKENDS = REME_STORES + FLAVOURS
+LABELS = {
+    "local": "ReMe local",
+    "faiss": "ReMe faiss",
+    "zvec": "ReMe zvec",
+    "opensearch-2.19": "reme-es, OpenSearch 2.19",
+    "opensearch-3": "reme-es, OpenSearch 3",
+    "elasticsearch-9": "reme-es, Elasticsearch 9",
+}
+PORTS = {"opensearch-2.19": 9281, "opensearch-3": 9282, "elasticsearch-9": 9283}
+DIMS = 384
+PER_FILE = 10
+WORDS = 100
+TOPIC_WORDS = 30
+FILES_PER_CALL = 100
+LIMIT = 50  # ReMe's search step: min(200, limit x 5) candidates per branch at the default limit 10
+JOB_LIMIT = 10
+WARMUP = 5
+MONTH = {"start_date": "2026-03-01", "end_date": "2026-03-31"}
+MODES = ("keyword", "vector", "hybrid", "keyword filtered", "vector filtered", "search job")
+PREFIX = "perf-bench"
+WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
+            "optimize_index_cron"]
+
+
+# ------------------------------------------------------------------------------------ synthetic data
+
+
+class Corpus:
+    """Deterministic chunk texts, query texts and the fake embedding model they share."""
+
+    def __init__(self, dims: int = DIMS, vocab_size: int = 20_000, topics: int = 400, seed: int = 7):
+        from common import vocabulary
+
+        rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.words = vocabulary(vocab_size, rng)
+        self.index = {w: i for i, w in enumerate(self.words)}
+        p = 1.0 / np.arange(1, vocab_size + 1) ** 1.1
+        self.p = p / p.sum()
+        # Each topic owns a slice of the rarer words (ranks 1,000+): a file's chunks mix common words with its topic's.
+        self.topics = np.array_split(np.arange(1000, vocab_size), topics)
+        self.table = rng.standard_normal((vocab_size, dims), dtype=np.float32)
+        self.weight = np.log1p(np.arange(1, vocab_size + 1)).astype(np.float32)  # rarer words weigh more (idf-like)
+
+    def embed_ids(self, ids: np.ndarray) -> np.ndarray:
+        """One L2-normalised vector per row of word ids."""
+        acc = np.zeros((ids.shape[0], self.table.shape[1]), dtype=np.float32)
+        for j in range(ids.shape[1]):
+            col = ids[:, j]
+            acc += self.table[col] * self.weight[col, None]
+        acc /= np.maximum(np.linalg.norm(acc, axis=1, keepdims=True), 1e-12)
+        return acc
+
+    def embed_text(self, text: str) -> np.ndarray:
+        """The vector of one text (unknown words are ignored)."""
+        ids = [self.index[w] for w in text.lower().split() if w in self.index]
+        if not ids:
+            return np.zeros(self.table.shape[1], dtype=np.float32)
+        return self.embed_ids(np.asarray([ids]))[0]
+
+    def topic_of(self, file_no: int) -> np.ndarray:
+        return self.topics[(file_no * 7919) % len(self.topics)]
+
+    def chunk_batch(self, first: int, n: int) -> tuple[list[str], np.ndarray]:
+        """Texts and vectors of chunks first..first+n (the same whatever the batching): 70 common words, 30 of
+        the file's topic."""
+        rng = np.random.default_rng([self.seed, first])
+        common = rng.choice(len(self.words), size=(n, WORDS - TOPIC_WORDS), p=self.p)
+        topical = np.stack([rng.choice(self.topic_of((first + i) // PER_FILE), TOPIC_WORDS) for i in range(n)])
+        ids = np.concatenate([common, topical], axis=1)
+        rng.permuted(ids, axis=1, out=ids)
+        words = np.asarray(self.words, dtype=object)
+        return [" ".join(row) for row in words[ids]], self.embed_ids(ids)
+
+    def queries(self, n: int) -> list[str]:
+        """`n` queries of 2-4 words of one topic each."""
+        rng = np.random.default_rng([self.seed, 10**9])
+        out = []
+        for _ in range(n):
+            topic = self.topics[int(rng.integers(len(self.topics)))]
+            out.append(" ".join(self.words[i] for i in rng.choice(topic, size=int(rng.integers(2, 5)), replace=False)))
+        return out
+
+
+def file_path(i: int) -> str:
+    """Daily notes spread over the 336 days of 12 months of 28 days."""
+    day = i % 336
+    return f"daily/2026-{day // 28 + 1:02d}-{day % 28 + 1:02d}/note-{i:07d}.md"
+
+
+def chunk_id(i: int) -> str:
+    return f"chunk-{i:08d}"
+
+
+# ------------------------------------------------------------------------------------ ReMe application
+
+
+def app_config(ws: Path, backend: str, url: str | None, prefix: str) -> dict:
+    from reme.config import resolve_app_config
+
+    store: dict = {"backend": backend, "embedding_store": "default"}
+    if backend in FLAVOURS:
+        store = {"backend": "elasticsearch" if backend.startswith("elasticsearch") else "opensearch",
+                 "embedding_store": "default", "hosts": url, "index_prefix": prefix}
+    jobs: dict = {name: {"enabled": False} for name in WATCHERS}
+    if backend in FLAVOURS:  # the same job answered by the reme-es step (one hybrid request, links in two)
+        jobs["search_es"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}
+    return resolve_app_config(
+        log_config=False,
+        workspace_dir=str(ws),
+        enable_logo=False,
+        log_to_file=False,
+        log_to_console=False,
+        plugins=["reme-es"],
+        components={
+            "as_embedding": {"default": {"backend": "bench-bow", "dimensions": DIMS}},
+            "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
+            "file_store": {"default": store},
+        },
+        jobs=jobs,
+    )
+
+
+_CORPUS: Corpus | None = None
+
+
+def make_app(cfg: dict):
+    from reme.application import Application
+    from reme.components.as_embedding import BaseAsEmbedding
+    from reme.components.component_registry import R
+
+    class BowAsEmbedding(BaseAsEmbedding):
+        """The bench's fake embedding model: the corpus' weighted bag of words (deterministic, offline)."""
+
+        def initialize_model(self) -> None:
+            """Nothing to construct: the corpus holds the word vectors."""
+
+        async def __call__(self, inputs, **kwargs):
+            """Embed each input."""
+            return [_CORPUS.embed_text(str(t)).tolist() for t in inputs]
+
+    with R.preserve(allow_mutation=True):
+        if R.get("as_embedding", "bench-bow") is None:
+            R.register(BowAsEmbedding, "bench-bow")
+        return Application(**cfg)
+
+
+def file_store(app):
+    return app.context.components["file_store"]["default"]
+
+
+def rss_mib() -> float:
+    """Peak RSS of this process (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ------------------------------------------------------------------------------------ worker (one backend)
+
+
+async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> float:
+    """Upsert `size` chunks in calls of FILES_PER_CALL files; returns the seconds spent in `upsert`."""
+    from reme.schema import FileChunk, FileNode
+
+    spent = 0.0
+    per_call = FILES_PER_CALL * PER_FILE
+    for first in range(0, size, per_call):
+        n = min(per_call, size - first)
+        texts, vecs = corpus.chunk_batch(first, n)
+        vectors_out[first : first + n] = vecs
+        files = []
+        for f in range(n // PER_FILE):
+            fid = (first // PER_FILE) + f
+            path = file_path(fid)
+            chunks = [
+                FileChunk(
+                    id=chunk_id(first + f * PER_FILE + j),
+                    path=path,
+                    start_line=j * 10 + 1,
+                    end_line=j * 10 + 10,
+                    text=texts[f * PER_FILE + j],
+                    embedding=vecs[f * PER_FILE + j],
+                )
+                for j in range(PER_FILE)
+            ]
+            node = FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks])
+            files.append((node, chunks))
+        t = time.perf_counter()
+        await fs.upsert(files)
+        spent += time.perf_counter() - t
+    return spent
+
+
+async def reupsert_unchanged(fs, corpus: Corpus, files: int = FILES_PER_CALL) -> float:
+    """Upsert the first `files` files again with the same chunks, as ReMe's chunker hands them over (no vectors) after
+    a file was touched: seconds. Every store should keep what it has (ReMe's reuse cached vectors)."""
+    from reme.schema import FileChunk, FileNode
+
+    n = files * PER_FILE
+    texts, _ = corpus.chunk_batch(0, n)
+    batch = []
+    for fid in range(files):
+        path = file_path(fid)
+        chunks = [
+            FileChunk(id=chunk_id(fid * PER_FILE + j), path=path, start_line=j * 10 + 1, end_line=j * 10 + 10,
+                      text=texts[fid * PER_FILE + j])
+            for j in range(PER_FILE)
+        ]
+        batch.append((FileNode(path=path, st_mtime=1_790_000_000.0 + fid, chunk_ids=[c.id for c in chunks]), chunks))
+    t = time.perf_counter()
+    await fs.upsert(batch)
+    return time.perf_counter() - t
+
+
+def exact_top(vectors: np.memmap, qvecs: np.ndarray, k: int = 10, block: int = 50_000) -> list[list[int]]:
+    """The exact top k rows by cosine (vectors are unit length) for each query, scanning in blocks."""
+    q = qvecs / np.maximum(np.linalg.norm(qvecs, axis=1, keepdims=True), 1e-12)
+    best_s = np.full((len(q), k), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(q), k), dtype=np.int64)
+    for start in range(0, len(vectors), block):
+        part = np.asarray(vectors[start : start + block], dtype=np.float32)
+        s = q @ part.T
+        s_all = np.concatenate([best_s, s], axis=1)
+        i_all = np.concatenate([best_i, np.arange(start, start + len(part))[None, :].repeat(len(q), 0)], axis=1)
+        top = np.argsort(-s_all, axis=1)[:, :k]
+        best_s, best_i = np.take_along_axis(s_all, top, 1), np.take_along_axis(i_all, top, 1)
+    return best_i.tolist()
+
+
+def summarise(ms: list[float]) -> dict:
+    from common import percentile
+
+    return {"p50": percentile(ms, 50), "p95": percentile(ms, 95), "n": len(ms)}
+
+
+async def timed(op, items) -> list[float]:
+    out = []
+    for item in items:
+        t = time.perf_counter()
+        await op(item)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+async def raw_modes(fs, corpus: Corpus, queries: list[str]) -> dict:
+    """The same keyword and k-NN queries sent straight to the node with the store's client (the ceiling)."""
+    from common import Raw
+
+    from reme_es.adapters.base import keyword_body
+    from reme_es.models import SearchFilter
+
+    store = fs.store
+    raw = Raw(store.dialect)
+    index = f"/{store.index('chunks')}/_search"
+    vecs = {q: corpus.embed_text(q).tolist() for q in queries}
+    out = {}
+    for mode, f in (("keyword", None), ("vector", None), ("keyword filtered", MONTH), ("vector filtered", MONTH)):
+        sf = SearchFilter.parse(f)
+        if mode.startswith("keyword"):
+            async def op(q, sf=sf):
+                return await raw.request("POST", index, keyword_body(q, LIMIT, sf))
+        else:
+            async def op(q, sf=sf):
+                return await raw.request("POST", index, store.dialect.knn_body(vecs[q], LIMIT, sf, size=LIMIT))
+        await timed(op, queries[:WARMUP])
+        out[mode] = summarise(await timed(op, queries[WARMUP:]))
+    return out
+
+
+async def node_heap_mib(fs) -> float | None:
+    from common import Raw
+
+    resp = await Raw(fs.store.dialect).request("GET", "/_nodes/_local/stats/jvm")
+    node = next(iter(resp["nodes"].values()))
+    return node["jvm"]["mem"]["heap_used_in_bytes"] / (1 << 20)
+
+
+async def run_worker(args) -> dict:
+    global _CORPUS
+    backend, size = args.worker, args.size
+    corpus = _CORPUS = Corpus()
+    work = Path(args.workdir)
+    ws = work / "workspace"
+    shutil.rmtree(ws, ignore_errors=True)
+    ws.mkdir(parents=True)
+    prefix = f"{args.prefix}-{backend.replace('.', '')}"
+    cfg = app_config(ws, backend, args.url, prefix)
+    result: dict = {"backend": backend, "size": size}
+    vectors = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(size, DIMS))
+
+    app = make_app(cfg)
+    await app.start()
+    fs = file_store(app)
+    if backend in FLAVOURS:
+        await fs.clear()  # a killed earlier run's indices under this prefix
+    result["upsert_s"] = await upsert_all(fs, corpus, size, vectors)
+    vectors.flush()
+    t = time.perf_counter()
+    await app.close()
+    result["close_s"] = time.perf_counter() - t
+
+    queries = corpus.queries(WARMUP + args.queries)
+    app = make_app(cfg)
+    t = time.perf_counter()
+    await app.start()
+    fs = file_store(app)
+    first = await fs.keyword_search(queries[0], LIMIT, {})
+    result["restart_s"] = time.perf_counter() - t
+    result["first_answer_hits"] = len(first)
+    try:
+        ops = {
+            "keyword": lambda q: fs.keyword_search(q, LIMIT, {}),
+            "vector": lambda q: fs.vector_search(q, LIMIT, {}),
+            "hybrid": lambda q: asyncio.gather(fs.vector_search(q, LIMIT, {}), fs.keyword_search(q, LIMIT, {})),
+            "keyword filtered": lambda q: fs.keyword_search(q, LIMIT, dict(MONTH)),
+            "vector filtered": lambda q: fs.vector_search(q, LIMIT, dict(MONTH)),
+            "search job": lambda q: app.run_job("search", query=q, limit=JOB_LIMIT),
+        }
+        latency = {}
+        for mode in MODES:
+            await timed(ops[mode], queries[:WARMUP])
+            latency[mode] = summarise(await timed(ops[mode], queries[WARMUP:]))
+        if backend in FLAVOURS:
+            async def es_job(q):
+                return await app.run_job("search_es", query=q, limit=JOB_LIMIT)
+
+            await timed(es_job, queries[:WARMUP])
+            latency["search job, es_search_step"] = summarise(await timed(es_job, queries[WARMUP:]))
+        hits = await fs.vector_search(queries[WARMUP], LIMIT, dict(MONTH))
+        result["filtered_vector_hits"] = len(hits)
+        result["latency"] = latency
+        if backend in FLAVOURS:
+            result["raw"] = await raw_modes(fs, corpus, queries)
+            result["node_heap_mib"] = await node_heap_mib(fs)
+            result["engine"] = f"{fs.store.caps.engine} {fs.store.caps.version}"
+            result["native_hybrid"] = fs.store.native_hybrid_available()
+        result["client_rss_mib"] = rss_mib()
+        result["reupsert_s"] = await reupsert_unchanged(fs, corpus)
+        ann = [[int(c.id.split("-")[1]) for c in await fs.vector_search(q, LIMIT, {})][:10] for q in queries[WARMUP:]]
+    finally:
+        if backend in FLAVOURS and not args.keep:
+            await fs.clear()
+            await fs.store.drop()
+        await app.close()
+    exact = exact_top(vectors, np.stack([corpus.embed_text(q) for q in queries[WARMUP:]]))
+    result["recall_at_10"] = float(np.mean([len(set(a) & set(e)) / 10 for a, e in zip(ann, exact)]))
+    return result
+
+
+# ------------------------------------------------------------------------------------ driver
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().lower()
+    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("km")) * mult)
+
+
+def reme_es_cli() -> list[str]:
+    exe = Path(sys.executable).with_name("reme-es")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "reme_es.cli"]
+
+
+def start_node(flavour: str, heap: str) -> str:
+    """Start this bench's own managed node of one flavour; its URL."""
+    name = f"{PREFIX}-{flavour.replace('.', '')}"
+    cmd = [*reme_es_cli(), "server", "start", "--flavour", flavour, "--name", name, "--port", str(PORTS[flavour]),
+           "--heap", heap, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"could not start a {flavour} node: {out.stderr.strip() or out.stdout.strip()}")
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])["url"]
+    except (ValueError, KeyError, IndexError):
+        return f"http://127.0.0.1:{PORTS[flavour]}"
+
+
+def stop_node(flavour: str) -> None:
+    name = f"{PREFIX}-{flavour.replace('.', '')}"
+    subprocess.run([*reme_es_cli(), "server", "stop", "--name", name], capture_output=True, check=False)
+
+
+def run_one(backend: str, size: int, url: str | None, args, work: Path) -> dict | None:
+    out = work / f"{backend}-{size}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--size", str(size),
+           "--queries", str(args.queries), "--workdir", str(work / backend), "--result", str(out),
+           "--prefix", args.prefix]
+    if url:
+        cmd += ["--url", url]
+    print(f"# {LABELS[backend]}, {size:,} chunks ...", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, check=False, timeout=args.timeout)
+    if proc.returncode != 0 or not out.exists():
+        print(f"# {LABELS[backend]} at {size:,} failed (exit {proc.returncode})", file=sys.stderr)
+        return None
+    res = json.loads(out.read_text())
+    print(f"# ... done in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+    return res
+
+
+def fmt(v: float | None, digits: int | None = None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if digits is None:
+        digits = 2 if v < 10 else 1 if v < 100 else 0
+    return f"{v:,.{digits}f}"
+
+
+def tables(results: list[dict]) -> str:
+    from common import table
+
+    lines = []
+    for size in sorted({r["size"] for r in results}):
+        rows = []
+        for r in (x for x in results if x["size"] == size):
+            lat = r["latency"]
+            rows.append([
+                LABELS[r["backend"]], fmt(r["upsert_s"]), fmt(size / r["upsert_s"], 0), fmt(r.get("reupsert_s")),
+                fmt(r["restart_s"], 2),
+                *(f"{fmt(lat[m]['p50'])} / {fmt(lat[m]['p95'])}" for m in MODES),
+                fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("node_heap_mib"), 0),
+            ])
+        lines.append(table(
+            ["backend", "upsert s", "chunks/s", f"re-upsert {FILES_PER_CALL * PER_FILE:,} unchanged s",
+             "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
+             "client peak RSS MiB", "node heap MiB"],
+            rows, title=f"{size:,} chunks, limit {LIMIT} (search job: limit {JOB_LIMIT})",
+        ))
+        raws = [r for r in results if r["size"] == size and "raw" in r]
+        if raws:
+            rows = [
+                [LABELS[r["backend"]], *(f"{fmt(r['raw'][m]['p50'])} / {fmt(r['latency'][m]['p50'])}"
+                                         for m in ("keyword", "vector", "keyword filtered", "vector filtered"))]
+                for r in raws
+            ]
+            lines.append(table(
+                ["node", *(f"{m} raw / reme-es p50 ms" for m in ("keyword", "vector", "keyword filtered",
+                                                               "vector filtered"))],
+                rows, title=f"{size:,} chunks: the same queries sent raw to the node (the ceiling)",
+            ))
+            rows = [[LABELS[r["backend"]], *(f"{fmt(r['latency'][m]['p50'])} / {fmt(r['latency'][m]['p95'])}"
+                                             for m in ("search job", "search job, es_search_step")
+                                             if m in r["latency"]), "yes" if r.get("native_hybrid") else "no"]
+                    for r in raws if "search job, es_search_step" in r["latency"]]
+            if rows:
+                lines.append(table(
+                    ["node", "search job, ReMe's search_step p50/p95 ms", "search job, es_search_step p50/p95 ms",
+                     "native hybrid"],
+                    rows, title=f"{size:,} chunks: ReMe's search job (limit {JOB_LIMIT}) with reme-es' own step",
+                ))
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no plot: matplotlib is missing (pip install 'reme-es[bench]')", file=sys.stderr)
+        return
+    modes = ("keyword", "vector", "hybrid", "keyword filtered", "vector filtered", "search job")
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5), sharex=True)
+    for ax, mode in zip(axes.flat, modes):
+        for backend in BACKENDS:
+            pts = sorted((r["size"], r["latency"][mode]["p50"]) for r in results if r["backend"] == backend)
+            if pts:
+                style = "--" if backend in REME_STORES else "-"
+                ax.plot(*zip(*pts), style, marker="o", label=LABELS[backend])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{mode} (limit {JOB_LIMIT if mode == 'search job' else LIMIT})")
+        ax.set_xlabel("chunks")
+        ax.set_ylabel("p50 ms")
+        ax.grid(True, which="both", alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle("ReMe file stores vs reme-es through ReMe's file-store interface (p50, log-log)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}", file=sys.stderr)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", default="10k,100k", help="chunk counts, e.g. 10k,100k,300k,1m")
+    p.add_argument("--backends", default=",".join(BACKENDS), help=f"any of {', '.join(BACKENDS)}")
+    p.add_argument("--queries", type=int, default=40, help="measured queries per mode (after 5 warm-up ones)")
+    p.add_argument("--url", action="append", default=[], help="flavour=URL: use this node instead of starting one")
+    p.add_argument("--heap", default="2g", help="heap of the nodes this bench starts (default 2g)")
+    p.add_argument("--png", default=str(HERE / "reme_backends.png"), help="where the plot goes")
+    p.add_argument("--json", default=str(HERE / "results" / "reme_backends.json"), help="where the results go")
+    p.add_argument("--timeout", type=float, default=7200, help="seconds one backend at one size may take")
+    p.add_argument("--keep", action="store_true", help="keep the indices (worker)")
+    p.add_argument("--prefix", default=PREFIX, help=f"index prefix of the reme-es backends (default {PREFIX})")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--workdir", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args()
+
+    if args.worker:
+        url = args.url[0] if args.url else None
+        args.url = url
+        res = asyncio.run(run_worker(args))
+        Path(args.result).write_text(json.dumps(res))
+        return
+
+    sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        p.error(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(BACKENDS)}")
+    urls = dict(u.split("=", 1) for u in args.url)
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="reme-backends-") as tmp:
+        for backend in backends:
+            started = False
+            url = urls.get(backend)
+            if backend in FLAVOURS and not url:
+                url, started = start_node(backend, args.heap), True
+            try:
+                for size in sizes:
+                    if res := run_one(backend, size, url, args, Path(tmp)):
+                        results.append(res)
+            finally:
+                if started:
+                    stop_node(backend)
+    if not results:
+        raise SystemExit("no backend produced a result")
+    print(tables(results))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    previous = json.loads(out.read_text()) if out.exists() else []
+    keep = [r for r in previous if (r["backend"], r["size"]) not in {(x["backend"], x["size"]) for x in results}]
+    out.write_text(json.dumps(keep + results, indent=1))
+    plot(keep + results, Path(args.png))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()
