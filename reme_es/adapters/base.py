@@ -226,15 +226,26 @@ def installed_names(node: dict) -> set[str]:
     return {m["name"] for m in node.get("modules", [])} | {p["name"] for p in node.get("plugins", [])}
 
 
+HOST_SCHEMES = ("http", "https")
+
+
 def validate_hosts(hosts: Iterable[str] | str | None) -> list[str]:
-    """Normalise a host list given as a list or a comma-separated string."""
+    """Normalise a host list given as a list or a comma-separated string; only http:// and https:// URLs pass."""
     if hosts is None:
         return []
     items = hosts.split(",") if isinstance(hosts, str) else list(hosts)
     out = [h.strip().rstrip("/") for h in items if h and h.strip()]
     for h in out:
-        if "://" not in h:
-            raise ConfigError(f"host {h!r} needs a scheme, e.g. http://{h} or https://{h}")
+        scheme, sep, rest = h.partition("://")
+        if not sep:
+            raise ConfigError(f"host {redact_host(h)!r} needs a scheme, e.g. http://{redact_host(h)} or https://...")
+        if scheme.lower() not in HOST_SCHEMES:
+            raise ConfigError(
+                f"host {redact_host(h)!r} has the unknown scheme {scheme!r}: use http:// or https:// "
+                f"(the only schemes reme-es connects with), e.g. {redact_host('https://' + rest)}"
+            )
+        if not rest.split("/", 1)[0]:
+            raise ConfigError(f"host {redact_host(h)!r} has no host name, e.g. http://127.0.0.1:9200")
     return out
 
 
