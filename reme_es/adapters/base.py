@@ -205,8 +205,10 @@ class Dialect(ABC):
         """Capabilities from a `_nodes` entry, the analyzers that work and the license type (pure)."""
 
     async def _analyzers(self) -> dict[str, bool]:
-        """Which of the template's language analyzers the server has."""
-        return {name: await self._analyzer_works(name) for name in ("english", "cjk")}
+        """Which of the template's language analyzers the server has, and its `pattern_capture` filter."""
+        found = {name: await self._analyzer_works(name) for name in ("english", "cjk")}
+        found["pattern_capture"] = await self._pattern_capture_works()
+        return found
 
     async def _analyzer_works(self, analyzer: str) -> bool:
         try:
@@ -219,6 +221,14 @@ class Dialect(ABC):
         """The `_nodes/_local/plugins` entry of the node answering."""
         nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
         return next(iter(nodes.values()))
+
+    async def _pattern_capture_works(self) -> bool:
+        body = {"tokenizer": "standard", "filter": [{"type": "pattern_capture", "patterns": ["(a)"]}], "text": "probe"}
+        try:
+            await self.request("POST", "/_analyze", body)
+        except RequestFailed:
+            return False
+        return True
 
 
 def installed_names(node: dict) -> set[str]:
