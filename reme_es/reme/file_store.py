@@ -31,9 +31,9 @@ from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme.utils import hash_text
 
 from ..adapters import lookups
-from ..adapters.base import ClientSettings, redact_host, validate_hosts
+from ..adapters.base import RETRYABLE_STATUS, ClientSettings, redact_host, validate_hosts
 from ..connect import open_store
-from ..errors import ConfigError, MappingError
+from ..errors import BulkError, ConfigError, ConnectionFailed, MappingError, RequestFailed
 from ..models import Chunk, FileDoc, Hit, Link, LinkScope
 from ..store import MemoryStore, validate_hybrid
 from ..templates import IndexOptions
@@ -41,6 +41,8 @@ from ..templates import IndexOptions
 HOSTS_ENV = "REME_ES_HOSTS"
 _SLUG_RE = re.compile(r"[^a-z0-9_-]+")
 _EMBED_BATCH = 256
+_PENDING_BATCH = 100  # kept upserts written per request when the cluster answers again
+_RETRY_MAX_S = 30.0
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
 
 
@@ -72,6 +74,17 @@ def _checked_keys(cls: type, kwargs: dict) -> dict:
             f"Valid keys: {', '.join(valid)} (ReMe's {', '.join(REME_PASS_THROUGH_KEYS)} are accepted and ignored)"
         )
     return {k: v for k, v in kwargs.items() if k in _COMPONENT_KEYS}
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a write failed because the cluster could not take it now (down, overloaded), not because of the data."""
+    if isinstance(exc, ConnectionFailed):
+        return True
+    if isinstance(exc, RequestFailed):
+        return exc.status is None or exc.status in RETRYABLE_STATUS
+    if isinstance(exc, BulkError):
+        return bool(exc.failures) and all(f.status in RETRYABLE_STATUS for f in exc.failures)
+    return False
 
 
 def default_index_prefix(workspace: Path) -> str:
@@ -183,6 +196,9 @@ class EsFileStore(BaseFileStore):
         self.file_chunks = ChunkCounts()
         self.counts = {"files": 0, "chunks": 0, "vectors": 0, "links": 0}
         self._views: list[BaseComponent] = []
+        self._pending_upserts: dict[str, tuple[FileNode, list[FileChunk]]] = {}
+        self._pending_deletes: set[str] = set()
+        self._retry_task: asyncio.Task | None = None
         from reme.components.embedding_store import LocalEmbeddingStore
         from reme.components.tag_index import LocalTagIndex
 
@@ -303,6 +319,14 @@ class EsFileStore(BaseFileStore):
         for view in self._views:
             await view.close()
         self._views = []
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            self._retry_task = None
+        if self._pending_upserts or self._pending_deletes:
+            self.logger.warning(
+                f"{self.name}: closing with {len(self._pending_upserts)} upsert(s) and {len(self._pending_deletes)} "
+                "delete(s) not applied (cluster unreachable); ReMe's start-up scan re-indexes them"
+            )
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -429,9 +453,24 @@ class EsFileStore(BaseFileStore):
 
     @BaseFileStore.serialized
     async def upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
-        """Store files with their chunks; unchanged chunks keep their stored vectors."""
+        """Store files with their chunks; unchanged chunks keep their stored vectors.
+
+        When the cluster cannot be reached the files are kept and written as soon as it answers again (the error
+        is raised all the same, so ReMe reports the failure).
+        """
         if not files:
             return
+        try:
+            await self._upsert(files)
+        except Exception as e:
+            if _unreachable(e):
+                self._keep_pending(upserts=files)
+            raise
+        for node, _ in files:
+            self._pending_upserts.pop(node.path, None)
+            self._pending_deletes.discard(node.path)
+
+    async def _upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
         store = self._require_store()
         needs_embed: list[FileChunk] = []
         if self._vectors_on():
@@ -466,9 +505,75 @@ class EsFileStore(BaseFileStore):
         paths = [path] if isinstance(path, str) else list(path)
         if not paths:
             return
-        if await self._require_store().delete(paths):
+        try:
+            deleted = await self._require_store().delete(paths)
+        except Exception as e:
+            if _unreachable(e):
+                self._keep_pending(deletes=paths)
+            raise
+        for p in paths:
+            self._pending_deletes.discard(p)
+            self._pending_upserts.pop(p, None)
+        if deleted:
             await self.refresh_counts()
             await self._delete_tag_paths(paths)
+
+    # -- changes kept while the cluster is unreachable ----------------------------------------------
+
+    @property
+    def pending_changes(self) -> dict[str, list[str]]:
+        """Paths whose upsert or delete failed because the cluster was unreachable, not yet applied."""
+        return {"upserts": sorted(self._pending_upserts), "deletes": sorted(self._pending_deletes)}
+
+    def _keep_pending(
+        self, upserts: list[tuple[FileNode, list[FileChunk]]] = (), deletes: list[str] = ()
+    ) -> None:
+        """Remember failed changes (the latest change of a path wins) and make sure a retry loop runs."""
+        for node, chunks in upserts:
+            self._pending_deletes.discard(node.path)
+            self._pending_upserts[node.path] = (node, chunks)
+        for path in deletes:
+            self._pending_upserts.pop(path, None)
+            self._pending_deletes.add(path)
+        self.logger.warning(
+            f"{self.name}: cluster unreachable; keeping {len(self._pending_upserts)} upsert(s) and "
+            f"{len(self._pending_deletes)} delete(s) to apply when it answers again"
+        )
+        if not self._closing and (self._retry_task is None or self._retry_task.done()):
+            self._retry_task = asyncio.create_task(self._retry_pending(), name=f"pending-changes:{self.name}")
+
+    async def _retry_pending(self) -> None:
+        """Apply the kept changes once the cluster answers: backoff from 1 s up to `_RETRY_MAX_S`."""
+        delay = 1.0
+        while (self._pending_upserts or self._pending_deletes) and not self._closing:
+            await asyncio.sleep(delay)
+            try:
+                applied = await self._apply_pending()
+            except Exception as e:  # the loop must outlive any failure
+                if not _unreachable(e):
+                    self.logger.exception(f"{self.name}: kept changes could not be applied; giving up on them")
+                    self._pending_upserts.clear()
+                    self._pending_deletes.clear()
+                    return
+                delay = min(delay * 2, _RETRY_MAX_S)
+                continue
+            self.logger.info(f"{self.name}: cluster answers again; applied {applied} kept change(s)")
+
+    @BaseFileStore.serialized
+    async def _apply_pending(self) -> int:
+        """Write the kept deletes and upserts (taken under the write lock, so a newer change is never undone)."""
+        deletes = sorted(self._pending_deletes)
+        upserts = list(self._pending_upserts.values())
+        if deletes:
+            await self.delete(deletes)
+        for start in range(0, len(upserts), _PENDING_BATCH):
+            await self.upsert(upserts[start : start + _PENDING_BATCH])
+        return len(deletes) + len(upserts)
+
+    async def wait_pending(self) -> None:
+        """Wait until the kept changes are applied (tests, shutdown)."""
+        if self._retry_task is not None:
+            await asyncio.shield(self._retry_task)
 
     @BaseFileStore.serialized
     async def clear(self) -> None:
