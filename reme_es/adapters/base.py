@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
-from ..errors import BulkItemFailure, CapabilityError, ConfigError, MappingError, ReMeESError, RequestFailed
+from ..errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError, RequestFailed
 from ..models import RRF_K, Capabilities, SearchFilter
-from .transport import AWS_SERVICES, RETRYABLE_STATUS, BulkOutcome, ClientSettings, Transport, redact_host
+from .transport import (
+    AWS_SERVICES,
+    RETRYABLE_STATUS,
+    BulkOutcome,
+    ClientSettings,
+    Transport,
+    redact_host,
+    validate_hosts,
+)
 
 SOURCE_EXCLUDES = ["embedding"]
 
@@ -234,29 +241,6 @@ class Dialect(ABC):
 def installed_names(node: dict) -> set[str]:
     """Names of a node's modules and plugins, from its `_nodes` entry."""
     return {m["name"] for m in node.get("modules", [])} | {p["name"] for p in node.get("plugins", [])}
-
-
-HOST_SCHEMES = ("http", "https")
-
-
-def validate_hosts(hosts: Iterable[str] | str | None) -> list[str]:
-    """Normalise a host list given as a list or a comma-separated string; only http:// and https:// URLs pass."""
-    if hosts is None:
-        return []
-    items = hosts.split(",") if isinstance(hosts, str) else list(hosts)
-    out = [h.strip().rstrip("/") for h in items if h and h.strip()]
-    for h in out:
-        scheme, sep, rest = h.partition("://")
-        if not sep:
-            raise ConfigError(f"host {redact_host(h)!r} needs a scheme, e.g. http://{redact_host(h)} or https://...")
-        if scheme.lower() not in HOST_SCHEMES:
-            raise ConfigError(
-                f"host {redact_host(h)!r} has the unknown scheme {scheme!r}: use http:// or https:// "
-                f"(the only schemes reme-es connects with), e.g. {redact_host('https://' + rest)}"
-            )
-        if not rest.split("/", 1)[0]:
-            raise ConfigError(f"host {redact_host(h)!r} has no host name, e.g. http://127.0.0.1:9200")
-    return out
 
 
 def ensure_mapping_compatible(index: str, actual: dict, expected: dict) -> None:
