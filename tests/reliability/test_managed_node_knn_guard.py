@@ -8,15 +8,18 @@ wait out the health timeout and stop), naming the index and how to remove it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+import time
 import urllib.error
 import urllib.request
 import uuid
 
 import pytest
 
-from reme_es.server import node
+from reme_es.server import knn_guard, node
+from reme_es.server.flavours import FLAVOURS, get_flavour
 from tests.reliability.conftest import free_port
 
 FLAVOUR = "opensearch-2.19"
@@ -105,3 +108,45 @@ def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(nod
     assert node.read_node(node_name).red_indices == info.red_indices  # node.json records them for `server status`
     status, body = call(f"{info.url}/guard-lucene/_search", "POST", {"query": {"match_all": {}}})
     assert status == 200 and body["hits"]["total"]["value"] == 1
+
+
+def test_a_faiss_index_from_before_the_guard_no_longer_kills_the_node(node_name, tmp_path, monkeypatch):
+    """The issue's scenario: a faiss index written on a node without the guard crashes it, and used to crash every
+    restart while its translog replayed. With the guard the node starts, the index is red and named."""
+    installs = node.reme_es_home() / "installs"
+    flavour = get_flavour(FLAVOUR)
+    install = installs / f"{flavour.name}-{flavour.version}"
+    node.install(flavour)
+    monkeypatch.setenv("REME_ES_HOME", str(tmp_path / "home"))
+    copy = tmp_path / "home" / "installs" / install.name
+    shutil.copytree(install, copy, symlinks=True)
+    shutil.rmtree(copy / flavour.home_name / "plugins" / knn_guard.NAME, ignore_errors=True)  # a node from before
+    monkeypatch.setitem(FLAVOURS, FLAVOUR, dataclasses.replace(flavour, knn_guard=False))
+    try:
+        info = node.start(FLAVOUR, name=node_name, http_port=free_port(), heap="256m", timeout=240)
+        status, _ = call(f"{info.url}/old-faiss", "PUT", knn_index({"name": "hnsw", "engine": "faiss", "space_type": "l2"}))
+        assert status == 200  # nothing refuses it here
+        try:
+            call(f"{info.url}/old-faiss/_doc/1?refresh=true", "PUT", {"v": [1.0, 0.0, 0.0, 0.0]})
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass  # the JVM died under the request
+        deadline = time.monotonic() + 60
+        while node.status(node_name)["running"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not node.status(node_name)["running"], "writing to a faiss index should have killed the guard-less node"
+        node.stop(node_name)
+
+        monkeypatch.setitem(FLAVOURS, FLAVOUR, flavour)  # the current launcher: builds the guard into the install
+        info = node.start(FLAVOUR, name=node_name, http_port=free_port(), heap="256m", timeout=240)
+        assert list(info.red_indices) == ["old-faiss"]
+        assert "not started: this managed OpenSearch node cannot run k-NN engines faiss or nmslib" in (
+            info.red_indices["old-faiss"]
+        )
+        status, body = call(f"{info.url}/_cluster/health")
+        assert status == 200 and body["status"] == "red"
+        status, _ = call(f"{info.url}/old-faiss", "DELETE")  # what the advice says; then the node is green
+        assert status == 200
+        status, body = call(f"{info.url}/_cluster/health?wait_for_status=green&timeout=30s")
+        assert status == 200 and body["status"] == "green"
+    finally:
+        node.stop(node_name)  # while REME_ES_HOME still points at this test's home
