@@ -121,7 +121,7 @@ class WriteContract:
 
     async def test_names_inside_wikilinks_and_file_names_are_searchable(self, store_factory):
         store = await store_factory()
-        link = chunk("daily/2026-05-18.md", "Lunch with [[digest/people/mira.md]] about the project_atlas.md budget")
+        link = chunk("daily/2026-05-18.md", "Lunch with [[digest/people/mira.md]] about the project:atlas budget")
         named = chunk("digest/people/mira.md", "Notes by Mira on planning")
         other = chunk("digest/other.md", "Nothing about people here, nor any budgets")
         await store.upsert([file_with(c.path, [c]) for c in (link, named, other)])
