@@ -533,7 +533,7 @@ def _red_indices(info: NodeInfo, security: NodeSecurity | None) -> dict[str, str
                     deciders = [d for n in explain.get("node_allocation_decisions", []) for d in n.get("deciders", [])]
                     said = [explain.get("allocate_explanation"), *(d.get("explanation") for d in deciders[:1])]
                     details = ": ".join(x for x in said if x)
-                reason = " ".join(str(details or shard.get("unassigned.reason") or reason).split())[:500]
+                reason = " ".join(str(details or shard.get("unassigned.reason") or reason).split())[:1000]
         except (OSError, ValueError, KeyError, urllib.error.HTTPError):
             pass
         out[index] = reason

@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -110,15 +112,25 @@ def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(nod
     assert status == 200 and body["hits"]["total"]["value"] == 1
 
 
-def test_a_faiss_index_from_before_the_guard_no_longer_kills_the_node(node_name, tmp_path, monkeypatch):
+@pytest.fixture
+def private_home():
+    """A reme-es home of this test's own, outside pytest's basetemp (other sessions on the machine prune that)."""
+    home = Path(tempfile.mkdtemp(prefix="reme-es-knn-guard-"))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_faiss_index_from_before_the_guard_no_longer_kills_the_node(node_name, private_home, monkeypatch):
     """The issue's scenario: a faiss index written on a node without the guard crashes it, and used to crash every
     restart while its translog replayed. With the guard the node starts, the index is red and named."""
     installs = node.reme_es_home() / "installs"
     flavour = get_flavour(FLAVOUR)
     install = installs / f"{flavour.name}-{flavour.version}"
     node.install(flavour)
-    monkeypatch.setenv("REME_ES_HOME", str(tmp_path / "home"))
-    copy = tmp_path / "home" / "installs" / install.name
+    monkeypatch.setenv("REME_ES_HOME", str(private_home))
+    copy = private_home / "installs" / install.name
     shutil.copytree(install, copy, symlinks=True)
     shutil.rmtree(copy / flavour.home_name / "plugins" / knn_guard.NAME, ignore_errors=True)  # a node from before
     monkeypatch.setitem(FLAVOURS, FLAVOUR, dataclasses.replace(flavour, knn_guard=False))
@@ -143,7 +155,8 @@ def test_a_faiss_index_from_before_the_guard_no_longer_kills_the_node(node_name,
             info.red_indices["old-faiss"]
         )
         status, body = call(f"{info.url}/_cluster/health")
-        assert status == 200 and body["status"] == "red"
+        assert status == 200 and body["status"] == "red" and node.status(node_name)["running"], (status, body)
+        assert "Delete the index (DELETE /old-faiss) or move it to a full distribution" in info.red_indices["old-faiss"]
         status, _ = call(f"{info.url}/old-faiss", "DELETE")  # what the advice says; then the node is green
         assert status == 200
         status, body = call(f"{info.url}/_cluster/health?wait_for_status=green&timeout=30s")
