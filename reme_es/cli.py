@@ -825,6 +825,8 @@ def server_start(flavour, port, heap, as_json, name):
             click.echo(json.dumps(await asyncio.to_thread(_node_view, name)))
         else:
             click.echo(f"{info.flavour} node {info.name!r} running at {info.url} (pid {info.pid})")
+        for line in info.red_index_advice():
+            click.echo(f"warning: {line}", err=True)
         return 0
 
     _run(go)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from .adapters.base import ClientSettings
+from .adapters.base import ClientSettings, validate_hosts
 from .errors import ConfigError
 from .store import validate_hybrid, validate_prefix
 
@@ -100,10 +100,10 @@ class Settings(BaseModel):
     @field_validator("hosts")
     @classmethod
     def _check_hosts(cls, value: list[str]) -> list[str]:
-        for host in value:
-            if not re.match(r"^https?://[^/\s]+", host):
-                raise ValueError(f"host {host!r} must be a URL like http://127.0.0.1:9200")
-        return value
+        try:
+            return validate_hosts(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("suffixes")
     @classmethod

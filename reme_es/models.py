@@ -141,6 +141,7 @@ class Capabilities(BaseModel):
     knn_engines: list[str] = Field(default_factory=list)
     english_analyzer: bool = False
     cjk_analyzer: bool = False
+    pattern_capture_filter: bool = False  # analysis-common's (or reme-es' ES test plugin's): splits link paths
     flat_metadata: bool = False
     hybrid_query: bool = False
     normalization_processor: bool = False

@@ -68,17 +68,49 @@ def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: 
                 del props[name]
         elif isinstance(spec, dict) and spec.get("type") == "$metadata":
             props[name] = {"type": dialect.metadata_type}
-    analyzers = settings.get("analysis", {}).get("analyzer", {})
-    fallbacks = {}
-    for name, spec in analyzers.items():
-        wanted = spec["type"]
-        available = {"english": caps.english_analyzer, "cjk": caps.cjk_analyzer}.get(wanted, True)
-        if not available:
-            analyzers[name] = {"type": "standard"}
-            fallbacks[name] = f"{wanted} -> standard"
+    fallbacks = _fit_analysis(settings.get("analysis", {}), caps)
     extra = dialect.index_settings(bool(options.dims) and kind == "chunks", caps)
     for key, value in extra.get("index", {}).items():
         settings["index"][key] = value
     body["mappings"]["_meta"] = {"reme_es": {"kind": kind, "template_version": version, "analyzers": fallbacks}}
     return body
+
+
+def _fit_analysis(analysis: dict, caps: Capabilities) -> dict[str, str]:
+    """Fit the template's analysis to the server in place; returns what changed, per analyzer.
+
+    An analyzer type the server lacks (english, cjk: analysis-common) becomes `standard`. A custom analyzer keeps the
+    filters the server has: the stemmers need analysis-common (probed as the english analyzer), `pattern_capture`
+    its own probe (the Elasticsearch test node gets it from reme-es' test analysis plugin); `lowercase` and `stop`
+    are core. A custom analyzer left with its link splitting but without its stemmers is the standard analyzer plus
+    link splitting; one that loses the link splitting too becomes `standard`.
+    """
+    filters = analysis.get("filter", {})
+    have = {"stemmer": caps.english_analyzer, "pattern_capture": caps.pattern_capture_filter}
+    missing = {name for name, spec in filters.items() if not have.get(spec["type"], True)}
+    analyzers = analysis.get("analyzer", {})
+    fallbacks = {}
+    for name, spec in analyzers.items():
+        wanted = spec["type"]
+        if wanted == "custom":
+            lost = [f for f in spec.get("filter", []) if f in missing]
+            if not lost:
+                continue
+            kept = [f for f in spec["filter"] if f not in missing]
+            if any(filters.get(f, {}).get("type") == "pattern_capture" for f in kept):
+                spec["filter"] = [f for f in kept if filters.get(f, {}).get("type") != "stop"]
+                fallbacks[name] = "custom -> standard + link parts"
+            else:
+                analyzers[name] = {"type": "standard"}
+                fallbacks[name] = "custom -> standard"
+        elif not {"english": caps.english_analyzer, "cjk": caps.cjk_analyzer}.get(wanted, True):
+            analyzers[name] = {"type": "standard"}
+            fallbacks[name] = f"{wanted} -> standard"
+    used = {f for spec in analyzers.values() for f in spec.get("filter", [])}
+    for name in list(filters):
+        if name not in used:
+            del filters[name]
+    if "filter" in analysis and not filters:
+        del analysis["filter"]
+    return fallbacks
 

@@ -55,6 +55,7 @@ class ServerlessDialect(OpenSearchDialect):
             knn_engines=["lucene"],
             english_analyzer=True,
             cjk_analyzer=True,
+            pattern_capture_filter=True,
             flat_metadata=True,
         )
 

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
-from ..errors import BulkItemFailure, CapabilityError, ConfigError, MappingError, ReMeESError, RequestFailed
+from ..errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError, RequestFailed
 from ..models import RRF_K, Capabilities, SearchFilter
-from .transport import AWS_SERVICES, RETRYABLE_STATUS, BulkOutcome, ClientSettings, Transport, redact_host
+from .transport import (
+    AWS_SERVICES,
+    RETRYABLE_STATUS,
+    BulkOutcome,
+    ClientSettings,
+    Transport,
+    redact_host,
+    validate_hosts,
+)
 
 SOURCE_EXCLUDES = ["embedding"]
 
@@ -232,8 +239,10 @@ class Dialect(ABC):
         """Capabilities from a `_nodes` entry, the analyzers that work and the license type (pure)."""
 
     async def _analyzers(self) -> dict[str, bool]:
-        """Which of the template's language analyzers the server has."""
-        return {name: await self._analyzer_works(name) for name in ("english", "cjk")}
+        """Which of the template's language analyzers the server has, and its `pattern_capture` filter."""
+        found = {name: await self._analyzer_works(name) for name in ("english", "cjk")}
+        found["pattern_capture"] = await self._pattern_capture_works()
+        return found
 
     async def _analyzer_works(self, analyzer: str) -> bool:
         try:
@@ -247,22 +256,18 @@ class Dialect(ABC):
         nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
         return next(iter(nodes.values()))
 
+    async def _pattern_capture_works(self) -> bool:
+        body = {"tokenizer": "standard", "filter": [{"type": "pattern_capture", "patterns": ["(a)"]}], "text": "probe"}
+        try:
+            await self.request("POST", "/_analyze", body)
+        except RequestFailed:
+            return False
+        return True
+
 
 def installed_names(node: dict) -> set[str]:
     """Names of a node's modules and plugins, from its `_nodes` entry."""
     return {m["name"] for m in node.get("modules", [])} | {p["name"] for p in node.get("plugins", [])}
-
-
-def validate_hosts(hosts: Iterable[str] | str | None) -> list[str]:
-    """Normalise a host list given as a list or a comma-separated string."""
-    if hosts is None:
-        return []
-    items = hosts.split(",") if isinstance(hosts, str) else list(hosts)
-    out = [h.strip().rstrip("/") for h in items if h and h.strip()]
-    for h in out:
-        if "://" not in h:
-            raise ConfigError(f"host {h!r} needs a scheme, e.g. http://{h} or https://{h}")
-    return out
 
 
 def ensure_mapping_compatible(index: str, actual: dict, expected: dict) -> None:

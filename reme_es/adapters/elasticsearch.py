@@ -180,6 +180,7 @@ class ElasticsearchDialect(Dialect):
         caps = Capabilities(engine="elasticsearch", version=node["version"], knn=True, knn_engines=["hnsw"])
         caps.english_analyzer = analyzers.get("english", False)
         caps.cjk_analyzer = analyzers.get("cjk", False)
+        caps.pattern_capture_filter = analyzers.get("pattern_capture", False)
         caps.flat_metadata = True
         caps.rrf_retriever = "rank-rrf" in installed_names(node) and license_type in ("enterprise", "trial")
         return caps

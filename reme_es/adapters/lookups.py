@@ -58,6 +58,11 @@ def links_touching(paths: list[str]) -> dict:
     return {"bool": {"should": [any_of("source", paths), any_of("target", paths)]}}
 
 
+def with_field(name: str) -> dict:
+    """Documents that have a value for `name` (chunks with an embedding)."""
+    return {"exists": {"field": name}}
+
+
 def without_field(name: str) -> dict:
     """Documents that have no value for `name` (chunks without an embedding)."""
     return {"bool": {"must_not": [{"exists": {"field": name}}]}}

@@ -247,6 +247,7 @@ class OpenSearchDialect(Dialect):
         caps.knn_engines = ["lucene"] if caps.knn else []
         caps.english_analyzer = analyzers.get("english", False)
         caps.cjk_analyzer = analyzers.get("cjk", False)
+        caps.pattern_capture_filter = analyzers.get("pattern_capture", False)
         caps.flat_metadata = major_minor >= (2, 7)
         caps.hybrid_query = neural
         caps.normalization_processor = neural

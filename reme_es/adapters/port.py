@@ -140,9 +140,11 @@ class IndexPort:
             out.append([hit["_source"] for hit in resp["hits"]["hits"]])
         return out
 
-    async def count(self, index: str) -> int:
-        """Documents in an index (as of its last refresh)."""
-        return (await self._send("GET", f"/{index}/_count"))["count"]
+    async def count(self, index: str, query: dict | None = None) -> int:
+        """Documents in an index (as of its last refresh), optionally only those `query` matches."""
+        if query is None:
+            return (await self._send("GET", f"/{index}/_count"))["count"]
+        return (await self._send("POST", f"/{index}/_count", {"query": query}))["count"]
 
     async def scroll(
         self, index: str, page: int, keep: str = "5m", with_vectors: bool = True

@@ -15,6 +15,7 @@ import socket
 import ssl
 import urllib.parse
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -47,6 +48,29 @@ def redact_host(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}" if ":" in userinfo else parts.netloc))
 
 
+HOST_SCHEMES = ("http", "https")
+
+
+def validate_hosts(hosts: Iterable[str] | str | None) -> list[str]:
+    """Normalise a host list given as a list or a comma-separated string; only http:// and https:// URLs pass."""
+    if hosts is None:
+        return []
+    items = hosts.split(",") if isinstance(hosts, str) else list(hosts)
+    out = [h.strip().rstrip("/") for h in items if h and h.strip()]
+    for h in out:
+        scheme, sep, rest = h.partition("://")
+        if not sep:
+            raise ConfigError(f"host {redact_host(h)!r} needs a scheme, e.g. http://{redact_host(h)} or https://...")
+        if scheme.lower() not in HOST_SCHEMES:
+            raise ConfigError(
+                f"host {redact_host(h)!r} has the unknown scheme {scheme!r}: use http:// or https:// "
+                f"(the only schemes reme-es connects with), e.g. {redact_host('https://' + rest)}"
+            )
+        if not rest.split("/", 1)[0]:
+            raise ConfigError(f"host {redact_host(h)!r} has no host name, e.g. http://127.0.0.1:9200")
+    return out
+
+
 @dataclass
 class ClientSettings:
     """Connection settings; secrets are kept out of repr and never logged."""
@@ -65,6 +89,7 @@ class ClientSettings:
     aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
 
     def __post_init__(self) -> None:
+        self.hosts = validate_hosts(self.hosts)  # http:// and https:// only, whoever builds the settings
         if not self.aws_region:
             return
         if self.aws_service not in AWS_SERVICES:

@@ -9,28 +9,79 @@ store gets them.
 from __future__ import annotations
 
 import asyncio
+import difflib
+import inspect
+import itertools
 import os
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from reme.components.base_component import BaseComponent
 from reme.components.embedding_store import BaseEmbeddingStore
+from reme.components.file_graph import BaseFileGraph
 from reme.components.file_store import BaseFileStore
+from reme.components.keyword_index import BaseKeywordIndex
 from reme.components.tag_index import BaseTagIndex
 from reme.enumeration import LinkScopeEnum
 from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme.utils import hash_text
 
-from ..adapters.base import ClientSettings, redact_host, validate_hosts
+from ..adapters import lookups
+from ..adapters.base import RETRYABLE_STATUS, ClientSettings, redact_host, validate_hosts
 from ..config import default_prefix as default_index_prefix
 from ..connect import open_store
-from ..errors import ConfigError, MappingError
+from ..errors import BulkError, ConfigError, ConnectionFailed, MappingError, RequestFailed
 from ..models import Chunk, FileDoc, Hit, Link, LinkScope
 from ..store import MemoryStore, stored_chunk_source, validate_hybrid
 from ..templates import IndexOptions
 
 HOSTS_ENV = "REME_ES_HOSTS"
 _EMBED_BATCH = 256
+_PENDING_BATCH = 100  # kept upserts written per request when the cluster answers again
+_RETRY_MAX_S = 30.0
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
+
+
+# Keys ReMe's default.yaml gives `file_store.default` for its local store; a config that `extends: default` passes them
+# to every file store, so they are accepted here and mean nothing.
+REME_PASS_THROUGH_KEYS = ("store_name", "keyword_index", "file_graph")
+# What ReMe's Application gives every component (BaseComponent's own arguments).
+_COMPONENT_KEYS = ("name", "backend", "app_context")
+
+
+def file_store_keys(cls: type) -> list[str]:
+    """The configuration keys a file store class takes (its constructor's named parameters)."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in params if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
+
+
+def _checked_keys(cls: type, kwargs: dict) -> dict:
+    """BaseComponent's arguments from `kwargs`; ReMe's pass-through keys dropped, any other key refused."""
+    unknown = sorted(set(kwargs) - set(_COMPONENT_KEYS) - set(REME_PASS_THROUGH_KEYS))
+    if unknown:
+        valid = file_store_keys(cls)
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+            hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+        where = f"file_store.{kwargs['name']}" if kwargs.get("name") else "file store"
+        raise ConfigError(
+            f"{where} ({cls.__name__}): unknown key{'s' if len(unknown) > 1 else ''} {', '.join(hints)}. "
+            f"Valid keys: {', '.join(valid)} (ReMe's {', '.join(REME_PASS_THROUGH_KEYS)} are accepted and ignored)"
+        )
+    return {k: v for k, v in kwargs.items() if k in _COMPONENT_KEYS}
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a write failed because the cluster could not take it now (down, overloaded), not because of the data."""
+    if isinstance(exc, ConnectionFailed):
+        return True
+    if isinstance(exc, RequestFailed):
+        return exc.status is None or exc.status in RETRYABLE_STATUS
+    if isinstance(exc, BulkError):
+        return bool(exc.failures) and all(f.status in RETRYABLE_STATUS for f in exc.failures)
+    return False
 
 
 def to_file_doc(node: FileNode, chunks: list[FileChunk]) -> FileDoc:
@@ -129,10 +180,15 @@ class EsFileStore(BaseFileStore):
         flavour: str | None = None,
         **kwargs,
     ):
-        # ReMe's default.yaml also passes store_name, keyword_index and file_graph; they have no meaning here.
-        for ignored in ("store_name", "keyword_index", "file_graph"):
-            kwargs.pop(ignored, None)
-        super().__init__(**kwargs)
+        super().__init__(**_checked_keys(type(self), kwargs))
+        # ReMe's default pairing (`file_graph: default`, `keyword_index: default`): components this store stands in for
+        self.paired = {"file_graph": kwargs.get("file_graph"), "keyword_index": kwargs.get("keyword_index")}
+        self.file_chunks = ChunkCounts()
+        self.counts = {"files": 0, "chunks": 0, "vectors": 0, "links": 0}
+        self._views: list[BaseComponent] = []
+        self._pending_upserts: dict[str, tuple[FileNode, list[FileChunk]]] = {}
+        self._pending_deletes: set[str] = set()
+        self._retry_task: asyncio.Task | None = None
         from reme.components.embedding_store import LocalEmbeddingStore
         from reme.components.tag_index import LocalTagIndex
 
@@ -144,7 +200,7 @@ class EsFileStore(BaseFileStore):
             default_factory=LocalTagIndex if tag_index == "default" else None,
             optional=False,
         )
-        self.file_graph = _LinkGraph(self)
+        self.file_graph = EsFileGraph(store=self)
         self.hosts = validate_hosts(hosts)
         self.index_prefix = index_prefix
         self.settings_kwargs = {
@@ -219,6 +275,8 @@ class EsFileStore(BaseFileStore):
         )
         if self.store.dims:
             await self._record_vectors_model()
+        await self.refresh_counts()
+        await self._stand_in_for_paired_components()
         await self._rebuild_tag_index("startup synchronization")
         self._start_backfill()
 
@@ -266,6 +324,17 @@ class EsFileStore(BaseFileStore):
     async def _close(self) -> None:
         self._closing = True
         await self._cancel_backfill()
+        for view in self._views:
+            await view.close()
+        self._views = []
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            self._retry_task = None
+        if self._pending_upserts or self._pending_deletes:
+            self.logger.warning(
+                f"{self.name}: closing with {len(self._pending_upserts)} upsert(s) and {len(self._pending_deletes)} "
+                "delete(s) not applied (cluster unreachable); ReMe's start-up scan re-indexes them"
+            )
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -276,6 +345,63 @@ class EsFileStore(BaseFileStore):
 
     async def load(self) -> None:
         """Nothing to load: the cluster holds the state."""
+
+    # -- ReMe's health and metadata views ----------------------------------------------------------
+
+    async def refresh_counts(self) -> None:
+        """Re-read the cluster's file, chunk, vector and link counts (what ReMe's sync health_check shows)."""
+        store = self.store
+        if store is None:
+            return
+        try:
+            files, chunks, vectors, links = await asyncio.gather(
+                store.count("files"),
+                store.count("chunks"),
+                store.count("chunks", lookups.with_field("embedding")),
+                store.count("links"),
+            )
+        except Exception as e:  # noqa: BLE001 - a count must never fail a write; health shows the last known one
+            self.logger.warning(f"{self.name}: could not refresh counts for health_check: {type(e).__name__}: {e}")
+            return
+        self.counts = {"files": files, "chunks": chunks, "vectors": vectors, "links": links}
+        self.file_chunks.set(chunks, vectors)
+
+    async def _stand_in_for_paired_components(self) -> None:
+        """Answer for the local file graph and keyword index ReMe's default.yaml pairs with `file_store.default`.
+
+        With `extends: default` ReMe still builds and starts `file_graph.default` (local) and `keyword_index.default`
+        (bm25) beside this store. Nothing uses them, and ReMe's `health_check` reports their empty state (0 nodes,
+        0 docs). When this store was paired with one of them (the pass-through key) and no other configured
+        component names it, the store puts a view of itself in its place in the application's component map, so
+        health_check and anything looking the component up by name see this store's counts. ReMe still closes the
+        local one it started.
+        """
+        if self.app_context is None:
+            return
+        for ctype, view_cls, local_cls in (
+            ("file_graph", EsFileGraph, "LocalFileGraph"),
+            ("keyword_index", EsKeywordIndex, "BM25Index"),
+        ):
+            name = self.paired.get(ctype)
+            group = self.app_context.components.get(ctype, {})
+            current = group.get(name) if name else None
+            if current is None or type(current).__name__ != local_cls or self._named_elsewhere(ctype, name):
+                continue
+            view = view_cls(store=self, name=name, app_context=self.app_context)
+            await view.start()
+            group[name] = view
+            self._views.append(view)
+            self.logger.info(f"{self.name}: {ctype}.{name} now reports this store's counts (the local one is unused)")
+
+    def _named_elsewhere(self, ctype: str, name: str) -> bool:
+        """Whether a configured component other than this store names `ctype` component `name`."""
+        for group_type, group in self.app_context.app_config.components.items():
+            for comp_name, cfg in group.items():
+                if group_type == "file_store" and comp_name == self.name:
+                    continue
+                if (cfg.model_extra or {}).get(ctype) == name:
+                    return True
+        return False
 
     # -- embedding health (mirrors LocalFileStore) -------------------------------------------------
 
@@ -335,9 +461,24 @@ class EsFileStore(BaseFileStore):
 
     @BaseFileStore.serialized
     async def upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
-        """Store files with their chunks; unchanged chunks keep their stored vectors."""
+        """Store files with their chunks; unchanged chunks keep their stored vectors.
+
+        When the cluster cannot be reached the files are kept and written as soon as it answers again (the error
+        is raised all the same, so ReMe reports the failure).
+        """
         if not files:
             return
+        try:
+            await self._upsert(files)
+        except Exception as e:
+            if _unreachable(e):
+                self._keep_pending(upserts=files)
+            raise
+        for node, _ in files:
+            self._pending_upserts.pop(node.path, None)
+            self._pending_deletes.discard(node.path)
+
+    async def _upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
         store = self._require_store()
         needs_embed: list[FileChunk] = []
         unchanged: set[str] = set()
@@ -380,6 +521,7 @@ class EsFileStore(BaseFileStore):
             vectors = [as_vector(c.embedding) if c.embedding is not None else None for c in chunks]
             docs.append((to_file_doc(node, chunks), [to_chunk(c, v) for c, v in zip(chunks, vectors)]))
         await store.upsert(docs, unchanged=unchanged)
+        await self.refresh_counts()
         await self._upsert_tag_nodes([node for node, _ in files])
 
     @BaseFileStore.serialized
@@ -388,13 +530,81 @@ class EsFileStore(BaseFileStore):
         paths = [path] if isinstance(path, str) else list(path)
         if not paths:
             return
-        if await self._require_store().delete(paths):
+        try:
+            deleted = await self._require_store().delete(paths)
+        except Exception as e:
+            if _unreachable(e):
+                self._keep_pending(deletes=paths)
+            raise
+        for p in paths:
+            self._pending_deletes.discard(p)
+            self._pending_upserts.pop(p, None)
+        if deleted:
+            await self.refresh_counts()
             await self._delete_tag_paths(paths)
+
+    # -- changes kept while the cluster is unreachable ----------------------------------------------
+
+    @property
+    def pending_changes(self) -> dict[str, list[str]]:
+        """Paths whose upsert or delete failed because the cluster was unreachable, not yet applied."""
+        return {"upserts": sorted(self._pending_upserts), "deletes": sorted(self._pending_deletes)}
+
+    def _keep_pending(
+        self, upserts: list[tuple[FileNode, list[FileChunk]]] = (), deletes: list[str] = ()
+    ) -> None:
+        """Remember failed changes (the latest change of a path wins) and make sure a retry loop runs."""
+        for node, chunks in upserts:
+            self._pending_deletes.discard(node.path)
+            self._pending_upserts[node.path] = (node, chunks)
+        for path in deletes:
+            self._pending_upserts.pop(path, None)
+            self._pending_deletes.add(path)
+        self.logger.warning(
+            f"{self.name}: cluster unreachable; keeping {len(self._pending_upserts)} upsert(s) and "
+            f"{len(self._pending_deletes)} delete(s) to apply when it answers again"
+        )
+        if not self._closing and (self._retry_task is None or self._retry_task.done()):
+            self._retry_task = asyncio.create_task(self._retry_pending(), name=f"pending-changes:{self.name}")
+
+    async def _retry_pending(self) -> None:
+        """Apply the kept changes once the cluster answers: backoff from 1 s up to `_RETRY_MAX_S`."""
+        delay = 1.0
+        while (self._pending_upserts or self._pending_deletes) and not self._closing:
+            await asyncio.sleep(delay)
+            try:
+                applied = await self._apply_pending()
+            except Exception as e:  # the loop must outlive any failure
+                if not _unreachable(e):
+                    self.logger.exception(f"{self.name}: kept changes could not be applied; giving up on them")
+                    self._pending_upserts.clear()
+                    self._pending_deletes.clear()
+                    return
+                delay = min(delay * 2, _RETRY_MAX_S)
+                continue
+            self.logger.info(f"{self.name}: cluster answers again; applied {applied} kept change(s)")
+
+    @BaseFileStore.serialized
+    async def _apply_pending(self) -> int:
+        """Write the kept deletes and upserts (taken under the write lock, so a newer change is never undone)."""
+        deletes = sorted(self._pending_deletes)
+        upserts = list(self._pending_upserts.values())
+        if deletes:
+            await self.delete(deletes)
+        for start in range(0, len(upserts), _PENDING_BATCH):
+            await self.upsert(upserts[start : start + _PENDING_BATCH])
+        return len(deletes) + len(upserts)
+
+    async def wait_pending(self) -> None:
+        """Wait until the kept changes are applied (tests, shutdown)."""
+        if self._retry_task is not None:
+            await asyncio.shield(self._retry_task)
 
     @BaseFileStore.serialized
     async def clear(self) -> None:
         """Drop every file, chunk and link of this workspace's indices."""
         await self._require_store().clear()
+        await self.refresh_counts()
         if self.tag_index_enabled:
             await self.require_tag_index().clear()
 
@@ -584,6 +794,7 @@ class EsFileStore(BaseFileStore):
         live = {key: vec for key, vec in vectors.items() if key[1] in alive}
         if live:
             await store.set_vectors(live)
+            await self.refresh_counts()
         return len(live)
 
     # -- tag index (mirrors LocalFileStore: optional, never blocks the store) ----------------------
@@ -620,26 +831,117 @@ class EsFileStore(BaseFileStore):
             await self._rebuild_tag_index("incremental delete recovery")
 
 
-class _LinkGraph:
-    """What ReMe's move/delete jobs read as `file_store.file_graph`: the store's own link queries."""
+class ChunkCounts:
+    """What ReMe's health_check reads as a file store's `file_chunks`: the cluster's chunk counts, no chunks in memory.
 
-    def __init__(self, store: EsFileStore):
-        self._store = store
+    ReMe counts `len(file_chunks)` and the values whose `embedding` is set; this stands for that many chunks.
+    """
+
+    _WITH, _WITHOUT = SimpleNamespace(embedding=True), SimpleNamespace(embedding=None)
+
+    def __init__(self) -> None:
+        self.chunks = 0
+        self.with_vectors = 0
+
+    def set(self, chunks: int, with_vectors: int) -> None:
+        """Record the cluster's counts."""
+        self.chunks, self.with_vectors = chunks, min(with_vectors, chunks)
+
+    def __len__(self) -> int:
+        return self.chunks
+
+    def values(self):
+        """One stand-in per stored chunk, with `embedding` set for those that have a vector."""
+        return itertools.chain(
+            itertools.repeat(self._WITH, self.with_vectors), itertools.repeat(self._WITHOUT, self.chunks - self.with_vectors)
+        )
+
+
+class _StoreView:
+    """Shared by the views: a read-only stand-in whose writes belong to the file store."""
+
+    def _read_only(self, what: str):
+        raise ConfigError(
+            f"{type(self).__name__} {self.name!r} is a read-only view of the reme-es file store {self.store.name!r}; "
+            f"{what} goes through the file store (upsert/delete), not through this component"
+        )
+
+
+class EsFileGraph(_StoreView, BaseFileGraph):
+    """The file store's links as ReMe's `file_graph` (move/delete jobs read it; health_check counts it).
+
+    Health counts come from the store's last refresh: nodes = files, edges = every stored wikilink edge (REAL and
+    VIRTUAL alike: the split is decided at query time, so it is not counted; `n_virtual` is None).
+    """
+
+    def __init__(self, store: EsFileStore, name: str | None = None, **kwargs):
+        super().__init__(name=name or f"{store.name}-links", **kwargs)
+        self.store = store
+
+    # ReMe's health_check reads remote graph backends' counts from these cached attributes (its neo4j branch)
+    _driver = property(lambda self: self.store.store)
+    _n_nodes = property(lambda self: self.store.counts["files"])
+    _n_edges = property(lambda self: self.store.counts["links"])
+    _n_virtual = None
 
     async def get_nodes(self, paths: list[str] | None = None) -> list[FileNode]:
         """File nodes, as the store returns them."""
-        return await self._store.get_nodes(paths)
+        return await self.store.get_nodes(paths)
 
     async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Outlinks, as the store returns them."""
-        return await self._store.get_outlinks(path, scope)
+        return await self.store.get_outlinks(path, scope)
 
     async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Inlinks, as the store returns them."""
-        return await self._store.get_inlinks(path, scope)
+        return await self.store.get_inlinks(path, scope)
 
     async def rebuild_links(self) -> None:
         """No-op: links are resolved at query time."""
+
+    async def upsert_nodes(self, nodes: list[FileNode]) -> None:
+        """Refused: the file store writes nodes with their chunks."""
+        self._read_only("writing nodes")
+
+    async def delete_nodes(self, paths: list[str]) -> None:
+        """Refused: the file store deletes nodes with their chunks."""
+        self._read_only("deleting nodes")
+
+    async def clear(self) -> None:
+        """Refused: the file store clears its indices."""
+        self._read_only("clearing")
+
+
+class EsKeywordIndex(_StoreView, BaseKeywordIndex):
+    """The file store's server-side BM25 as ReMe's `keyword_index` (health_check counts its docs: the chunks)."""
+
+    def __init__(self, store: EsFileStore, name: str | None = None, **kwargs):
+        super().__init__(name=name or f"{store.name}-bm25", **kwargs)
+        self.store = store
+
+    n_docs = property(lambda self: self.store.counts["chunks"])
+
+    async def _start(self) -> None:
+        """Nothing local to load."""
+
+    async def _close(self) -> None:
+        """Nothing local to dump."""
+
+    async def retrieve(self, query: str, limit: int = 3) -> dict[str, float]:
+        """Chunk id -> BM25 score of the best `limit` chunks, from the cluster."""
+        return {c.id: c.scores["keyword"] for c in await self.store.keyword_search(query, limit, {})}
+
+    async def add_docs(self, docs_dict: dict[str, str]) -> None:
+        """Refused: the file store indexes chunks."""
+        self._read_only("indexing")
+
+    async def delete_docs(self, doc_ids: list[str]) -> None:
+        """Refused: the file store deletes chunks."""
+        self._read_only("deleting")
+
+    async def clear(self) -> None:
+        """Refused: the file store clears its indices."""
+        self._read_only("clearing")
 
 
 class OpenSearchFileStore(EsFileStore):
@@ -665,4 +967,12 @@ def file_store_class(engine: str) -> type[EsFileStore]:
     return type(f"{engine.title()}FileStore", (EsFileStore,), {"engine": engine, "__doc__": doc})
 
 
-__all__ = ["ElasticsearchFileStore", "EsFileStore", "OpenSearchFileStore", "default_index_prefix", "file_store_class"]
+__all__ = [
+    "ElasticsearchFileStore",
+    "EsFileGraph",
+    "EsFileStore",
+    "EsKeywordIndex",
+    "OpenSearchFileStore",
+    "default_index_prefix",
+    "file_store_class",
+]

@@ -105,6 +105,9 @@ class Flavour:
     java_max: int | None = None
     security_plugin: Artifact | None = None
     absent_modules: tuple[AbsentModule, ...] = ()
+    # reme-es' k-NN guard plugin (server/knn_guard.py): refuses faiss/nmslib fields, which crash a node whose k-NN
+    # plugin has no native libraries (every Maven Central k-NN zip); built against the install's own jars
+    knn_guard: bool = False
 
     @property
     def home_name(self) -> str:
@@ -174,6 +177,7 @@ _OPENSEARCH_2_19 = Flavour(
         _pinned("org.opensearch.plugin", "opensearch-knn", "2.19.1.0", "zip"),
         _pinned("org.opensearch.plugin", "neural-search", "2.19.1.0", "zip"),
     ),
+    knn_guard=True,
 )
 
 FLAVOURS: dict[str, Flavour] = {

@@ -34,11 +34,13 @@ from ..errors import ServerError
 from .es_plugin import ensure_analysis_plugin
 from .fetch import fetch_artifacts
 from .flavours import Flavour, Module, get_flavour
+from .knn_guard import ensure_knn_guard
 
 log = logging.getLogger(__name__)
 
 RUN_USER = "reme-es"
 _MARKER = ".reme-es-install.json"
+RED_SETTLE_SECONDS = 5.0  # red, with nothing initialising and no pending tasks, for this long: start-up is over
 
 
 def reme_es_home() -> Path:
@@ -196,11 +198,20 @@ class NodeInfo:
     home: str
     dir: str
     scheme: str = "http"
+    red_indices: dict[str, str] = field(default_factory=dict)  # index -> why its primaries are unassigned
 
     @property
     def url(self) -> str:
         """HTTP(S) address of the node."""
         return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+    def red_index_advice(self) -> list[str]:
+        """One line per red index: its name, why it is red and how to remove it."""
+        return [
+            f"index {index!r} is red ({reason}); the node serves every other index. Remove it with: "
+            f"curl -X DELETE '{self.url}/{index}'"
+            for index, reason in self.red_indices.items()
+        ]
 
 
 @dataclass(frozen=True)
@@ -355,6 +366,10 @@ def start(
 ) -> NodeInfo:
     """Install if needed, configure and start a node, and wait until it reports yellow health.
 
+    A node whose only problem is a red index (say, one that cannot be allocated or whose shards the k-NN guard
+    fails) starts anyway once its health has settled: `NodeInfo.red_indices` names them and the log says how to
+    remove them.
+
     `settings` are extra node settings (e.g. `thread_pool.write.queue_size`) written to the node's config; a None
     value removes a default (e.g. `discovery.type` for a cluster node). `config_files` are written into the node's
     config folder before start (certificates, users files). With `security` the node is reached over HTTPS with
@@ -373,6 +388,8 @@ def start(
     http_port = http_port or _free_port(9200)
     if flavour.engine == "elasticsearch":
         ensure_analysis_plugin(home, java_home, flavour.version)  # the .security index needs it (API keys)
+    if flavour.knn_guard:
+        ensure_knn_guard(home, java_home, flavour.version)  # refuse faiss/nmslib: no native libraries here
     transport_port = _free_port()
 
     folder = node_dir(name)
@@ -443,6 +460,7 @@ def _wait_healthy(
     deadline = time.monotonic() + timeout
     last_error = "no answer"
     url = f"{info.url}/_cluster/health?wait_for_status=yellow&timeout=2s"
+    red_since: float | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise ServerError(
@@ -450,14 +468,28 @@ def _wait_healthy(
                 f"Last log lines:\n{log_tail(info.name)}"
             )
         try:
-            if _http_json(url, timeout=5, security=security).get("status") in ("yellow", "green"):
-                nodes = _http_json(f"{info.url}/_nodes/_local", timeout=5, security=security)["nodes"]
-                if next(iter(nodes.values()))["name"] != info.name:
-                    stop(info.name)
-                    raise ServerError(
-                        f"port {info.http_port} is answered by another node than {info.name!r}; "
-                        "stop it or choose another port with --port"
-                    )
+            try:
+                health = _http_json(url, timeout=5, security=security)
+            except urllib.error.HTTPError as exc:
+                if exc.code != 408:  # 408: not yellow within the wait; the body is the health all the same
+                    raise
+                health = json.loads(exc.read())
+            if health.get("status") in ("yellow", "green"):
+                _check_node_name(info, security)
+                return
+            settled = (
+                health.get("status") == "red"
+                and not health.get("initializing_shards")
+                and not health.get("delayed_unassigned_shards")
+                and not health.get("number_of_pending_tasks")
+            )
+            red_since = (red_since or time.monotonic()) if settled else None
+            if red_since is not None and time.monotonic() - red_since >= RED_SETTLE_SECONDS:
+                _check_node_name(info, security)
+                info.red_indices = _red_indices(info, security)
+                (Path(info.dir) / "node.json").write_text(json.dumps(asdict(info), indent=2))
+                for line in info.red_index_advice():
+                    log.warning("%s node %r: %s", info.flavour, info.name, line)
                 return
         except (OSError, ValueError, KeyError, urllib.error.HTTPError) as exc:
             last_error = f"{type(exc).__name__}: {exc}"
@@ -467,6 +499,59 @@ def _wait_healthy(
         f"{info.flavour} node {info.name!r} did not become healthy within {timeout:.0f}s ({last_error}). "
         f"Last log lines:\n{log_tail(info.name)}"
     )
+
+
+def _check_node_name(info: NodeInfo, security: NodeSecurity | None) -> None:
+    nodes = _http_json(f"{info.url}/_nodes/_local", timeout=5, security=security)["nodes"]
+    if next(iter(nodes.values()))["name"] != info.name:
+        stop(info.name)
+        raise ServerError(
+            f"port {info.http_port} is answered by another node than {info.name!r}; "
+            "stop it or choose another port with --port"
+        )
+
+
+def _red_indices(info: NodeInfo, security: NodeSecurity | None) -> dict[str, str]:
+    """The node's red indices, each with the reason its first unassigned primary gives."""
+    health = _http_json(f"{info.url}/_cluster/health?level=indices", timeout=5, security=security)
+    red = sorted(name for name, h in health.get("indices", {}).items() if h.get("status") == "red")
+    out = {}
+    for index in red:
+        reason = "a primary shard is unassigned"
+        try:
+            shards = _http_json(f"{info.url}/_cat/shards/{index}?format=json&h=shard,prirep,state,unassigned.reason",
+                                timeout=5, security=security)
+            shard = next((s for s in shards if s.get("prirep") == "p" and s.get("state") == "UNASSIGNED"), None)
+            if shard is not None:
+                explain = _post_json(
+                    f"{info.url}/_cluster/allocation/explain",
+                    {"index": index, "shard": int(shard["shard"]), "primary": True},
+                    security,
+                )
+                details = explain.get("unassigned_info", {}).get("details")
+                if not details:  # e.g. an allocation filter no node matches: the deciders say which
+                    deciders = [d for n in explain.get("node_allocation_decisions", []) for d in n.get("deciders", [])]
+                    said = [explain.get("allocate_explanation"), *(d.get("explanation") for d in deciders[:1])]
+                    details = ": ".join(x for x in said if x)
+                reason = " ".join(str(details or shard.get("unassigned.reason") or reason).split())[:1000]
+        except (OSError, ValueError, KeyError, urllib.error.HTTPError):
+            pass
+        out[index] = reason
+    return out
+
+
+def _post_json(url: str, body: dict, security: NodeSecurity | None) -> dict:
+    headers = {"Content-Type": "application/json"}
+    context = None
+    if security is not None:
+        import base64
+
+        token = base64.b64encode(f"{security.username}:{security.password}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+        context = ssl.create_default_context(cafile=security.ca_certs)
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=5, context=context) as resp:
+        return json.loads(resp.read())
 
 
 def stop(name: str = "default", timeout: float = 60.0) -> bool:

@@ -251,6 +251,10 @@ class MemoryStore:
         return await self.vectors.set_vectors(vectors, refresh)
 
     # ----------------------------------------------------------------------------- maintenance
+    async def count(self, kind: str, query: dict | None = None) -> int:
+        """Documents of one index kind, optionally only those a look-up query (`adapters.lookups`) matches."""
+        return await self.port.count(self.index(kind), query)
+
     async def stats(self) -> dict[str, dict]:
         """Per index kind: docs, deleted docs, segments, size."""
         return await self.indices.stats()

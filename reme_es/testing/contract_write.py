@@ -139,6 +139,19 @@ class WriteContract:
         assert _ids(await store.keyword_search("東京", 10)) == [ja.id]
         assert _ids(await store.keyword_search("München", 10)) == [de.id]
 
+    async def test_names_inside_wikilinks_and_file_names_are_searchable(self, store_factory):
+        store = await store_factory()
+        link = chunk("daily/2026-05-18.md", "Lunch with [[digest/people/mira.md]] about the project:atlas budget")
+        named = chunk("digest/people/mira.md", "Notes by Mira on planning")
+        other = chunk("digest/other.md", "Nothing about people here, nor any budgets")
+        await store.upsert([file_with(c.path, [c]) for c in (link, named, other)])
+        assert set(_ids(await store.keyword_search("Mira", 10))) == {link.id, named.id}
+        assert _ids(await store.keyword_search("atlas", 10)) == [link.id]
+        assert _ids(await store.keyword_search("mira.md", 10))[0] == link.id  # the whole name ranks first
+        # English stemming is kept where the server has it (budgets ~ budget); the Elasticsearch test node has none
+        budgets = set(_ids(await store.keyword_search("budgets", 10)))
+        assert budgets == ({other.id, link.id} if store.caps.english_analyzer else {other.id})
+
     async def test_empty_query_or_zero_limit_gives_nothing(self, store_factory):
         store = await store_factory()
         c = chunk("digest/a.md", "some words", vector=unit_vector(1))

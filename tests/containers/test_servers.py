@@ -25,7 +25,9 @@ def test_managed_node_status_reports_version_modules_and_capabilities(server):
     if server.flavour == "opensearch-2.19":
         assert status["version"] == "2.19.1"
         assert {"analysis-common", "lang-painless", "transport-netty4"} <= set(status["modules"])
-        assert status["plugins"] == {"opensearch-knn": "2.19.1.0", "opensearch-neural-search": "2.19.1.0"}
+        assert status["plugins"] == {
+            "opensearch-knn": "2.19.1.0", "opensearch-neural-search": "2.19.1.0", "reme-es-knn-guard": "2.19.1",
+        }
         assert status["capabilities"] == {
             "knn": True, "english_analyzer": True, "hybrid_pipeline": True, "rrf_processor": True,
         }

@@ -60,7 +60,12 @@ def test_pipeline_bodies(kind, weighted):
 @pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
 def test_chunks_index_body(dialect):
     caps = Capabilities(
-        engine=dialect.engine, version="9.9.9", english_analyzer=True, cjk_analyzer=True, derived_vectors=True
+        engine=dialect.engine,
+        version="9.9.9",
+        english_analyzer=True,
+        cjk_analyzer=True,
+        derived_vectors=True,
+        pattern_capture_filter=True,
     )
     check(f"chunks_index_{dialect.engine}", render_index("chunks", dialect(SETTINGS), caps, IndexOptions(dims=384)))
 
@@ -69,8 +74,19 @@ def test_missing_analyzers_fall_back_to_standard_and_are_recorded():
     caps = Capabilities(engine="elasticsearch", version="9.3.2")
     body = render_index("chunks", ElasticsearchDialect(SETTINGS), caps, IndexOptions())
     assert body["settings"]["analysis"]["analyzer"] == {"reme_text": {"type": "standard"}, "reme_cjk": {"type": "standard"}}
-    assert body["mappings"]["_meta"]["reme_es"]["analyzers"] == {"reme_text": "english -> standard", "reme_cjk": "cjk -> standard"}
+    assert body["mappings"]["_meta"]["reme_es"]["analyzers"] == {"reme_text": "custom -> standard", "reme_cjk": "cjk -> standard"}
+    assert "filter" not in body["settings"]["analysis"]
     assert "embedding" not in body["mappings"]["properties"]
+
+
+def test_without_stemmers_link_paths_still_split():
+    """The Elasticsearch test node: no analysis-common (stemmers), but pattern_capture from reme-es' test plugin."""
+    caps = Capabilities(engine="elasticsearch", version="9.3.2", pattern_capture_filter=True)
+    analysis = render_index("chunks", ElasticsearchDialect(SETTINGS), caps, IndexOptions())["settings"]["analysis"]
+    assert analysis["analyzer"]["reme_text"] == {
+        "type": "custom", "tokenizer": "standard", "filter": ["lowercase", "reme_link_parts"]
+    }
+    assert list(analysis["filter"]) == ["reme_link_parts"]
 
 
 def test_empty_path_list_matches_nothing_and_strict_dates_drop_undated():
