@@ -90,7 +90,7 @@ async def _client(settings: Settings):
     if not cs.hosts:
         if cs.aws_region:
             raise ConfigError("aws_region is set but no hosts: give the Amazon OpenSearch endpoint with --hosts")
-        from .server import node
+        from ..server import node
 
         info = await asyncio.to_thread(node.start, settings.flavour, "default")
         _err(
@@ -103,7 +103,7 @@ async def _client(settings: Settings):
 
 
 def _embedder(settings: Settings):
-    from .sync.embed import make_embedder
+    from ..sync.embed import make_embedder
 
     key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
     return make_embedder(settings.embedding, settings.embedding_model, settings.embedding_base_url, key, settings.dims)
@@ -120,8 +120,8 @@ def _api_key(settings: Settings) -> str | None:
 
 async def _check_model(store: MemoryStore, embedder, what: str) -> None:
     """Refuse an embedder other than the one that made the index's vectors; record it when none is recorded."""
-    from .maintenance import record_vectors_model, vectors_model
-    from .sync.embed import describe_model, same_model
+    from ..maintenance import record_vectors_model, vectors_model
+    from ..sync.embed import describe_model, same_model
 
     recorded = await vectors_model(store)
     if recorded is None:
@@ -136,8 +136,8 @@ async def _check_model(store: MemoryStore, embedder, what: str) -> None:
 
 async def _recorded_embedder(settings: Settings, store: MemoryStore):
     """The embedder of the model the index records for its vectors (None when the index has no vectors)."""
-    from .maintenance import vectors_model
-    from .sync.embed import embedder_for
+    from ..maintenance import vectors_model
+    from ..sync.embed import embedder_for
 
     if not store.dims:
         return None
@@ -154,7 +154,7 @@ async def _recorded_embedder(settings: Settings, store: MemoryStore):
 
 
 async def _open(settings: Settings, dims: int | None = None, create: bool = True, client=None) -> MemoryStore:
-    from .connect import open_store
+    from ..connect import open_store
 
     cs, engine = client or await _client(settings)
     return await open_store(
