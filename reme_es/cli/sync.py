@@ -114,13 +114,11 @@ def _reme_chunkers(settings: Settings, workspace: Path):
     return ReMeChunkers(workspace)  # `reme` without reme-ai: a ConfigError with the install hint
 
 
-async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, settings: Settings) -> int:
+async def _sync_store(settings: Settings, dry_run: bool):
+    """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
+    embedder asked for (checked against the index's recorded model), or the model the index records."""
     from ..connect import detect_engine, make_dialect
-    from ..sync.scan import MB
-    from ..sync.sync import State, WorkspaceSync, state_path
 
-    if watch and dry_run:
-        raise ConfigError("--watch and --dry-run cannot be combined")
     embedder = None
     if dry_run:
         cs, engine = await _client(settings)
@@ -150,6 +148,16 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
                 f"warning: index {store.index('chunks')} holds {store.dims}-d vectors but records no model; chunks "
                 "written now get no vector: pass --embedding local|openai"
             )
+    return store, embedder
+
+
+async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, settings: Settings) -> int:
+    from ..sync.scan import MB
+    from ..sync.sync import State, WorkspaceSync, state_path
+
+    if watch and dry_run:
+        raise ConfigError("--watch and --dry-run cannot be combined")
+    store, embedder = await _sync_store(settings, dry_run)
     reporter = _reporter(as_json)
     syncer = WorkspaceSync(
         store,

@@ -98,21 +98,7 @@ class WorkspaceSync(_Writing, _Watching):
         changes = await self.plan(full)
         summary = Summary(unchanged=changes.unchanged, skipped=len(changes.skipped), dry_run=dry_run)
         if dry_run:
-            summary.planned = {
-                "add": [f.path for f in changes.added],
-                "modify": [f.path for f in changes.modified],
-                "delete": list(changes.deleted),
-            }
-            for label, paths in summary.planned.items():
-                for p in paths:
-                    self.report.info(f"would {label} {p}")
-            summary.added, summary.modified, summary.deleted = (
-                len(changes.added),
-                len(changes.modified),
-                len(changes.deleted),
-            )
-            summary.seconds = time.monotonic() - started
-            return summary
+            return self._dry_run(changes, summary, started)
 
         if self.embedder and changes.deleted:
             await self._collect_reusable(changes.deleted)
@@ -155,11 +141,33 @@ class WorkspaceSync(_Writing, _Watching):
             self.report.finish()
             await self.store.refresh()
         summary.seconds = time.monotonic() - started
+        self._record(summary)
+        return summary
+
+    def _dry_run(self, changes: Changes, summary: Summary, started: float) -> Summary:
+        """Tell what a run would change, writing nothing."""
+        summary.planned = {
+            "add": [f.path for f in changes.added],
+            "modify": [f.path for f in changes.modified],
+            "delete": list(changes.deleted),
+        }
+        for label, paths in summary.planned.items():
+            for p in paths:
+                self.report.info(f"would {label} {p}")
+        summary.added, summary.modified, summary.deleted = (
+            len(changes.added),
+            len(changes.modified),
+            len(changes.deleted),
+        )
+        summary.seconds = time.monotonic() - started
+        return summary
+
+    def _record(self, summary: Summary) -> None:
+        """Save when, from where and with what result this run synced."""
         self.state.data["last_sync"] = time.time()
         self.state.data["workspace"] = str(self.root)
         self.state.data["summary"] = summary.to_dict()
         self.state.save()
-        return summary
 
     @staticmethod
     async def _drain(writing: set[asyncio.Task]) -> None:
