@@ -5,6 +5,9 @@ batch) -> delete vanished files -> refresh. A file that fails (unreadable, rejec
 with its reason and the run goes on; a failed file keeps what was stored for it before. Vectors are computed
 once per chunk text: an unchanged chunk id, or the text of a chunk of a renamed/deleted file, reuses the
 stored vector.
+
+The parts: `report.py` (Summary, Failure, Reporter), `state.py` (local state), `write.py` (reading, chunking,
+writing, deleting, vectors), `watch.py` (retries and the watch loop); this module plans and runs a pass.
 """
 
 from __future__ import annotations
