@@ -82,14 +82,7 @@ class EsSearchStep(SearchStep):
             return response
 
         candidates = min(_MAX_CANDIDATES, max(1, int(limit * candidate_multiplier)))
-        search_filter = dict(self.context.get("search_filter", {}) or {})
-        for key in ("start_date", "end_date"):
-            value = self.context.get(key)
-            if value and key not in search_filter:
-                search_filter[key] = value
-        normalize_date_filters(search_filter, self.logger)
-        if strict_date_filter:
-            search_filter["strict_date_filter"] = True
+        search_filter = self._date_filter(strict_date_filter)
         raw_tags = self.context.get("tags", []) or []
         search_filter, tag_meta, tag_error = await self._resolve_tag_filter(raw_tags, search_filter)
         if tag_error is not None:
@@ -99,13 +92,7 @@ class EsSearchStep(SearchStep):
                 response.metadata["tag_filter"] = tag_meta
             return response
 
-        fused, counts = await store.hybrid_search(query, candidates, search_filter, min_score)
-        hybrid = counts["fusion"] in ("native", "client")
-        self.logger.info(
-            f"[{self.name}] query={query!r} candidates={candidates} fusion={counts['fusion']} hits={len(fused)}"
-        )
-        if min_score > 0.0 and hybrid and min_score > 1.0 / (_RRF_K + 1):
-            self.logger.warning(f"[{self.name}] min_score={min_score:g} is above what fused scores usually reach")
+        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score)
 
         pre_dedup_count = len(fused)
         dedup = None
@@ -118,6 +105,38 @@ class EsSearchStep(SearchStep):
         link_expansion = (
             await expand_links(store, unique_paths, max_links_per_direction) if expand_links_enabled else {}
         )
+        self._answer(response, fused, counts, hybrid, link_expansion, pre_dedup_count)
+        if tag_meta is not None:
+            response.metadata["tag_filter"] = tag_meta
+        if dedup is not None:
+            response.metadata["dedup"] = dedup
+        return response
+
+    async def _retrieve(self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float):
+        """The fused candidates from the cluster, their counts, and whether they were fused (logged as ReMe does)."""
+        fused, counts = await store.hybrid_search(query, candidates, search_filter, min_score)
+        hybrid = counts["fusion"] in ("native", "client")
+        self.logger.info(
+            f"[{self.name}] query={query!r} candidates={candidates} fusion={counts['fusion']} hits={len(fused)}"
+        )
+        if min_score > 0.0 and hybrid and min_score > 1.0 / (_RRF_K + 1):
+            self.logger.warning(f"[{self.name}] min_score={min_score:g} is above what fused scores usually reach")
+        return fused, counts, hybrid
+
+    def _date_filter(self, strict_date_filter: bool) -> dict:
+        """The call's search filter with its top-level start/end dates merged in and normalised (as ReMe does)."""
+        search_filter = dict(self.context.get("search_filter", {}) or {})
+        for key in ("start_date", "end_date"):
+            value = self.context.get(key)
+            if value and key not in search_filter:
+                search_filter[key] = value
+        normalize_date_filters(search_filter, self.logger)
+        if strict_date_filter:
+            search_filter["strict_date_filter"] = True
+        return search_filter
+
+    def _answer(self, response, fused: list, counts: dict, hybrid: bool, link_expansion: dict, pre_dedup_count: int):
+        """Fill the response as ReMe's SearchStep does: one block per hit with its links, results, counts."""
         lines: list[str] = []
         for c in fused:
             lines.append(
@@ -140,11 +159,6 @@ class EsSearchStep(SearchStep):
             "hybrid": hybrid,
             "fusion": counts["fusion"],
         }
-        if tag_meta is not None:
-            response.metadata["tag_filter"] = tag_meta
-        if dedup is not None:
-            response.metadata["dedup"] = dedup
-        return response
 
     async def _take_search_budget(self, tool_context_id: str) -> bool:
         """ReMe's per-tool-context search budget; False (with the error answer set) when it is spent."""

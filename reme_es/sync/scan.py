@@ -68,79 +68,91 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def walk(root: Path, dirs: list[str], suffixes: list[str], max_bytes: int, warn: Warn) -> tuple[dict, dict]:
-    """Files under the workspace dirs with a wanted suffix -> (files by path, skipped path -> reason)."""
-    root = root.resolve()
-    found: dict[str, LocalFile] = {}
-    skipped: dict[str, str] = {}
-    seen: set[Path] = set()
-    linked: list[tuple[Path, str]] = []  # symlinked folders, walked after every real one
-    wanted = tuple("." + s for s in suffixes)
+class _Walker:
+    """One walk's state: files found, paths skipped, folders seen, and symlinked folders still to walk."""
 
-    def outside(entry: Path, rel: str) -> bool:
+    def __init__(self, root: Path, suffixes: list[str], max_bytes: int, warn: Warn):
+        self.root = root
+        self.wanted = tuple("." + s for s in suffixes)
+        self.max_bytes = max_bytes
+        self.warn = warn
+        self.found: dict[str, LocalFile] = {}
+        self.skipped: dict[str, str] = {}
+        self.seen: set[Path] = set()
+        self.linked: list[tuple[Path, str]] = []  # symlinked folders, walked after every real one
+
+    def outside(self, entry: Path, rel: str) -> bool:
+        """Whether a symlink points outside the workspace or nowhere (warned about: it is skipped)."""
         target = entry.resolve()
-        if not target.is_relative_to(root):
-            warn(f"{rel}: symlink to {target} points outside the workspace; skipped")
+        if not target.is_relative_to(self.root):
+            self.warn(f"{rel}: symlink to {target} points outside the workspace; skipped")
             return True
         if not target.exists():
-            warn(f"{rel}: broken symlink; skipped")
+            self.warn(f"{rel}: broken symlink; skipped")
             return True
         return False
 
-    def visit(folder: Path, rel: str) -> None:
+    def visit(self, folder: Path, rel: str) -> None:
+        """Walk one folder (once, whatever links lead to it), recursing into real subfolders."""
         real = folder.resolve()
-        if real in seen:
-            warn(f"{rel or '.'}: folder already walked (symlink loop or duplicate link); skipped")
+        if real in self.seen:
+            self.warn(f"{rel or '.'}: folder already walked (symlink loop or duplicate link); skipped")
             return
-        seen.add(real)
+        self.seen.add(real)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            warn(f"{rel or '.'}: cannot list folder ({exc.strerror}); skipped")
+            self.warn(f"{rel or '.'}: cannot list folder ({exc.strerror}); skipped")
             return
         for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            path = f"{rel}/{entry.name}" if rel else entry.name
-            if not _utf8(entry.name):  # os.scandir hands undecodable bytes back as lone surrogates
-                shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                warn(f"{shown}: name is not valid UTF-8; rename it to index it; skipped")
-                skipped[shown] = "name is not UTF-8"
-                continue
-            try:
-                is_link = entry.is_symlink()
-                if is_link and outside(Path(entry.path), path):
-                    continue
-                if entry.is_dir():
-                    if is_link:
-                        linked.append((Path(entry.path), path))
-                    else:
-                        visit(Path(entry.path), path)
-                    continue
-                if not entry.name.endswith(wanted) or not entry.is_file():
-                    continue
-                st = entry.stat()
-            except OSError as exc:
-                warn(f"{path}: cannot read ({exc.strerror}); skipped")
-                skipped[path] = f"unreadable: {exc.strerror}"
-                continue
-            if st.st_size > max_bytes:
-                warn(f"{path}: {_human(st.st_size)} is over the {_human(max_bytes)} limit; skipped")
-                skipped[path] = "too large"
-                continue
-            found[path] = LocalFile(path, Path(entry.path), st.st_mtime, st.st_size)
+            if not entry.name.startswith("."):
+                self._entry(entry, f"{rel}/{entry.name}" if rel else entry.name)
 
+    def _entry(self, entry: os.DirEntry, path: str) -> None:
+        if not _utf8(entry.name):  # os.scandir hands undecodable bytes back as lone surrogates
+            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            self.warn(f"{shown}: name is not valid UTF-8; rename it to index it; skipped")
+            self.skipped[shown] = "name is not UTF-8"
+            return
+        try:
+            is_link = entry.is_symlink()
+            if is_link and self.outside(Path(entry.path), path):
+                return
+            if entry.is_dir():
+                if is_link:
+                    self.linked.append((Path(entry.path), path))
+                else:
+                    self.visit(Path(entry.path), path)
+                return
+            if not entry.name.endswith(self.wanted) or not entry.is_file():
+                return
+            st = entry.stat()
+        except OSError as exc:
+            self.warn(f"{path}: cannot read ({exc.strerror}); skipped")
+            self.skipped[path] = f"unreadable: {exc.strerror}"
+            return
+        if st.st_size > self.max_bytes:
+            self.warn(f"{path}: {_human(st.st_size)} is over the {_human(self.max_bytes)} limit; skipped")
+            self.skipped[path] = "too large"
+            return
+        self.found[path] = LocalFile(path, Path(entry.path), st.st_mtime, st.st_size)
+
+
+def walk(root: Path, dirs: list[str], suffixes: list[str], max_bytes: int, warn: Warn) -> tuple[dict, dict]:
+    """Files under the workspace dirs with a wanted suffix -> (files by path, skipped path -> reason)."""
+    root = root.resolve()
+    walker = _Walker(root, suffixes, max_bytes, warn)
     for d in dirs:
         base = root if d == "." else root / d
         rel = "" if d == "." else d
-        if base.is_symlink() and outside(base, rel):
+        if base.is_symlink() and walker.outside(base, rel):
             continue
         if base.is_dir():
-            visit(base, rel)
-    while linked:
-        folder, rel = linked.pop(0)
-        visit(folder, rel)
-    return found, skipped
+            walker.visit(base, rel)
+    while walker.linked:
+        folder, rel = walker.linked.pop(0)
+        walker.visit(folder, rel)
+    return walker.found, walker.skipped
 
 
 def diff(

@@ -1,0 +1,5 @@
+"""`python -m reme_es.cli`."""
+
+from . import main
+
+main()

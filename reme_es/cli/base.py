@@ -1,0 +1,192 @@
+"""Shared pieces of the CLI: the `main` group, the common options, settings, client, store and embedder helpers,
+and `_run`, which turns reme-es errors into exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from ..adapters.registry import engine_names
+from ..config import Settings, load_settings
+from ..errors import ConfigError, InvalidFilter, MappingError, ReMeESError
+from ..store import MemoryStore
+from ..templates import IndexOptions
+
+
+class Exit(Exception):
+    """Leave with an exit code after the store is closed."""
+
+    def __init__(self, code: int):
+        self.code = code
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _run(make) -> None:
+    """Build (settings are loaded here) and run a command coroutine; reme-es errors become one line on stderr
+    and an exit code, no traceback."""
+    try:
+        code = asyncio.run(make())
+    except Exit as exc:
+        code = exc.code
+    except (ConfigError, InvalidFilter) as exc:
+        _err(f"error: {exc}")
+        code = 2
+    except ReMeESError as exc:
+        _err(f"error: {exc}")
+        code = 1
+    except KeyboardInterrupt:
+        _err("interrupted")
+        code = 130
+    sys.exit(code or 0)
+
+
+def common(with_workspace: bool = True):
+    """Options every command takes: --config, --hosts, --aws-region, --aws-service, --engine, --index-prefix (and
+    --workspace)."""
+
+    def decorate(f):
+        f = click.option("--index-prefix", help="Index prefix (default: from the workspace folder).")(f)
+        f = click.option("--engine", type=click.Choice(["auto", *engine_names()]), help="Engine.")(f)
+        f = click.option(
+            "--aws-service", type=click.Choice(["es", "aoss"]), help="SigV4 service: es or aoss (Serverless)."
+        )(f)
+        f = click.option("--aws-region", help="Sign requests with AWS SigV4 for Amazon OpenSearch in this region.")(f)
+        f = click.option("--hosts", help="Comma-separated cluster URLs (none: the managed local node).")(f)
+        f = click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="YAML settings file (default: <workspace>/reme-es.yaml if present).",
+        )(f)
+        if with_workspace:
+            f = click.option(
+                "-w",
+                "--workspace",
+                default=".",
+                show_default=True,
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Workspace folder (names the default index prefix).",
+            )(f)
+        return f
+
+    return decorate
+
+
+def _settings(workspace: Path | None, config_file: Path | None, **flags) -> Settings:
+    return load_settings(workspace, config_file, flags)
+
+
+async def _client(settings: Settings):
+    """Client settings and engine; with no hosts, the managed local node (started if needed)."""
+    cs = settings.client_settings()
+    engine = settings.engine
+    if not cs.hosts:
+        if cs.aws_region:
+            raise ConfigError("aws_region is set but no hosts: give the Amazon OpenSearch endpoint with --hosts")
+        from ..server import node
+
+        info = await asyncio.to_thread(node.start, settings.flavour, "default")
+        _err(
+            f"no hosts configured: using the managed local {info.flavour} node at {info.url} "
+            "(stop it with `reme-es server stop`)"
+        )
+        cs.hosts = [info.url]
+        engine = info.engine
+    return cs, engine
+
+
+def _embedder(settings: Settings):
+    from ..sync.embed import make_embedder
+
+    key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+    return make_embedder(settings.embedding, settings.embedding_model, settings.embedding_base_url, key, settings.dims)
+
+
+def _embedding_given(settings: Settings) -> bool:
+    """Whether the embedding was chosen (flag, environment or config file) rather than left at its default."""
+    return "embedding" in settings.model_fields_set
+
+
+def _api_key(settings: Settings) -> str | None:
+    return settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+
+
+async def _check_model(store: MemoryStore, embedder, what: str) -> None:
+    """Refuse an embedder other than the one that made the index's vectors; record it when none is recorded."""
+    from ..maintenance import record_vectors_model, vectors_model
+    from ..sync.embed import describe_model, same_model
+
+    recorded = await vectors_model(store)
+    if recorded is None:
+        await record_vectors_model(store, embedder.identity)
+    elif not same_model(recorded, embedder.identity):
+        raise ConfigError(
+            f"index {store.index('chunks')} holds vectors made by {describe_model(recorded)}; {what} would mix in "
+            f"{describe_model(embedder.identity)} vectors. Leave --embedding out to use the recorded model, or "
+            "`reme-es drop --yes` and sync again with the new one"
+        )
+
+
+async def _recorded_embedder(settings: Settings, store: MemoryStore):
+    """The embedder of the model the index records for its vectors (None when the index has no vectors)."""
+    from ..maintenance import vectors_model
+    from ..sync.embed import embedder_for
+
+    if not store.dims:
+        return None
+    recorded = await vectors_model(store)
+    if recorded is None:
+        return None
+    embedder = await asyncio.to_thread(embedder_for, recorded, _api_key(settings))
+    if embedder.dimensions != store.dims:
+        raise MappingError(
+            f"index {store.index('chunks')} holds {store.dims}-d vectors but records a {embedder.dimensions}-d model; "
+            "`reme-es drop --yes` and sync again"
+        )
+    return embedder
+
+
+async def _open(settings: Settings, dims: int | None = None, create: bool = True, client=None) -> MemoryStore:
+    from ..connect import open_store
+
+    cs, engine = client or await _client(settings)
+    return await open_store(
+        cs,
+        settings.index_prefix,
+        engine,
+        IndexOptions(dims=dims),
+        create=create,
+        hybrid=settings.hybrid,
+        vector_weight=settings.vector_weight,
+    )
+
+
+def _stop_on_signals(event: asyncio.Event) -> None:
+    """First Ctrl-C (or SIGTERM) asks to stop between batches; a second one stops at once."""
+    loop = asyncio.get_running_loop()
+
+    def handler(sig: int) -> None:
+        if event.is_set():
+            loop.remove_signal_handler(sig)
+            raise KeyboardInterrupt
+        _err("stopping after the current batch (Ctrl-C again to abort)")
+        event.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, handler, sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="reme-es")
+def main() -> None:
+    """OpenSearch / Elasticsearch as the file store of ReMe: sync, search and maintain a memory workspace."""

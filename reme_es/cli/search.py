@@ -1,0 +1,180 @@
+"""`reme-es search`: hybrid, keyword or vector search of the indexed workspace, with each hit's links."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import click
+
+from ..config import Settings
+from ..errors import ConfigError
+from ..store import MemoryStore
+from .base import (
+    _check_model,
+    _embedder,
+    _embedding_given,
+    _err,
+    _open,
+    _recorded_embedder,
+    _run,
+    _settings,
+    common,
+    main,
+)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "keyword", "vector"]),
+    help="Default: hybrid when the index has vectors, else keyword (with a note).",
+)
+@click.option("--start-date", help="Only files dated on/after YYYY-MM-DD (undated files pass).")
+@click.option("--end-date", help="Only files dated on/before YYYY-MM-DD (undated files pass).")
+@click.option("--path-prefix", multiple=True, help="Only paths starting with this (repeatable).")
+@click.option("--min-score", default=0.0, type=float)
+@click.option("--links/--no-links", default=True, help="Show outlinks/inlinks of each hit's file.")
+@click.option(
+    "--embedding",
+    type=click.Choice(["none", "local", "openai"]),
+    help="Query embedder (default: the model the index records for its vectors).",
+)
+@click.option("--json", "as_json", is_flag=True)
+@common()
+def search(
+    query,
+    limit,
+    mode,
+    start_date,
+    end_date,
+    path_prefix,
+    min_score,
+    links,
+    embedding,
+    as_json,
+    workspace,
+    config_file,
+    **flags,
+):
+    """Search the indexed workspace; prints each hit as ReMe does, with its file's links."""
+    _run(
+        lambda: _search(
+            _settings(workspace, config_file, embedding=embedding, **flags),
+            query,
+            limit,
+            mode,
+            start_date,
+            end_date,
+            list(path_prefix),
+            min_score,
+            links,
+            as_json,
+        )
+    )
+
+
+def _format_scores(scores: dict[str, float]) -> str:
+    parts = [f"score={scores.get('score', 0.0):.4f}"]
+    parts += [f"{k}={scores[k]:.4f}" for k in ("keyword", "vector") if k in scores]
+    return " ".join(parts)
+
+
+def _group_links(neighbours) -> dict[str, list[dict]]:
+    out: dict[str, dict[str, dict]] = {"out": {}, "in": {}}
+    for n in neighbours:
+        item = out[n.direction].setdefault(
+            n.path, {"path": n.path, "real": n.real, "name": n.name, "description": n.description, "anchors": []}
+        )
+        if n.anchor and n.anchor not in item["anchors"]:
+            item["anchors"].append(n.anchor)
+    return {"outlinks": list(out["out"].values()), "inlinks": list(out["in"].values())}
+
+
+def _render_links(grouped: dict[str, list[dict]]) -> list[str]:
+    lines = []
+    for direction, arrow in (("outlinks", "→"), ("inlinks", "←")):
+        items = grouped.get(direction) or []
+        if not items:
+            continue
+        lines.append(f"  {direction} ({len(items)}):")
+        for item in items:
+            meta = "  ".join(f'{k}="{item[k]}"' for k in ("name", "description") if item[k])
+            if not item["real"]:
+                meta = "(virtual: not indexed)"
+            lines.append(f"    {arrow} {item['path']}  {meta or '(no meta)'}")
+            lines += [f"        via anchor=#{a}" for a in item["anchors"]]
+    return lines
+
+
+async def _query_vector(settings: Settings, store: MemoryStore, query: str, mode: str, asked: bool):
+    """The query's vector from the model that made the index's vectors; None (with a note) when the index has
+    none and hybrid was the default; ConfigError when the asked mode cannot run."""
+    chunks = store.index("chunks")
+    if not store.dims:
+        reason = f"index {chunks} has no vectors"
+        fix = "`reme-es reindex --embedding local`, then `reme-es sync --embedding local`"
+    elif _embedding_given(settings):
+        embedder = _embedder(settings)
+        if embedder is not None:
+            await _check_model(store, embedder, "this search")
+            return (await asyncio.to_thread(embedder.embed, [query]))[0]
+        reason, fix = "--embedding none was given", "leave --embedding out to use the index's model"
+    else:
+        embedder = await _recorded_embedder(settings, store)
+        if embedder is not None:
+            return (await asyncio.to_thread(embedder.embed, [query]))[0]
+        raise ConfigError(
+            f"index {chunks} holds {store.dims}-d vectors but does not record which model made them: pass "
+            "--embedding local|openai (the model you synced with), or --mode keyword"
+        )
+    if asked:
+        raise ConfigError(f"--mode {mode} needs vectors, but {reason}: run {fix}, or use --mode keyword")
+    _err(f"note: {reason}, so this search is BM25 only; for hybrid search run {fix}")
+    return None
+
+
+async def _search(settings: Settings, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json):
+    from ..models import SearchFilter
+
+    search_filter = SearchFilter.parse({"start_date": start_date, "end_date": end_date, "path_prefix": prefixes})
+    asked, mode = mode, mode or "hybrid"
+    store = await _open(settings, create=False)
+    try:
+        vector = None
+        if mode != "keyword":
+            vector = await _query_vector(settings, store, query, mode, asked is not None)
+            if vector is None:
+                mode = "keyword"
+        result = await store.search(query, vector, limit, search_filter, mode=mode, min_score=min_score)
+        paths = list(dict.fromkeys(h.chunk.path for h in result.hits))
+        expansion = {p: _group_links(n) for p, n in (await store.expand(paths)).items()} if links and paths else {}
+    finally:
+        await store.close()
+    if as_json:
+        hits = [
+            {
+                "path": h.chunk.path,
+                "start_line": h.chunk.start_line,
+                "end_line": h.chunk.end_line,
+                "scores": h.scores,
+                "text": h.chunk.text,
+                **expansion.get(h.chunk.path, {}),
+            }
+            for h in result.hits
+        ]
+        click.echo(
+            json.dumps({"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}, ensure_ascii=False)
+        )
+        return 0
+    if not result.hits:
+        click.echo("no results")
+    for h in result.hits:
+        c = h.chunk
+        click.echo(f"========== {c.path}:{c.start_line}-{c.end_line} [{_format_scores(h.scores)}] ==========")
+        click.echo(c.text)
+        for line in _render_links(expansion.get(c.path, {})):
+            click.echo(line)
+    return 0

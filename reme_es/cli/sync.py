@@ -1,0 +1,204 @@
+"""`reme-es sync`: index a workspace (once, or following changes with --watch)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..config import Settings
+from ..errors import ConfigError, MappingError
+from ..store import MemoryStore
+from .base import (
+    _check_model,
+    _client,
+    _embedder,
+    _embedding_given,
+    _err,
+    _open,
+    _recorded_embedder,
+    _run,
+    _settings,
+    _stop_on_signals,
+    common,
+    main,
+)
+
+
+@main.command()
+@click.argument("workspace", default=".", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--watch", is_flag=True, help="After the sync, follow changes until Ctrl-C.")
+@click.option("--dirs", help="Comma-separated folders to sync (default: daily,digest, as ReMe's file store).")
+@click.option("--suffix", "suffixes", help="Comma-separated suffixes (default: md; jsonl too on request).")
+@click.option("--full", is_flag=True, help="Re-read every file, not only those whose mtime changed.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--embedding",
+    type=click.Choice(["none", "local", "openai"]),
+    help="Embed chunks (default: the model the index records, else none).",
+)
+@click.option(
+    "--chunker",
+    type=click.Choice(["auto", "reme", "builtin"]),
+    help="auto (default): ReMe's own chunkers when reme-ai is installed, else the built-in ones.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@common(with_workspace=False)
+def sync(
+    workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, as_json, config_file, **flags
+):
+    """Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync)."""
+    _run(
+        lambda: _sync(
+            workspace,
+            watch,
+            full,
+            dry_run,
+            as_json,
+            _settings(
+                workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, chunker=chunker, **flags
+            ),
+        )
+    )
+
+
+def _reporter(as_json: bool):
+    from ..sync.sync import Reporter
+
+    echo = (lambda msg: None) if as_json else click.echo
+    warn = lambda msg: _err(f"warning: {msg}")
+    if as_json or not sys.stdout.isatty():
+
+        class Plain(Reporter):
+            def start(self, total: int) -> None:
+                self.total, self.done = total, 0
+
+            def advance(self, files: int, chunks: int) -> None:
+                self.done += files
+                if self.total > 200:
+                    self.info(f"synced {self.done}/{self.total} files")
+
+        return Plain(echo, warn)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    class Rich(Reporter):
+        progress: Progress | None = None
+
+        def start(self, total: int) -> None:
+            if total:
+                self.progress = Progress(TextColumn("sync"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+                self.task = self.progress.add_task("sync", total=total)
+                self.progress.start()
+
+        def advance(self, files: int, chunks: int) -> None:
+            if self.progress:
+                self.progress.advance(self.task, files)
+
+        def finish(self) -> None:
+            if self.progress:
+                self.progress.stop()
+                self.progress = None
+
+    return Rich(echo, warn)
+
+
+def _reme_chunkers(settings: Settings, workspace: Path):
+    """ReMe's own chunkers when reme-ai is installed (`chunker: auto`) or asked for (`reme`); None: built-in."""
+    from ..sync.reme_chunkers import ReMeChunkers, reme_available
+
+    if settings.chunker == "builtin" or (settings.chunker == "auto" and not reme_available()):
+        return None
+    return ReMeChunkers(workspace)  # `reme` without reme-ai: a ConfigError with the install hint
+
+
+async def _sync_store(settings: Settings, dry_run: bool):
+    """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
+    embedder asked for (checked against the index's recorded model), or the model the index records."""
+    from ..connect import detect_engine, make_dialect
+
+    embedder = None
+    if dry_run:
+        cs, engine = await _client(settings)
+        try:
+            store = await _open(settings, create=False, client=(cs, engine))
+        except MappingError:  # no indices yet: everything would be added
+            engine = await detect_engine(cs) if engine == "auto" else engine
+            store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
+    elif _embedding_given(settings):
+        embedder = _embedder(settings)
+        store = await _open(settings, dims=embedder.dimensions if embedder else None)
+        if embedder:
+            try:
+                await _check_model(store, embedder, "this sync")
+            except BaseException:
+                await store.close()
+                raise
+    else:  # the model the index records for its vectors, so a plain `reme-es sync` keeps embedding new chunks
+        store = await _open(settings)
+        try:
+            embedder = await _recorded_embedder(settings, store)
+        except BaseException:
+            await store.close()
+            raise
+        if store.dims and embedder is None:
+            _err(
+                f"warning: index {store.index('chunks')} holds {store.dims}-d vectors but records no model; chunks "
+                "written now get no vector: pass --embedding local|openai"
+            )
+    return store, embedder
+
+
+async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, settings: Settings) -> int:
+    from ..sync.scan import MB
+    from ..sync.sync import State, WorkspaceSync, state_path
+
+    if watch and dry_run:
+        raise ConfigError("--watch and --dry-run cannot be combined")
+    store, embedder = await _sync_store(settings, dry_run)
+    reporter = _reporter(as_json)
+    syncer = WorkspaceSync(
+        store,
+        workspace,
+        settings.dirs,
+        settings.suffixes,
+        embedder,
+        reporter,
+        settings.batch_files,
+        int(settings.max_file_mb * MB),
+        settings.chunk_chars,
+        State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts)),
+        reme_chunkers=_reme_chunkers(settings, workspace),
+    )
+    _stop_on_signals(syncer.stop)
+    failed = False
+
+    def show(summary) -> None:
+        nonlocal failed
+        if as_json:
+            click.echo(json.dumps(summary.to_dict()))
+        else:
+            click.echo(summary.line())
+        for f in summary.failed:
+            _err(f"failed: {f.path}: {f.reason}")
+        failed = failed or bool(summary.failed)
+
+    try:
+        if not as_json:
+            click.echo(
+                f"syncing {workspace.resolve()} into {store.prefix}-* ({', '.join(settings.dirs)}; "
+                f"{', '.join(settings.suffixes)})"
+            )
+        summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))
+        if summary is None:  # stopped while waiting for the server
+            return 130
+        show(summary)
+        if summary.interrupted:
+            return 130
+        if watch and not syncer.stop.is_set():
+            await syncer.watch(show)
+    finally:
+        await store.close()
+    return 1 if failed else 0

@@ -1,0 +1,71 @@
+"""Following a workspace: `run` retried while the server is away, and the watch loop that turns each group
+of file events into one pass."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import ConnectionFailed, RequestFailed
+from .report import Summary
+
+
+class _Watching:
+    """The watch half of `WorkspaceSync`."""
+
+    def _watch_filter(self, change: object, path: str) -> bool:
+        try:
+            rel = Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return False
+        if any(part.startswith(".") for part in rel.split("/")):
+            return False
+        top = rel.split("/", 1)[0]
+        return any(d == "." or d.split("/", 1)[0] == top for d in self.dirs)
+
+    async def run_retrying(self, full: bool = False) -> Summary | None:
+        """`run`, retried with exponential backoff (1 s .. 60 s) while the server is unreachable or failing;
+        None when stopped first. Files written before an outage stay written; the next pass resumes from the
+        store's state."""
+        delay = 1.0
+        while not self.stop.is_set():
+            try:
+                return await self.run(full=full)
+            except (ConnectionFailed, RequestFailed) as exc:
+                self.report.warn(f"server error, retrying in {delay:.0f}s: {exc}")
+                try:
+                    await asyncio.wait_for(self.stop.wait(), delay)
+                except TimeoutError:
+                    pass
+                delay = min(delay * 2, 60.0)
+                self._known = None  # reload what the store holds after the outage
+        return None
+
+    async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
+        """Follow changes until `stop` is set: events are grouped until `quiet_ms` pass without one (at most
+        `max_wait_ms`), and each group becomes one pass, so a save storm is one update per file;
+        server errors are retried with exponential backoff, and the pass resumes where the store left off."""
+        from watchfiles import awatch
+
+        ready = False
+        async for changes in awatch(
+            self.root,
+            watch_filter=self._watch_filter,
+            debounce=max_wait_ms,
+            step=quiet_ms,
+            stop_event=self.stop,
+            recursive=True,
+            rust_timeout=1000,
+            yield_on_timeout=True,  # an empty yield tells that the watcher runs
+            force_polling=bool(os.environ.get("REME_ES_WATCH_POLLING")),
+        ):
+            if not ready:  # catch up with what changed between the first pass and the watcher's start
+                ready = True
+                self.report.info(f"watching {self.root} (Ctrl-C to stop)")
+            elif not changes:
+                continue
+            summary = await self.run_retrying()
+            if summary is not None and (summary.changes or summary.failed):
+                on_summary(summary)

@@ -1,0 +1,179 @@
+"""Writing a sync run's batches: read and chunk files, attach reused or new vectors, upsert them (isolating the
+files the server rejects), delete vanished files, and backfill missing vectors."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ..errors import BulkError, InvalidInput
+from ..models import Chunk, FileDoc, doc_id
+from .report import Failure, Summary
+from .scan import LocalFile, parse, read_text
+from .state import _Known
+
+DELETE_BATCH = 500
+
+
+class _Writing:
+    """The write half of `WorkspaceSync`: batches of prepared files into the store."""
+
+    def _prepare(self, batch: list[tuple[LocalFile, str]]) -> list[tuple[str, str, FileDoc | None, list[Chunk], str]]:
+        """Read and chunk files: (path, kind, file doc or None, chunks, failure reason or skip reason)."""
+        out = []
+        readable = []
+        for file, kind in batch:
+            try:
+                read = read_text(file, self.report.warn)
+            except OSError as exc:
+                self.report.warn(f"{file.path}: cannot read ({exc.strerror})")
+                out.append((file.path, kind, None, [], f"cannot read: {exc.strerror}"))
+                continue
+            if read is None:
+                out.append((file.path, "skipped", None, [], "binary"))
+                self.state.data["skipped"][file.path] = [file.st_mtime, "binary"]
+                continue
+            readable.append((file, kind, *read))
+        if self.reme_chunkers is not None:
+            results = self.reme_chunkers.chunk_files([(file.path, file.abs) for file, *_ in readable])
+            for (file, kind, _, _), result in zip(readable, results, strict=True):
+                if isinstance(result, Exception):
+                    reason = f"ReMe's chunker failed: {type(result).__name__}: {result}"
+                    self.report.warn(f"{file.path}: {reason}")
+                    out.append((file.path, kind, None, [], reason))
+                    continue
+                out.append((file.path, kind, *result, ""))  # the file doc and chunks ReMe's file store writes
+            return out
+        for file, kind, text, st in readable:
+            parsed = parse(file.path, text, self.report.warn, self.chunk_chars)
+            doc = FileDoc(
+                path=file.path,
+                st_mtime=st.st_mtime,
+                chunk_ids=[c.id for c in parsed.chunks],
+                front_matter=parsed.front_matter,
+                links=parsed.links,
+                size=st.st_size,
+            )
+            out.append((file.path, kind, doc, parsed.chunks, ""))
+        return out
+
+    async def _write(self, prepared: list, summary: Summary) -> None:
+        items = []
+        kinds = {}
+        for path, kind, doc, chunks, reason in prepared:
+            if kind == "skipped":
+                summary.skipped += 1
+            elif doc is None:
+                summary.failed.append(Failure(path, reason))
+            else:
+                items.append((doc, chunks))
+                kinds[path] = kind
+        if not items:
+            return
+        if self.embedder:
+            await self._attach_vectors(items, summary)
+        failed = await self._upsert(items)
+        known = await self._load_known()
+        written_chunks = 0
+        for doc, chunks in items:
+            if doc.path in failed:
+                summary.failed.append(Failure(doc.path, failed[doc.path]))
+                continue
+            known[doc.path] = _Known(doc.st_mtime, doc.chunk_ids)
+            setattr(summary, kinds[doc.path], getattr(summary, kinds[doc.path]) + 1)
+            written_chunks += len(chunks)
+        summary.chunks += written_chunks
+        self.report.advance(len(items), written_chunks)
+
+    async def _upsert(self, items: list[tuple[FileDoc, list[Chunk]]]) -> dict[str, str]:
+        """Write a batch; returns failed path -> reason. Invalid input is isolated by retrying file by file."""
+        try:
+            await self.store.upsert(items, refresh=False)
+            return {}
+        except BulkError as exc:
+            return self._bulk_failures(items, exc)
+        except InvalidInput:
+            if len(items) == 1:
+                raise
+        failed: dict[str, str] = {}
+        for item in items:
+            try:
+                await self.store.upsert([item], refresh=False)
+            except BulkError as exc:
+                failed.update(self._bulk_failures([item], exc))
+            except InvalidInput as exc:
+                failed[item[0].path] = str(exc)
+        return failed
+
+    @staticmethod
+    def _bulk_failures(items: list[tuple[FileDoc, list[Chunk]]], exc: BulkError) -> dict[str, str]:
+        owner: dict[str, str] = {}
+        for doc, chunks in items:
+            owner[doc_id(doc.path)] = doc.path
+            owner.update({doc_id(c.id): doc.path for c in chunks})
+            owner.update({link.id: doc.path for link in doc.links})
+        failed: dict[str, str] = {}
+        for f in exc.failures:
+            path = owner.get(f.id)
+            if path is not None:
+                failed.setdefault(path, f"{f.status} {f.reason}")
+        return failed
+
+    async def _delete(self, paths: list[str], summary: Summary) -> None:
+        known = await self._load_known()
+        for i in range(0, len(paths), DELETE_BATCH):
+            batch = paths[i : i + DELETE_BATCH]
+            try:
+                await self.store.delete(batch, refresh=False)
+            except BulkError as exc:
+                bad = {f.id for f in exc.failures}
+                reason = "; ".join(f"{f.status} {f.reason}" for f in exc.failures[:3])
+                for p in batch:
+                    if doc_id(p) in bad:
+                        summary.failed.append(Failure(p, f"delete failed: {reason}"))
+                    else:
+                        known.pop(p, None)
+                        summary.deleted += 1
+                continue
+            for p in batch:
+                known.pop(p, None)
+            summary.deleted += len(batch)
+
+    # ---------------------------------------------------------------------------------- vectors
+
+    async def _collect_reusable(self, deleted: list[str]) -> None:
+        known = await self._load_known()
+        ids = {p: known[p].chunk_ids for p in deleted if p in known}
+        if ids:
+            stored = await self.store.get_chunks(ids, with_vectors=True)
+            self._reuse.update(
+                {s["hash"]: s["embedding"] for s in stored.values() if s.get("embedding") and s.get("hash")}
+            )
+
+    async def _attach_vectors(self, items: list[tuple[FileDoc, list[Chunk]]], summary: Summary) -> None:
+        """Reuse stored vectors for unchanged chunk ids (and texts of deleted files); embed only the rest."""
+        known = await self._load_known()
+        ids = {doc.path: known[doc.path].chunk_ids for doc, _ in items if doc.path in known}
+        stored = await self.store.get_chunks(ids, with_vectors=True) if ids else {}
+        todo: list[Chunk] = []
+        for _, chunks in items:
+            for c in chunks:
+                vec = (stored.get(c.id) or {}).get("embedding") or self._reuse.get(c.hash)
+                if vec:
+                    c.embedding = vec
+                    summary.reused_vectors += 1
+                else:
+                    todo.append(c)
+        if todo:
+            vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in todo])
+            for c, vec in zip(todo, vectors, strict=True):
+                c.embedding = vec
+            summary.embedded += len(todo)
+
+    async def _backfill(self, summary: Summary) -> None:
+        """Embed stored chunks that have no vector yet (e.g. after `reindex` to a new model)."""
+        async for page in self.store.chunks_without_vectors():
+            vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in page])
+            await self.store.set_vectors({(c.path, c.id): v for c, v in zip(page, vectors, strict=True)}, refresh=False)
+            summary.embedded += len(page)
+            if self.stop.is_set():
+                return
