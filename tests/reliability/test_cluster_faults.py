@@ -157,7 +157,14 @@ class Sync:
 
     def __init__(self, urls: list[str], workspace: Path, home: Path):
         self.urls, self.workspace = urls, workspace
-        self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES)}
+        # The built-in chunker gives each file its 5 chunks (ReMe's chunker, the default with reme-ai, makes one per file
+        # here); the chunker plays no part in what a node crash does to the write protocol.
+        self.env = {
+            **os.environ,
+            "REME_ES_HOME": str(home),
+            "REME_ES_BATCH_FILES": str(BATCH_FILES),
+            "REME_ES_CHUNKER": "builtin",
+        }
 
     def start(self, prefix: str) -> subprocess.Popen:
         return subprocess.Popen(
