@@ -181,22 +181,6 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         await self._rebuild_tag_index("startup synchronization")
         self._start_backfill()
 
-    async def _record_vectors_model(self) -> None:
-        """Record in the index which model makes its vectors (for `reme-es search`); warn if another one did."""
-        from ..maintenance import record_vectors_model, vectors_model
-        from ..sync.embed import describe_model, same_model
-        from .as_embedding import vectors_identity
-
-        mine = vectors_identity(self.embedding_store, self.store.dims)
-        recorded = await vectors_model(self.store)
-        if recorded is None:
-            await record_vectors_model(self.store, mine)
-        elif not same_model(recorded, mine):
-            self.logger.warning(
-                f"{self.name}: index {self.store.prefix} records vectors of {describe_model(recorded)}, but this "
-                f"deployment embeds with {describe_model(mine)}; drop the index (`reme-es drop --yes`) to rebuild it"
-            )
-
     async def _open(self, settings: ClientSettings, prefix: str, options: IndexOptions) -> MemoryStore:
         """Open the store; when the stored vector dimension differs from the model's, drop and recreate it.
 
@@ -376,11 +360,6 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         """Expunge deleted documents where they pile up (force-merge)."""
         result = await self._require_store().optimize()
         self.logger.info(f"{self.name}: optimize_index merged={result['merged']}")
-
-    async def require_embedding_rebuild(self) -> None:
-        """Disable vector reads and writes until `reindex('embedding')` rebuilds every vector."""
-        self._embedding_rebuild_pending = True
-        await self._cancel_backfill()
 
     @BaseFileStore.serialized
     async def reindex(self, scope: str) -> dict:

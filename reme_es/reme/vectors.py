@@ -22,6 +22,27 @@ class Embeddings:
     store, and its `_vectors_on`, `_dim_matches`, `_require_store` and `refresh_counts`.
     """
 
+    async def _record_vectors_model(self) -> None:
+        """Record in the index which model makes its vectors (for `reme-es search`); warn if another one did."""
+        from ..maintenance import record_vectors_model, vectors_model
+        from ..sync.embed import describe_model, same_model
+        from .as_embedding import vectors_identity
+
+        mine = vectors_identity(self.embedding_store, self.store.dims)
+        recorded = await vectors_model(self.store)
+        if recorded is None:
+            await record_vectors_model(self.store, mine)
+        elif not same_model(recorded, mine):
+            self.logger.warning(
+                f"{self.name}: index {self.store.prefix} records vectors of {describe_model(recorded)}, but this "
+                f"deployment embeds with {describe_model(mine)}; drop the index (`reme-es drop --yes`) to rebuild it"
+            )
+
+    async def require_embedding_rebuild(self) -> None:
+        """Disable vector reads and writes until `reindex('embedding')` rebuilds every vector."""
+        self._embedding_rebuild_pending = True
+        await self._cancel_backfill()
+
     def _mark_embedding_unhealthy(self, reason: str) -> None:
         if self.embedding_store is None:
             return
