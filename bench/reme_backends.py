@@ -16,7 +16,10 @@ words. Queries are 2-4 words of one topic. Chunks are handed to `upsert` already
 every backend; ReMe keeps them as float16), 100 files (1,000 chunks) per call.
 
 Measured per backend and size:
-  upsert s            all `file_store.upsert` calls (plus `close`, reported apart: the in-process stores persist then)
+  upsert + dump s     all `file_store.upsert` calls, then one `dump()` as ReMe's index step does after its batches
+                      (the in-process stores persist then; reme-es makes the writes searchable)
+  merging after s     reme-es: how long the node went on merging segments after that; the queries wait for it, so
+                      they are measured on the index as it stays
   re-upsert s         the first 100 files upserted again unchanged, chunks without vectors (a touched file, as
                       ReMe's chunker hands it over): each store should keep what it has
   restart s           a new Application: `start()` until the first keyword answer (ReMe's stores load their files)
@@ -29,7 +32,8 @@ Measured per backend and size:
   recall@10           vector_search's top 10 against the exact top 10 (numpy, cosine, over the same vectors)
   client RSS          peak RSS of the process; node heap: JVM heap used after the queries (reme-es only)
   raw                 for reme-es: the same keyword / k-NN queries sent straight to the node with the same client
-                      (the ceiling: what the node answers when nothing sits between the caller and it)
+                      (the ceiling: what the node answers when nothing sits between the caller and it), interleaved
+                      query by query with reme-es' own (alternating which goes first)
 p50 and p95 over --queries queries after 5 warm-up queries. The table of every size is printed, written to
 bench/results/reme_backends.json, and plotted (p50 against N per backend, log-log) to --png (needs matplotlib:
 pip install 'reme-es[bench]').
@@ -217,8 +221,10 @@ def rss_mib() -> float:
 # ------------------------------------------------------------------------------------ worker (one backend)
 
 
-async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> float:
-    """Upsert `size` chunks in calls of FILES_PER_CALL files; returns the seconds spent in `upsert`."""
+async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> tuple[float, float]:
+    """Upsert `size` chunks in calls of FILES_PER_CALL files, then `dump()` once, as ReMe's index step does after its
+    batches (the in-process stores persist then; reme-es makes the writes searchable). Returns the seconds spent in
+    `upsert` and in `dump`."""
     from reme.schema import FileChunk, FileNode
 
     spent = 0.0
@@ -247,7 +253,22 @@ async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> f
         t = time.perf_counter()
         await fs.upsert(files)
         spent += time.perf_counter() - t
-    return spent
+    t = time.perf_counter()
+    await fs.dump()
+    return spent, time.perf_counter() - t
+
+
+async def settle(fs) -> float:
+    """reme-es: wait until the node runs no merge on the chunks index (queries are then measured on the index as it
+    stays, not while segments are being merged); the seconds waited."""
+    from common import Raw
+
+    raw, t = Raw(fs.store.dialect), time.perf_counter()
+    while True:
+        stats = await raw.request("GET", f"/{fs.store.index('chunks')}/_stats/merge")
+        if stats["_all"]["primaries"]["merges"]["current"] == 0:
+            return time.perf_counter() - t
+        await asyncio.sleep(0.2)
 
 
 async def reupsert_unchanged(fs, corpus: Corpus, files: int = FILES_PER_CALL) -> float:
@@ -301,8 +322,21 @@ async def timed(op, items) -> list[float]:
     return out
 
 
-async def raw_modes(fs, corpus: Corpus, queries: list[str]) -> dict:
-    """The same keyword and k-NN queries sent straight to the node with the store's client (the ceiling)."""
+async def timed_pair(op_a, op_b, items) -> tuple[list[float], list[float]]:
+    """Both ops on each item, alternating which goes first, so node load and caches fall on both alike."""
+    a, b = [], []
+    for n, item in enumerate(items):
+        order = ((op_a, a), (op_b, b)) if n % 2 == 0 else ((op_b, b), (op_a, a))
+        for op, out in order:
+            t = time.perf_counter()
+            await op(item)
+            out.append((time.perf_counter() - t) * 1000)
+    return a, b
+
+
+def raw_ops(fs, corpus: Corpus, queries: list[str]) -> dict:
+    """The same keyword and k-NN queries as requests sent straight to the node with the store's client (the
+    ceiling), per mode."""
     from common import Raw
 
     from reme_es.adapters.base import keyword_body
@@ -321,8 +355,7 @@ async def raw_modes(fs, corpus: Corpus, queries: list[str]) -> dict:
         else:
             async def op(q, sf=sf):
                 return await raw.request("POST", index, store.dialect.knn_body(vecs[q], LIMIT, sf, size=LIMIT))
-        await timed(op, queries[:WARMUP])
-        out[mode] = summarise(await timed(op, queries[WARMUP:]))
+        out[mode] = op
     return out
 
 
@@ -352,7 +385,9 @@ async def run_worker(args) -> dict:
     fs = file_store(app)
     if backend in FLAVOURS:
         await fs.clear()  # a killed earlier run's indices under this prefix
-    result["upsert_s"] = await upsert_all(fs, corpus, size, vectors)
+    result["upsert_s"], result["dump_s"] = await upsert_all(fs, corpus, size, vectors)
+    if backend in FLAVOURS:
+        result["merge_s"] = await settle(fs)
     vectors.flush()
     t = time.perf_counter()
     await app.close()
@@ -375,10 +410,16 @@ async def run_worker(args) -> dict:
             "vector filtered": lambda q: fs.vector_search(q, LIMIT, dict(MONTH)),
             "search job": lambda q: app.run_job("search", query=q, limit=JOB_LIMIT),
         }
-        latency = {}
+        latency, raw = {}, {}
+        ceiling = raw_ops(fs, corpus, queries) if backend in FLAVOURS else {}
         for mode in MODES:
             await timed(ops[mode], queries[:WARMUP])
-            latency[mode] = summarise(await timed(ops[mode], queries[WARMUP:]))
+            if mode in ceiling:  # reme-es and the raw request interleaved, query by query
+                await timed(ceiling[mode], queries[:WARMUP])
+                mine, theirs = await timed_pair(ops[mode], ceiling[mode], queries[WARMUP:])
+                latency[mode], raw[mode] = summarise(mine), summarise(theirs)
+            else:
+                latency[mode] = summarise(await timed(ops[mode], queries[WARMUP:]))
         if backend in FLAVOURS:
             async def es_job(q):
                 return await app.run_job("search_es", query=q, limit=JOB_LIMIT)
@@ -389,7 +430,7 @@ async def run_worker(args) -> dict:
         result["filtered_vector_hits"] = len(hits)
         result["latency"] = latency
         if backend in FLAVOURS:
-            result["raw"] = await raw_modes(fs, corpus, queries)
+            result["raw"] = raw
             result["node_heap_mib"] = await node_heap_mib(fs)
             result["engine"] = f"{fs.store.caps.engine} {fs.store.caps.version}"
             result["native_hybrid"] = fs.store.native_hybrid_available()
@@ -473,14 +514,15 @@ def tables(results: list[dict]) -> str:
         rows = []
         for r in (x for x in results if x["size"] == size):
             lat = r["latency"]
+            ingest = r["upsert_s"] + r.get("dump_s", 0.0)
             rows.append([
-                LABELS[r["backend"]], fmt(r["upsert_s"]), fmt(size / r["upsert_s"], 0), fmt(r.get("reupsert_s")),
+                LABELS[r["backend"]], fmt(ingest), fmt(size / ingest, 0), fmt(r.get("merge_s")), fmt(r.get("reupsert_s")),
                 fmt(r["restart_s"], 2),
                 *(f"{fmt(lat[m]['p50'])} / {fmt(lat[m]['p95'])}" for m in MODES),
                 fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("node_heap_mib"), 0),
             ])
         lines.append(table(
-            ["backend", "upsert s", "chunks/s", f"re-upsert {FILES_PER_CALL * PER_FILE:,} unchanged s",
+            ["backend", "upsert + dump s", "chunks/s", "merging after s", f"re-upsert {FILES_PER_CALL * PER_FILE:,} unchanged s",
              "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
              "client peak RSS MiB", "node heap MiB"],
             rows, title=f"{size:,} chunks, limit {LIMIT} (search job: limit {JOB_LIMIT})",

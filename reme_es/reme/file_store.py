@@ -6,7 +6,8 @@ changed on disk. BM25 runs server-side; vectors come from ReMe's bound embedding
 store gets them.
 
 The class is assembled from mixins along its seams: `vectors` (embedding, backfill), `pending` (changes kept while
-the cluster is unreachable), `health` (counts and ReMe's health views), `tags` (the tag index); `convert` holds the
+the cluster is unreachable), `health` (counts and ReMe's health views), `tags` (the tag index), `visibility` (when
+writes are refreshed: before this store's next read, at dump and close, soon after in the background); `convert` holds the
 pure ReMe <-> reme-es conversions and `keys` the configuration-key check.
 """
 
@@ -36,12 +37,13 @@ from .keys import REME_PASS_THROUGH_KEYS, _checked_keys, file_store_keys
 from .pending import PendingChanges, _unreachable
 from .tags import TagIndexUpdates
 from .vectors import Embeddings
+from .visibility import DeferredRefresh
 
 HOSTS_ENV = "REME_ES_HOSTS"
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
 
 
-class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, BaseFileStore):
+class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, DeferredRefresh, BaseFileStore):
     """ReMe file store on an OpenSearch or Elasticsearch cluster.
 
     Invariants: each upserted path's chunks replace the stored ones and a search never sees both; a chunk
@@ -71,12 +73,14 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
         flavour: str | None = None,
+        refresh_after: float = 1.0,
         **kwargs,
     ):
         super().__init__(**_checked_keys(type(self), kwargs))
         # ReMe's default pairing (`file_graph: default`, `keyword_index: default`): components this store stands in for
         self.paired = {"file_graph": kwargs.get("file_graph"), "keyword_index": kwargs.get("keyword_index")}
         self._init_runtime_state()
+        self._init_visibility(refresh_after)
         validate_hybrid(hybrid)
         self._bind_components(embedding_store, tag_index)
         self.file_graph = EsFileGraph(store=self)
@@ -176,6 +180,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         )
         if self.store.dims:
             await self._record_vectors_model()
+        await self.store.refresh()  # what a process that stopped mid-write left unrefreshed
         await self.refresh_counts()
         await self._stand_in_for_paired_components()
         await self._rebuild_tag_index("startup synchronization")
@@ -209,6 +214,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
     async def _close(self) -> None:
         self._closing = True
         await self._cancel_backfill()
+        await self._stop_refreshing()
         for view in self._views:
             await view.close()
         self._views = []
@@ -226,7 +232,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         await super()._close()
 
     async def dump(self) -> None:
-        """Nothing to flush: every write is stored and refreshed when it returns."""
+        """Make every write so far searchable (each is durable when its call returns; see `visibility`)."""
+        await self._visible()
 
     async def load(self) -> None:
         """Nothing to load: the cluster holds the state."""
@@ -243,8 +250,10 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         if not files:
             return
         try:
+            await self._before_write()
             await self._upsert(files)
         except Exception as e:
+            self._write_failed_now()
             if _unreachable(e):
                 self._keep_pending(upserts=files)
             raise
@@ -260,8 +269,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
             node.chunk_ids = [c.id for c in chunks]
             vectors = [as_vector(c.embedding) if c.embedding is not None else None for c in chunks]
             docs.append((to_file_doc(node, chunks), [to_chunk(c, v) for c, v in zip(chunks, vectors)]))
-        await store.upsert(docs, unchanged=unchanged)
-        await self.refresh_counts()
+        await store.upsert(docs, refresh=False, unchanged=unchanged)
+        await self._written()
         await self._upsert_tag_nodes([node for node, _ in files])
 
     @BaseFileStore.serialized
@@ -271,8 +280,10 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         if not paths:
             return
         try:
-            deleted = await self._require_store().delete(paths)
+            await self._before_write()
+            deleted = await self._require_store().delete(paths, refresh=False)
         except Exception as e:
+            self._write_failed_now()
             if _unreachable(e):
                 self._keep_pending(deletes=paths)
             raise
@@ -280,7 +291,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
             self._pending_deletes.discard(p)
             self._pending_upserts.pop(p, None)
         if deleted:
-            await self.refresh_counts()
+            await self._written()
             await self._delete_tag_paths(paths)
 
     @BaseFileStore.serialized
@@ -295,6 +306,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
 
     async def get_nodes(self, paths: list[str] | None = None) -> list[FileNode]:
         """File nodes by path (missing skipped, input order kept); None = every node, sorted by path."""
+        await self._visible()
         store = self._require_store()
         if paths is None:
             return [to_file_node(doc) for doc in await store.get_files(None)]
@@ -303,11 +315,13 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
 
     async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links written in `path`, in order; REAL targets are indexed nodes, VIRTUAL ones are not."""
+        await self._visible()
         links = await self._require_store().get_outlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links from every indexed file to `path`, sources sorted by path."""
+        await self._visible()
         links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
@@ -323,6 +337,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         vector = await self._query_vector(query)
         if vector is None:
             return []
+        await self._visible()
         hits = await self._require_store().vector_search(vector, limit, search_filter)
         return [to_file_chunk(h) for h in hits]
 
@@ -330,6 +345,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         """BM25 over chunk text, filtered server-side."""
         if not query or not query.strip() or limit <= 0:
             return []
+        await self._visible()
         hits = await self._require_store().keyword_search(query.strip(), limit, search_filter)
         return [to_file_chunk(h) for h in hits]
 
@@ -348,6 +364,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         if not query or not query.strip() or candidates <= 0:
             return [], {"vector": 0, "keyword": 0, "fusion": "none"}
         vector = await self._query_vector(query)
+        await self._visible()
         result = await self._require_store().search(
             query.strip(), vector, candidates, search_filter, candidate_multiplier=1, min_score=min_score
         )
@@ -358,6 +375,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
 
     async def optimize_index(self) -> None:
         """Expunge deleted documents where they pile up (force-merge)."""
+        await self._visible()
         result = await self._require_store().optimize()
         self.logger.info(f"{self.name}: optimize_index merged={result['merged']}")
 
@@ -367,6 +385,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Base
         if scope not in _REINDEX_SCOPES:
             raise ValueError(f"reindex scope must be one of: {', '.join(_REINDEX_SCOPES)}")
         out: dict[str, Any] = {"scope": scope}
+        await self._visible()
         if scope in ("all", "bm25"):
             stats = await self._require_store().stats()
             out["bm25"] = {"indexed": stats["chunks"]["docs"], "scope": "bm25"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from reme.schema import FileNode
 
+from .convert import to_file_node
+
 
 class TagIndexUpdates:
     """EsFileStore's updates of its bound tag index; a failed incremental update rebuilds it from the stored nodes."""
@@ -13,7 +15,11 @@ class TagIndexUpdates:
             return True
         tag_index = self.require_tag_index()
         try:
-            await tag_index.rebuild(await self.get_nodes())
+            # Only files whose front matter holds the tag key can carry tags: one query for those, not every node
+            # (a restart at 100k chunks read all 10k file docs here).
+            await self._visible()
+            tagged = await self._require_store().files_with_front_matter(tag_index.tag_key)
+            await tag_index.rebuild([to_file_node(doc) for doc in tagged])
         except Exception:
             self.logger.exception(f"{self.name}: tag index rebuild failed during {reason}; file store stays available")
             tag_index.set_healthy(False)

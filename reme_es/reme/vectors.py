@@ -106,6 +106,8 @@ class Embeddings:
             # one whose text is stored with a vector but something else changed reuses that vector.
             ids = {node.path: [c.id for c in chunks if c.embedding is None] for node, chunks in files}
             stored = await store.get_chunks(ids)
+            if stored:
+                await self._visible()  # `vector_ids` searches: an unrefreshed earlier write of these chunks counts
             with_vector = await store.vector_ids(ids) if stored else set()
             reuse: dict[str, FileChunk] = {}
             for _, chunks in files:
@@ -181,6 +183,7 @@ class Embeddings:
         if not self._vectors_on():
             return {"filled": 0, "missing": 0}
         store = self._require_store()
+        await self._visible()
         embedding_store = self.embedding_store
         filled = missing = 0
         checked = skip_health_check

@@ -185,6 +185,10 @@ class MemoryStore:
         """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
         return await self.links.get_files(paths)
 
+    async def files_with_front_matter(self, key: str) -> list[FileDoc]:
+        """File docs whose front matter has `key` (path, mtime, front matter only), sorted by path."""
+        return await self.links.with_front_matter(key)
+
     async def indexed(self, paths: Iterable[str]) -> set[str]:
         """Which of these paths are indexed files (one mget)."""
         return await self.links.indexed(paths)

@@ -32,6 +32,13 @@ class LinkGraph:
         found = {f.path: f for f in await self.files(list(dict.fromkeys(paths)))}
         return [found[p] for p in dict.fromkeys(paths) if p in found]
 
+    async def with_front_matter(self, key: str) -> list[FileDoc]:
+        """File docs whose front matter has a value for `key`, sorted by path: path, mtime and front matter only
+        (no links or chunk ids), for indexes derived from front matter (ReMe's tag index)."""
+        fields = ["path", "st_mtime", "front_matter"]
+        scan = self.port.scan(self.ix.files, q.with_field(f"front_matter.{key}"), fields, ["path"])
+        return [file_from_source(s) async for s in scan]
+
     async def indexed(self, paths: Iterable[str]) -> set[str]:
         """Which of these paths are indexed files (one mget)."""
         paths = list(dict.fromkeys(paths))
