@@ -34,7 +34,7 @@ Measured per backend and size:
   raw                 for reme-es: the same keyword / k-NN queries sent straight to the node with the same client
                       (the ceiling: what the node answers when nothing sits between the caller and it), interleaved
                       query by query with reme-es' own (alternating which goes first)
-p50 and p95 over --queries queries after 5 warm-up queries. The table of every size is printed, written to
+p50 and p95 over --queries queries after 20 warm-up queries. The table of every size is printed, written to
 bench/results/reme_backends.json, and plotted (p50 against N per backend, log-log) to --png (needs matplotlib:
 pip install 'reme-es[bench]').
 """
@@ -78,7 +78,7 @@ TOPIC_WORDS = 30
 FILES_PER_CALL = 100
 LIMIT = 50  # ReMe's search step: min(200, limit x 5) candidates per branch at the default limit 10
 JOB_LIMIT = 10
-WARMUP = 5
+WARMUP = 20  # a node just started answers its first queries slowly (JIT): 5 left the 10k rows above the 100k ones
 MONTH = {"start_date": "2026-03-01", "end_date": "2026-03-31"}
 MODES = ("keyword", "vector", "hybrid", "keyword filtered", "vector filtered", "search job")
 PREFIX = "perf-bench"
@@ -587,7 +587,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sizes", default="10k,100k", help="chunk counts, e.g. 10k,100k,300k,1m")
     p.add_argument("--backends", default=",".join(BACKENDS), help=f"any of {', '.join(BACKENDS)}")
-    p.add_argument("--queries", type=int, default=40, help="measured queries per mode (after 5 warm-up ones)")
+    p.add_argument("--queries", type=int, default=40, help="measured queries per mode (after 20 warm-up ones)")
     p.add_argument("--url", action="append", default=[], help="flavour=URL: use this node instead of starting one")
     p.add_argument("--heap", default="2g", help="heap of the nodes this bench starts (default 2g)")
     p.add_argument("--png", default=str(HERE / "reme_backends.png"), help="where the plot goes")

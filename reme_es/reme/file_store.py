@@ -325,6 +325,16 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
+    async def links_of(
+        self, paths: list[str], scope: LinkScopeEnum = LinkScopeEnum.REAL
+    ) -> tuple[dict[str, list[FileLink]], dict[str, list[FileLink]]]:
+        """`get_outlinks` and `get_inlinks` of several files at once (four requests, two at a time, for any number)."""
+        await self._visible()
+        store, s = self._require_store(), LinkScope(LinkScopeEnum(scope).value)
+        outs, ins = await asyncio.gather(store.outlinks_of(paths, s), store.inlinks_of(paths, s))
+        convert = lambda by_path: {p: [to_file_link(x) for x in links] for p, links in by_path.items()}  # noqa: E731
+        return convert(outs), convert(ins)
+
     async def rebuild_links(self) -> None:
         """No-op: links are stored with their source file and resolved at query time."""
 
@@ -354,9 +364,10 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         return 0.0 < vector_weight < 1.0 and abs(vector_weight - self.vector_weight) < 1e-9
 
     async def hybrid_search(
-        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0
+        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0, limit: int | None = None
     ) -> tuple[list[FileChunk], dict[str, Any]]:
-        """Up to `candidates` fused hits in one request where the server can fuse (else ReMe's RRF client-side).
+        """Up to `candidates` fused hits (the first `limit` only, when given: only those are fetched with their text),
+        in one request where the server can fuse (else ReMe's RRF client-side).
 
         Returns the hits and `{"vector", "keyword", "fusion"}` (branch hit counts are 0 when fused natively:
         the server does not report them).
@@ -366,7 +377,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         vector = await self._query_vector(query)
         await self._visible()
         result = await self._require_store().search(
-            query.strip(), vector, candidates, search_filter, candidate_multiplier=1, min_score=min_score
+            query.strip(), vector, min(limit or candidates, candidates), search_filter, min_score=min_score,
+            candidates=candidates,
         )
         counts = {"vector": result.vector_hits, "keyword": result.keyword_hits, "fusion": result.fusion}
         return [to_file_chunk(h) for h in result.hits], counts

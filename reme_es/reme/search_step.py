@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 
+from reme.enumeration import LinkScopeEnum
 from reme.steps.file_io import extract_daily_date
 from reme.steps.index._source_format import ALL_RETURNED_MESSAGE, NO_RESULTS_MESSAGE
 from reme.steps.index.search import SearchStep, _default_limit
@@ -92,7 +93,9 @@ class EsSearchStep(SearchStep):
                 response.metadata["tag_filter"] = tag_meta
             return response
 
-        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score)
+        # Without tool-context dedup only the first `limit` fused hits are shown: only those are fetched with text.
+        shown = None if tool_context_id else limit
+        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score, shown)
 
         pre_dedup_count = len(fused)
         dedup = None
@@ -103,7 +106,9 @@ class EsSearchStep(SearchStep):
 
         unique_paths = list(dict.fromkeys(c.path for c in fused))
         link_expansion = (
-            await expand_links(store, unique_paths, max_links_per_direction) if expand_links_enabled else {}
+            await expand_links(await _Prefetched.links(store, unique_paths), unique_paths, max_links_per_direction)
+            if expand_links_enabled
+            else {}
         )
         self._answer(response, fused, counts, hybrid, link_expansion, pre_dedup_count)
         if tag_meta is not None:
@@ -112,9 +117,11 @@ class EsSearchStep(SearchStep):
             response.metadata["dedup"] = dedup
         return response
 
-    async def _retrieve(self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float):
+    async def _retrieve(
+        self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float, shown: int | None
+    ):
         """The fused candidates from the cluster, their counts, and whether they were fused (logged as ReMe does)."""
-        fused, counts = await store.hybrid_search(query, candidates, search_filter, min_score)
+        fused, counts = await store.hybrid_search(query, candidates, search_filter, min_score, limit=shown)
         hybrid = counts["fusion"] in ("native", "client")
         self.logger.info(
             f"[{self.name}] query={query!r} candidates={candidates} fusion={counts['fusion']} hits={len(fused)}"
@@ -179,6 +186,34 @@ class EsSearchStep(SearchStep):
                 return False
             budget["count"] += 1
         return True
+
+
+class _Prefetched:
+    """The file store as ReMe's `expand_links` reads it, with every hit file's links fetched in one batch.
+
+    `expand_links` asks `get_outlinks` and `get_inlinks` once per path (each a few requests to the cluster); this
+    answers them from `EsFileStore.links_of`, so the grouping, capping and neighbour metadata stay ReMe's own."""
+
+    def __init__(self, store: EsFileStore, outlinks: dict, inlinks: dict):
+        self.store, self.outlinks, self.inlinks = store, outlinks, inlinks
+
+    @classmethod
+    async def links(cls, store: EsFileStore, paths: list[str]) -> _Prefetched:
+        outlinks, inlinks = await store.links_of(paths) if paths else ({}, {})
+        return cls(store, outlinks, inlinks)
+
+    async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list:
+        if LinkScopeEnum(scope) != LinkScopeEnum.REAL or path not in self.outlinks:
+            return await self.store.get_outlinks(path, scope)
+        return self.outlinks[path]
+
+    async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list:
+        if LinkScopeEnum(scope) != LinkScopeEnum.REAL or path not in self.inlinks:
+            return await self.store.get_inlinks(path, scope)
+        return self.inlinks[path]
+
+    async def get_nodes(self, paths: list[str] | None = None) -> list:
+        return await self.store.get_nodes(paths)
 
 
 __all__ = ["EsSearchStep"]

@@ -201,6 +201,14 @@ class MemoryStore:
         """Links from every indexed file to `path`, sorted by source; REAL when `path` itself is indexed."""
         return await self.links.inlinks(path, scope)
 
+    async def outlinks_of(self, paths: list[str], scope: LinkScope = LinkScope.REAL) -> dict[str, list[Link]]:
+        """`get_outlinks` of several files in two requests."""
+        return await self.links.outlinks_of(paths, scope)
+
+    async def inlinks_of(self, paths: list[str], scope: LinkScope = LinkScope.REAL) -> dict[str, list[Link]]:
+        """`get_inlinks` of several files in two requests."""
+        return await self.links.inlinks_of(paths, scope)
+
     async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
         """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""
         return await self.links.expand(paths, max_per_direction)
@@ -233,9 +241,13 @@ class MemoryStore:
         mode: str = "hybrid",
         candidate_multiplier: int = 5,
         min_score: float = 0.0,
+        candidates: int | None = None,
     ) -> SearchResult:
-        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit."""
-        return await self.searches.search(query, vector, limit, search_filter, mode, candidate_multiplier, min_score)
+        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit
+        (`candidates` sets the depth per branch instead of limit x candidate_multiplier)."""
+        return await self.searches.search(
+            query, vector, limit, search_filter, mode, candidate_multiplier, min_score, candidates
+        )
 
     # ------------------------------------------------------------------------------ embeddings
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:

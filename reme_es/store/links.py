@@ -47,23 +47,36 @@ class LinkGraph:
 
     async def outlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
         """Links written in `path`, in order; REAL when the target is an indexed file, VIRTUAL otherwise."""
-        files = await self.files([path])
-        if not files:
-            return []
-        links = files[0].links
-        if scope == LinkScope.ALL or not links:
-            return links
-        real = await self.indexed(link.target for link in links)
-        return [link for link in links if (link.target in real) == (scope == LinkScope.REAL)]
+        return (await self.outlinks_of([path], scope))[path]
 
     async def inlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
         """Links from every indexed file to `path`, sorted by source; REAL when `path` itself is indexed."""
+        return (await self.inlinks_of([path], scope))[path]
+
+    async def outlinks_of(self, paths: list[str], scope: LinkScope = LinkScope.REAL) -> dict[str, list[Link]]:
+        """`outlinks` of several files at once: one mget of their file docs, one of the link targets."""
+        paths = list(dict.fromkeys(paths))
+        written = {f.path: f.links for f in await self.files(paths)}
+        out = {p: written.get(p, []) for p in paths}
+        if scope == LinkScope.ALL:
+            return out
+        real = await self.indexed(link.target for links in out.values() for link in links)
+        return {p: [x for x in links if (x.target in real) == (scope == LinkScope.REAL)] for p, links in out.items()}
+
+    async def inlinks_of(self, paths: list[str], scope: LinkScope = LinkScope.REAL) -> dict[str, list[Link]]:
+        """`inlinks` of several files at once: one mget (which of them are indexed), one scan of the links index."""
+        paths = list(dict.fromkeys(paths))
+        out: dict[str, list[Link]] = {p: [] for p in paths}
+        wanted = paths
         if scope != LinkScope.ALL:
-            is_real = bool(await self.indexed([path]))
-            if is_real != (scope == LinkScope.REAL):
-                return []
-        scan = self.port.scan(self.ix.links, q.equals("target", path), True, ["source", "position"])
-        return [link_from_source(s) async for s in scan]
+            real = await self.indexed(paths)
+            wanted = [p for p in paths if (p in real) == (scope == LinkScope.REAL)]
+        if wanted:
+            scan = self.port.scan(self.ix.links, q.any_of("target", wanted), True, ["target", "source", "position"])
+            async for s in scan:
+                link = link_from_source(s)
+                out[link.target].append(link)
+        return out
 
     async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
         """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""

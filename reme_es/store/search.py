@@ -64,14 +64,16 @@ class SearchStore:
         mode: str = "hybrid",
         candidate_multiplier: int = 5,
         min_score: float = 0.0,
+        candidates: int | None = None,
     ) -> SearchResult:
         """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit.
 
-        Candidates are ranked from scores and ids alone; only the hits returned are fetched with their text."""
+        Candidates are ranked from scores and ids alone; only the hits returned are fetched with their text.
+        `candidates` sets the depth per branch directly (default: ReMe's min(200, limit x candidate_multiplier))."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or limit <= 0:
             return SearchResult(hits=[])
-        candidates = candidate_depth(limit, candidate_multiplier)
+        candidates = max(limit, candidates) if candidates else candidate_depth(limit, candidate_multiplier)
         # One branch: its top `limit` hits are the first `limit` of its candidates, and min_score only cuts the tail,
         # so only those are asked for (the k-NN search still explores `candidates` neighbours).
         if mode == "keyword" or (mode == "hybrid" and vector is None):

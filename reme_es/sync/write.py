@@ -7,6 +7,7 @@ import asyncio
 
 from ..errors import BulkError, InvalidInput
 from ..models import Chunk, FileDoc, doc_id
+from ..store.sources import stored_chunk_source
 from .report import Failure, Summary
 from .scan import LocalFile, parse, read_text
 from .state import _Known
@@ -69,9 +70,8 @@ class _Writing:
                 kinds[path] = kind
         if not items:
             return
-        if self.embedder:
-            await self._attach_vectors(items, summary)
-        failed = await self._upsert(items)
+        unchanged = await self._attach_vectors(items, summary) if self.embedder else set()
+        failed = await self._upsert(items, unchanged)
         known = await self._load_known()
         written_chunks = 0
         for doc, chunks in items:
@@ -84,10 +84,11 @@ class _Writing:
         summary.chunks += written_chunks
         self.report.advance(len(items), written_chunks)
 
-    async def _upsert(self, items: list[tuple[FileDoc, list[Chunk]]]) -> dict[str, str]:
-        """Write a batch; returns failed path -> reason. Invalid input is isolated by retrying file by file."""
+    async def _upsert(self, items: list[tuple[FileDoc, list[Chunk]]], unchanged: set[str]) -> dict[str, str]:
+        """Write a batch (chunks in `unchanged` are stored as given, vector included: not written again); returns
+        failed path -> reason. Invalid input is isolated by retrying file by file."""
         try:
-            await self.store.upsert(items, refresh=False)
+            await self.store.upsert(items, refresh=False, unchanged=unchanged)
             return {}
         except BulkError as exc:
             return self._bulk_failures(items, exc)
@@ -97,7 +98,7 @@ class _Writing:
         failed: dict[str, str] = {}
         for item in items:
             try:
-                await self.store.upsert([item], refresh=False)
+                await self.store.upsert([item], refresh=False, unchanged=unchanged)
             except BulkError as exc:
                 failed.update(self._bulk_failures([item], exc))
             except InvalidInput as exc:
@@ -149,15 +150,36 @@ class _Writing:
                 {s["hash"]: s["embedding"] for s in stored.values() if s.get("embedding") and s.get("hash")}
             )
 
-    async def _attach_vectors(self, items: list[tuple[FileDoc, list[Chunk]]], summary: Summary) -> None:
-        """Reuse stored vectors for unchanged chunk ids (and texts of deleted files); embed only the rest."""
+    async def _attach_vectors(self, items: list[tuple[FileDoc, list[Chunk]]], summary: Summary) -> set[str]:
+        """Give the batch's chunks their vectors; returns the ids of chunks stored exactly as given with a vector.
+
+        Those are not written again and their vectors are not read (one `exists` query tells them). A chunk whose
+        id is stored with a vector but something else changed (its lines moved) gets the stored vector back; one
+        whose text a deleted file had reuses that vector; only the rest is embedded."""
         known = await self._load_known()
         ids = {doc.path: known[doc.path].chunk_ids for doc, _ in items if doc.path in known}
-        stored = await self.store.get_chunks(ids, with_vectors=True) if ids else {}
+        stored = await self.store.get_chunks(ids) if ids else {}
+        with_vector = await self.store.vector_ids(ids) if stored else set()
+        unchanged: set[str] = set()
+        moved: list[Chunk] = []
         todo: list[Chunk] = []
         for _, chunks in items:
             for c in chunks:
-                vec = (stored.get(c.id) or {}).get("embedding") or self._reuse.get(c.hash)
+                old = stored.get(c.id) if c.id in with_vector else None
+                if old is not None and old == stored_chunk_source(c):
+                    unchanged.add(c.id)
+                    summary.reused_vectors += 1
+                elif old is not None:
+                    moved.append(c)
+                elif vec := self._reuse.get(c.hash):
+                    c.embedding = vec
+                    summary.reused_vectors += 1
+                else:
+                    todo.append(c)
+        if moved:
+            vectors = await self.store.get_chunks({c.path: [c.id] for c in moved}, with_vectors=True)
+            for c in moved:
+                vec = (vectors.get(c.id) or {}).get("embedding")
                 if vec:
                     c.embedding = vec
                     summary.reused_vectors += 1
@@ -168,6 +190,7 @@ class _Writing:
             for c, vec in zip(todo, vectors, strict=True):
                 c.embedding = vec
             summary.embedded += len(todo)
+        return unchanged
 
     async def _backfill(self, summary: Summary) -> None:
         """Embed stored chunks that have no vector yet (e.g. after `reindex` to a new model)."""

@@ -323,6 +323,28 @@ class LinkContract:
         assert len(await store.get_inlinks(target.path, LinkScope.REAL)) == 3
         assert await store.get_outlinks("digest/missing.md", LinkScope.ALL) == []
 
+    async def test_links_of_several_files_at_once_equal_each_files_own(self, store_factory):
+        store = await store_factory()
+        a, b, c = (chunk(f"digest/{n}.md", n) for n in "abc")
+        await store.upsert(
+            [
+                file_with(a.path, [a], links=[b.path, "digest/ghost.md", (c.path, "intro")]),
+                file_with(b.path, [b], links=[a.path, c.path]),
+                file_with(c.path, [c], links=[a.path]),
+            ]
+        )
+        paths = [c.path, a.path, "digest/ghost.md", "digest/missing.md", a.path]
+        for scope in (LinkScope.REAL, LinkScope.VIRTUAL, LinkScope.ALL):
+            outs, ins = await store.outlinks_of(paths, scope), await store.inlinks_of(paths, scope)
+            assert list(outs) == list(ins) == [c.path, a.path, "digest/ghost.md", "digest/missing.md"]
+            for p in outs:
+                assert outs[p] == await store.get_outlinks(p, scope), (scope, p)
+                assert ins[p] == await store.get_inlinks(p, scope), (scope, p)
+        assert [lk.source for lk in (await store.inlinks_of([a.path]))[a.path]] == [b.path, c.path]
+        assert [lk.target for lk in (await store.inlinks_of(["digest/ghost.md"], LinkScope.VIRTUAL))["digest/ghost.md"]] == [
+            "digest/ghost.md"
+        ]
+
     async def test_rewriting_a_file_replaces_its_outlinks(self, store_factory):
         store = await store_factory()
         c = chunk("digest/a.md", "a")

@@ -570,6 +570,18 @@ def test_full_and_json_summary(cli):
 # ------------------------------------------------------------------------------------------ embeddings
 
 
+def _chunk_versions(cli, path: str) -> dict[str, tuple[int, int]]:
+    """(seq_no, primary_term) of each stored chunk of `path`: a chunk written again gets a new one."""
+    body = {"query": {"term": {"path": path}}, "seq_no_primary_term": True, "_source": ["chunk_id"], "size": 100}
+    req = urllib.request.Request(
+        f"{cli.url}/{cli.prefix}-chunks/_search", data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        hits = json.loads(resp.read())["hits"]["hits"]
+    return {h["_source"]["chunk_id"]: (h["_seq_no"], h["_primary_term"]) for h in hits}
+
+
 def _local_model_installed() -> bool:
     from reme_es.embeddings import default_model_path, default_tokenizer_path
 
@@ -591,12 +603,16 @@ def test_local_embeddings_are_computed_once(cli):
     assert backfill.stdout.splitlines()[-1].endswith("; 8 embedded, 0 vectors reused")
 
     # one new section: only its chunk is embedded; a renamed file reuses every vector
+    before = _chunk_versions(cli, "digest/indexing.md")
     with (cli.workspace / "digest/indexing.md").open("a") as fh:
         fh.write("\n## Extra\nThe walruses section.\n")
     (cli.workspace / "digest/search.md").rename(cli.workspace / "digest/retrieval.md")
     edited = cli.sync("--embedding", "local")
     assert _summary(edited) == "synced: 1 added, 1 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped"
     assert edited.stdout.splitlines()[-1].endswith("; 1 embedded, 3 vectors reused")
+    after = _chunk_versions(cli, "digest/indexing.md")
+    # the modified file's unchanged chunks were not written again (same version), the new one was added
+    assert before and {cid: after[cid] for cid in before} == before and len(after) == len(before) + 1
 
     vector = cli.search("how long are daily notes kept", "--embedding", "local", "--mode", "vector")
     assert vector[0] == ("daily/2026-05-18.md", 1, 12)
