@@ -332,8 +332,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         await self._visible()
         store, s = self._require_store(), LinkScope(LinkScopeEnum(scope).value)
         outs, ins = await asyncio.gather(store.outlinks_of(paths, s), store.inlinks_of(paths, s))
-        convert = lambda by_path: {p: [to_file_link(x) for x in links] for p, links in by_path.items()}  # noqa: E731
-        return convert(outs), convert(ins)
+        return _file_links(outs), _file_links(ins)
 
     async def rebuild_links(self) -> None:
         """No-op: links are stored with their source file and resolved at query time."""
@@ -426,6 +425,10 @@ class ElasticsearchFileStore(EsFileStore):
 
     engine = "elasticsearch"
     flavour = "elasticsearch-9"
+
+
+def _file_links(by_path: dict[str, list]) -> dict[str, list[FileLink]]:
+    return {p: [to_file_link(x) for x in links] for p, links in by_path.items()}
 
 
 def file_store_class(engine: str) -> type[EsFileStore]:

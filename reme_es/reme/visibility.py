@@ -17,6 +17,7 @@ refreshes them (and re-reads its health counts) when it matters:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 MAX_DELAY_FACTOR = 10  # a steady stream of writes is refreshed at least every refresh_after x this
@@ -94,10 +95,8 @@ class DeferredRefresh:
         """At close: stop the background refresh and make the last writes searchable (best effort)."""
         if self._refresh_task is not None:
             self._refresh_task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # its failure was logged; close refreshes below
                 await self._refresh_task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
             self._refresh_task = None
         try:
             await self._visible()

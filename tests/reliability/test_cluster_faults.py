@@ -12,6 +12,7 @@ The indices have `number_of_replicas: 1` (IndexOptions(replicas=1)), and every c
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import random
 import subprocess
@@ -280,7 +281,7 @@ async def _write_through_failover(c: Cluster, prefix: str, batches: int, kill_af
             if i == kill_after:
                 # Kill only once every replica is allocated and in sync: a primary killed while its replica still
                 # recovers leaves the shard red until that node returns, which is not the failover under test.
-                await asyncio.get_running_loop().run_in_executor(None, lambda: c.wait(nodes=3, status="green"))
+                await asyncio.get_running_loop().run_in_executor(None, functools.partial(c.wait, nodes=3, status="green"))
                 manager = c.manager()
                 await asyncio.get_running_loop().run_in_executor(None, c.kill, manager)
                 killed_at = time.monotonic()
