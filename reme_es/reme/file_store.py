@@ -269,7 +269,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
             node.chunk_ids = [c.id for c in chunks]
             vectors = [as_vector(c.embedding) if c.embedding is not None else None for c in chunks]
             docs.append((to_file_doc(node, chunks), [to_chunk(c, v) for c, v in zip(chunks, vectors)]))
-        await store.upsert(docs, refresh=False, unchanged=unchanged)
+        async with self._writing():
+            await store.upsert(docs, refresh=False, unchanged=unchanged)
         await self._written()
         await self._upsert_tag_nodes([node for node, _ in files])
 
@@ -281,7 +282,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
             return
         try:
             await self._before_write()
-            deleted = await self._require_store().delete(paths, refresh=False)
+            async with self._writing():
+                deleted = await self._require_store().delete(paths, refresh=False)
         except Exception as e:
             self._write_failed_now()
             if _unreachable(e):

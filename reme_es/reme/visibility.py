@@ -11,6 +11,9 @@ refreshes them (and re-reads its health counts) when it matters:
   writes), so other processes reading the same indices see the changes soon too;
 - before the next write when a write failed (so the write protocol sees any chunk the failed one left behind).
 
+A refresh never runs while a write call is sending its requests (both hold `_refresh_lock`), so a reader still
+never sees a file's old and new chunks together: a read that needs a refresh waits for the write to finish.
+
 `refresh_after: 0` refreshes at the end of every write call, as before.
 """
 
@@ -35,7 +38,7 @@ class DeferredRefresh:
         self._unrefreshed_since: float | None = None
         self._last_write = 0.0
         self._write_failed = False
-        self._refresh_lock = asyncio.Lock()
+        self._refresh_lock = asyncio.Lock()  # held by a refresh and by a write call's requests (`_writing`)
         self._refresh_task: asyncio.Task | None = None
 
     async def _written(self) -> None:
@@ -54,6 +57,10 @@ class DeferredRefresh:
         self._write_failed = True
         if self._unrefreshed_since is None:
             self._unrefreshed_since = time.monotonic()
+
+    def _writing(self) -> asyncio.Lock:
+        """`async with self._writing():` around a write call's requests: no refresh can split them."""
+        return self._refresh_lock
 
     async def _before_write(self) -> None:
         if self._write_failed:

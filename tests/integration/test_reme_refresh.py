@@ -159,6 +159,32 @@ async def test_a_failed_write_makes_the_next_write_refresh_first(open_app):
     assert await s.seen_outside() == 1  # note 1 (refreshed before note 3 was written)
 
 
+async def test_a_read_does_not_refresh_in_the_middle_of_a_write(open_app):
+    s = await open_app(refresh_after=60)
+    await s.fs.upsert([note(1)])  # unrefreshed: the next read refreshes
+    dialect = s.fs.store.dialect
+    bulk, gate, log = dialect.bulk, asyncio.Event(), []
+
+    async def held_bulk(actions, *args, **kwargs):
+        log.append("bulk")
+        await gate.wait()  # the write is stuck between its rounds
+        return await bulk(actions, *args, **kwargs)
+
+    dialect.bulk = held_bulk
+    write = asyncio.create_task(s.fs.upsert([note(2), note(3)]))  # new files: nothing to refresh before writing
+    while not log:
+        await asyncio.sleep(0.01)
+    read = asyncio.create_task(s.fs.keyword_search("lighthouse keeper", 20, {}))
+    await asyncio.sleep(0.5)
+    assert s.refreshes == 0 and not read.done()  # the read waits for the write rather than refresh half of it
+    gate.set()
+    await write
+    hits = await read
+    dialect.bulk = bulk
+    assert s.refreshes == 1
+    assert sorted({h.path for h in hits}) == [f"digest/refresh-{n}.md" for n in (1, 2, 3)]
+
+
 async def test_refresh_after_must_not_be_negative(server, es_prefix, tmp_path):
     cfg = app_config(tmp_path / "ws", server.engine, server.url, es_prefix)
     cfg["components"]["file_store"]["default"]["refresh_after"] = -1
