@@ -159,13 +159,15 @@ def chunk_id(i: int) -> str:
 # ------------------------------------------------------------------------------------ ReMe application
 
 
-def app_config(ws: Path, backend: str, url: str | None, prefix: str) -> dict:
+def app_config(ws: Path, backend: str, url: str | None, prefix: str, refresh_after: float | None = None) -> dict:
     from reme.config import resolve_app_config
 
     store: dict = {"backend": backend, "embedding_store": "default"}
     if backend in FLAVOURS:
         store = {"backend": "elasticsearch" if backend.startswith("elasticsearch") else "opensearch",
                  "embedding_store": "default", "hosts": url, "index_prefix": prefix}
+        if refresh_after is not None:
+            store["refresh_after"] = refresh_after
     jobs: dict = {name: {"enabled": False} for name in WATCHERS}
     if backend in FLAVOURS:  # the same job answered by the reme-es step (one hybrid request, links in two)
         jobs["search_es"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}
@@ -376,7 +378,7 @@ async def run_worker(args) -> dict:
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     prefix = f"{args.prefix}-{backend.replace('.', '')}"
-    cfg = app_config(ws, backend, args.url, prefix)
+    cfg = app_config(ws, backend, args.url, prefix, args.refresh_after)
     result: dict = {"backend": backend, "size": size}
     vectors = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(size, DIMS))
 
@@ -485,6 +487,8 @@ def run_one(backend: str, size: int, url: str | None, args, work: Path) -> dict 
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--size", str(size),
            "--queries", str(args.queries), "--workdir", str(work / backend), "--result", str(out),
            "--prefix", args.prefix]
+    if args.refresh_after is not None:
+        cmd += ["--refresh-after", str(args.refresh_after)]
     if url:
         cmd += ["--url", url]
     print(f"# {LABELS[backend]}, {size:,} chunks ...", file=sys.stderr, flush=True)
@@ -594,6 +598,8 @@ def main() -> None:
     p.add_argument("--json", default=str(HERE / "results" / "reme_backends.json"), help="where the results go")
     p.add_argument("--timeout", type=float, default=7200, help="seconds one backend at one size may take")
     p.add_argument("--keep", action="store_true", help="keep the indices (worker)")
+    p.add_argument("--refresh-after", type=float, default=None,
+                   help="reme-es: the file store's refresh_after (default: its own, 1 s; 0 = refresh after every call)")
     p.add_argument("--prefix", default=PREFIX, help=f"index prefix of the reme-es backends (default {PREFIX})")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, help=argparse.SUPPRESS)
