@@ -26,9 +26,6 @@ from reme.components.component_registry import R
 from reme.config import resolve_app_config
 from reme.enumeration import LinkScopeEnum
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
-
 pytestmark = pytest.mark.asyncio
 
 DIMS = 64
@@ -268,17 +265,6 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
     finally:
         await app.close()
     return out
-
-
-@pytest.fixture
-async def es_prefix(server, prefix):
-    """The test's index prefix, dropped afterwards."""
-    yield prefix
-    store = await open_store(ClientSettings(hosts=[server.url]), prefix, server.engine)
-    try:
-        await store.drop()
-    finally:
-        await store.close()
 
 
 async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, tmp_path):

@@ -17,23 +17,10 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 
 from click.testing import CliRunner
 
-from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
-from reme_es.connect import open_store
 from reme_es.errors import ConfigError
 from reme_es.reme.file_store import REME_PASS_THROUGH_KEYS
 from tests.integration.test_reme import PATHS, app_config, make_app, write_workspace
-
-
-@pytest.fixture
-async def es_prefix(server, prefix):
-    """The test's index prefix, dropped afterwards."""
-    yield prefix
-    store = await open_store(ClientSettings(hosts=[server.url]), prefix, server.engine)
-    try:
-        await store.drop()
-    finally:
-        await store.close()
 
 
 def test_a_misspelled_file_store_key_stops_the_application_naming_the_valid_keys(tmp_path, monkeypatch):

@@ -24,17 +24,6 @@ from tests.integration.test_reme import app_config, make_app
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture
-async def es_prefix(server, prefix):
-    """The test's index prefix, dropped afterwards."""
-    yield prefix
-    store = await open_store(ClientSettings(hosts=[server.url]), prefix, server.engine)
-    try:
-        await store.drop()
-    finally:
-        await store.close()
-
-
 def note(n: int) -> tuple[FileNode, list[FileChunk]]:
     path = f"digest/refresh-{n}.md"
     chunks = [
