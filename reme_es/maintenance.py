@@ -109,8 +109,14 @@ def _flatten(props: dict, prefix: str = "") -> dict[str, dict]:
     return out
 
 
-def _norm(value: object) -> str:
-    return str(value).lower()
+def _norm(value: object) -> object:
+    """A mapping value in a comparable form: dicts compared without their key order, scalars as lowercase text
+    (the server may give back `64` or `"64"`, `True` or `"true"`)."""
+    if isinstance(value, dict):
+        return {str(k): _norm(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_norm(v) for v in value]
+    return None if value is None else str(value).lower()
 
 
 async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, list[str]]:

@@ -4,6 +4,7 @@ and `_run`, which turns reme-es errors into exit codes."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import click
 
 from ..adapters.registry import engine_names
+from ..adapters.transport import redact_host
 from ..config import Settings, load_settings
 from ..errors import ConfigError, InvalidFilter, MappingError, ReMeESError
 from ..store import MemoryStore
@@ -45,6 +47,33 @@ def _run(make) -> None:
         _err("interrupted")
         code = 130
     sys.exit(code or 0)
+
+
+# The options of `common` that say which cluster and prefix a command works on, in the order a hint prints them.
+_TARGET_OPTIONS = {
+    "config_file": "--config",
+    "hosts": "--hosts",
+    "aws_region": "--aws-region",
+    "aws_service": "--aws-service",
+    "engine": "--engine",
+    "index_prefix": "--index-prefix",
+}
+
+
+def hint(command: str, workspace: Path | None = None, positional: bool = False) -> str:
+    """A `reme-es <command>` line that works as printed where this command was run: the same program path, the
+    same workspace (`-w`, or the argument of `sync` when `positional`) and the same target options it was given."""
+    program = sys.argv[0] if Path(sys.argv[0]).name == "reme-es" else "reme-es"
+    words = [program, *command.split()]
+    if workspace is not None and (positional or str(workspace) != "."):
+        words += [str(workspace)] if positional else ["-w", str(workspace)]
+    ctx = click.get_current_context(silent=True)
+    params = ctx.params if ctx else {}
+    for name, flag in _TARGET_OPTIONS.items():
+        if params.get(name) is not None:
+            value = params[name]
+            words += [flag, redact_host(value) if name == "hosts" else str(value)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def common(with_workspace: bool = True):

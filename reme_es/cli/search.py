@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import click
 
@@ -20,6 +21,7 @@ from .base import (
     _run,
     _settings,
     common,
+    hint,
     main,
 )
 
@@ -72,6 +74,7 @@ def search(
             min_score,
             links,
             as_json,
+            workspace,
         )
     )
 
@@ -109,13 +112,16 @@ def _render_links(grouped: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
-async def _query_vector(settings: Settings, store: MemoryStore, query: str, mode: str, asked: bool):
+async def _query_vector(
+    settings: Settings, store: MemoryStore, query: str, mode: str, asked: bool, workspace: Path | None = None
+):
     """The query's vector from the model that made the index's vectors; None (with a note) when the index has
     none and hybrid was the default; ConfigError when the asked mode cannot run."""
     chunks = store.index("chunks")
     if not store.dims:
         reason = f"index {chunks} has no vectors"
-        fix = "`reme-es reindex --embedding local`, then `reme-es sync --embedding local`"
+        reindex = hint("reindex --embedding local", workspace)
+        fix = f"`{reindex}`, then `{hint('sync --embedding local', workspace or Path('.'), positional=True)}`"
     elif _embedding_given(settings):
         embedder = _embedder(settings)
         if embedder is not None:
@@ -136,7 +142,9 @@ async def _query_vector(settings: Settings, store: MemoryStore, query: str, mode
     return None
 
 
-async def _search(settings: Settings, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json):
+async def _search(
+    settings: Settings, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
+):
     from ..models import SearchFilter
 
     search_filter = SearchFilter.parse({"start_date": start_date, "end_date": end_date, "path_prefix": prefixes})
@@ -145,7 +153,7 @@ async def _search(settings: Settings, query, limit, mode, start_date, end_date, 
     try:
         vector = None
         if mode != "keyword":
-            vector = await _query_vector(settings, store, query, mode, asked is not None)
+            vector = await _query_vector(settings, store, query, mode, asked is not None, workspace)
             if vector is None:
                 mode = "keyword"
         result = await store.search(query, vector, limit, search_filter, mode=mode, min_score=min_score)

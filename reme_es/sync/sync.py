@@ -119,8 +119,7 @@ class WorkspaceSync(_Writing, _Watching):
                 pending = loop.run_in_executor(None, self._prepare, batches[i + 1]) if i + 1 < len(batches) else None
                 while len(writing) >= self.concurrency:
                     done, writing = await asyncio.wait(writing, return_when=asyncio.FIRST_COMPLETED)
-                    for task in done:
-                        task.result()
+                    _raise_first(done)
                 writing.add(asyncio.create_task(self._write(prepared, summary)))
                 since_refresh += len(batches[i])
                 if since_refresh >= REFRESH_EVERY:
@@ -178,6 +177,14 @@ class WorkspaceSync(_Writing, _Watching):
         while writing:
             task = writing.pop()
             await task
+
+
+def _raise_first(done: set[asyncio.Task]) -> None:
+    """Raise the first error of finished batches, every error retrieved (two batches failing together, say when the
+    node dies under both, must not leave one whose traceback asyncio prints at exit)."""
+    errors = [task.exception() for task in done if not task.cancelled() and task.exception() is not None]
+    if errors:
+        raise errors[0]
 
 
 __all__ = ["Failure", "Reporter", "State", "Summary", "WorkspaceSync", "in_scope", "state_path"]

@@ -930,7 +930,8 @@ def test_hybrid_on_an_index_without_vectors_says_so(cli):
     result, out = _search_json(cli, "retention")
     assert result.exit_code == 0, result.stderr
     assert (out["mode"], out["fusion"]) == ("keyword", "keyword") and out["hits"]
-    fix = "`reme-es reindex --embedding local`, then `reme-es sync --embedding local`"
+    target = f"--hosts {cli.url} --index-prefix {cli.prefix}"  # the hint's commands run as printed
+    fix = f"`reme-es reindex --embedding local {target}`, then `reme-es sync --embedding local . {target}`"
     assert result.stderr == (
         f"note: index {cli.prefix}-chunks has no vectors, so this search is BM25 only; for hybrid search run {fix}\n"
     )
