@@ -185,16 +185,24 @@ function list(value: string | string[], name: string): string[] {
   return values;
 }
 
+/** A value for an error message: JSON where that says what it is, else its type (a string is quoted). */
+function describeValue(v: unknown): string {
+  if (v === undefined) return "undefined";
+  if (typeof v === "number" && !Number.isFinite(v)) return String(v);
+  return JSON.stringify(v) ?? typeof v;
+}
+
 function rangeClause(field: string, name: string, range: RangeFilter<number | Date>, kind: "number" | "date"): any[] {
   const convert = (bound: string, v: unknown): number | string => {
     if (kind === "number") {
       if (typeof v !== "number" || !Number.isFinite(v)) {
-        throw new InvalidQuery(`filters.${name}.${bound} must be a finite number, not ${JSON.stringify(v)}`);
+        throw new InvalidQuery(`filters.${name}.${bound} must be a finite number, not ${describeValue(v)}`);
       }
       return v;
     }
     if (!(v instanceof Date) || Number.isNaN(v.getTime())) {
-      throw new InvalidQuery(`filters.${name}.${bound} must be a valid Date, not ${JSON.stringify(v)}`);
+      const got = v instanceof Date ? "an invalid Date (new Date() of an unparseable value)" : describeValue(v);
+      throw new InvalidQuery(`filters.${name}.${bound} must be a valid Date, not ${got}`);
     }
     return v.toISOString();
   };

@@ -58,9 +58,13 @@ export class GraphStoreError extends StoreError {
 
 export type ErrorClass = new (message: string, options?: StoreErrorOptions) => StoreError;
 
-/** Replace URL user-info and every given secret in `text` with `***`. */
+/**
+ * Replace URL user-info, the credentials of `Authorization`-style values (`Basic …`, `ApiKey …`, `Bearer …`, which
+ * a server may echo in a 401 reason) and every given secret in `text` with `***`.
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1***@");
+  out = out.replace(/\b(Basic|ApiKey|Bearer)(\s+)[A-Za-z0-9+/=._~-]{4,}/gi, "$1$2***");
   for (const secret of secrets) {
     if (secret.length > 0) out = out.split(secret).join("***");
   }

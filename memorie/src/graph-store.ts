@@ -71,7 +71,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     await this.conn.request({
       method: "PUT",
       path: `/${this.alias}/_doc/${encodeURIComponent(relation.id)}`,
-      query: this.conn.writeQuery(),
+      query: this.conn.indexQuery(),
       body: relationDoc(relation),
       what: `create relation ${relation.id}`,
     });

@@ -63,6 +63,7 @@ export async function ensureIndex(
   });
   if (created.status === 400) {
     const type = created.body?.error?.type;
+    if (type === "invalid_alias_name_exception") throw concreteIndexAtAlias(conn, alias, index);
     if (type !== "resource_already_exists_exception") {
       const reason = created.body?.error?.caused_by?.reason ?? created.body?.error?.reason ?? "HTTP 400";
       const hint = /knn_vector/.test(String(reason)) ? " (the OpenSearch node needs the k-NN plugin)" : "";
@@ -74,12 +75,29 @@ export async function ensureIndex(
   return info;
 }
 
+/** The error when a concrete index holds the alias name (a write without `require_alias` auto-created it). */
+function concreteIndexAtAlias(conn: Connection, alias: string, index: string) {
+  return conn.error(
+    `cannot create ${index} behind alias ${alias}: an index named ${alias} exists (not an alias). A write that did not ` +
+      "require the alias (an older reme-es-memorie, or another client) created it with a dynamic mapping after the " +
+      `store's index was deleted. Copy out any documents you need, delete that index (DELETE /${alias}), then ` +
+      "create the store again",
+    { status: 400, details: { alias, index } },
+  );
+}
+
 /** Delete the index behind `<prefix>-memorie-<kind>` (and so its alias); nothing to do when there is none. */
 export async function dropIndex(conn: Connection, prefix: string, kind: IndexKind): Promise<void> {
   const info = await findIndex(conn, prefix, kind).catch(() => null);
   const { index } = indexNames(prefix, kind);
   const name = info?.index ?? index;
-  await conn.request({ method: "DELETE", path: `/${encodeURIComponent(name)}`, accept: [404], what: `delete index ${name}` });
+  await conn.request({
+    method: "DELETE",
+    path: `/${encodeURIComponent(name)}`,
+    accept: [404],
+    missingIndexOk: true,
+    what: `delete index ${name}`,
+  });
 }
 
 /** Every id in an index, in id order, a page at a time (search_after on `id`: no 10,000-hit window). */

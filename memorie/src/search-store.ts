@@ -55,7 +55,7 @@ class OpenSearchSearchStore implements OpenSearchStore {
     await this.conn.request({
       method: "PUT",
       path: `/${this.alias}/_doc/${encodeURIComponent(memory.id)}`,
-      query: this.conn.writeQuery(),
+      query: this.conn.indexQuery(),
       body: memoryDoc(memory),
       what: `index memory ${memory.id}`,
     });

@@ -134,7 +134,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     await conn.request({
       method: "PUT",
       path: `/${info.alias}/_doc/${encodeURIComponent(id)}`,
-      query: conn.writeQuery(),
+      query: conn.indexQuery(),
       body: vectorDoc(id, embedding, this.metadataFor(id, metadata)),
       what: `upsert vector ${id}`,
     });

@@ -56,6 +56,15 @@ for (const { engine, url } of targets) {
       }
     });
 
+    it("declares stemming exactly when the node has porter_stem, and records it in the index", async () => {
+      const probe = await http(url, "POST", "/_analyze", { tokenizer: "standard", filter: ["porter_stem"], text: "running" });
+      const nodeStems = probe.status === 200 && probe.body?.tokens?.[0]?.token === "run";
+      const s = track(await createSearchStore({ url, indexPrefix: freshPrefix("stem") }));
+      assert.equal(s.info.stemming, nodeStems);
+      const mapping = (await http(url, "GET", `/${s.info.index}/_mapping`)).body[s.info.index].mappings;
+      assert.equal(mapping._meta.reme_es.stemming, nodeStems);
+    });
+
     it("refuses an index of another template version or of another program", async () => {
       const prefix = freshPrefix("version");
       const alias = `${prefix}-memorie-memories`;

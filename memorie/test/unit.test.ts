@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
+import { ClusterGuard, identityRequest } from "../src/cluster.js";
 import { backoffDelay, Connection, engineFromAnswer, isRetryableStatus, type RequestParams } from "../src/connection.js";
+import type { SendParams } from "../src/transport.js";
 import {
   canonicalJson,
   InvalidQuery,
@@ -154,10 +156,10 @@ function scripted(answers: (Error | { status: number; body?: unknown })[]) {
     if (a instanceof Error) throw a;
     return { status: a.status, body: a.body };
   };
-  const conn = new Connection(
-    "opensearch", "2.19.1", "true", send, SearchError, ["s3cret"], { retries: 3, baseMs: 100, capMs: 1000 },
-    async () => {}, async (ms) => void delays.push(ms),
-  );
+  const conn = new Connection({
+    engine: "opensearch", version: "2.19.1", refresh: "true", send, errorClass: SearchError, secrets: ["s3cret"],
+    retry: { retries: 3, baseMs: 100, capMs: 1000 }, sleep: async (ms) => void delays.push(ms),
+  });
   return { conn, seen, delays };
 }
 
@@ -214,5 +216,99 @@ describe("retries", () => {
     assert.equal(isRetryableStatus(429), true);
     assert.equal(isRetryableStatus(500), true);
     assert.equal(isRetryableStatus(409), false);
+  });
+});
+
+describe("messages", () => {
+  it("an invalid Date in a range filter is called that, not null", () => {
+    assert.throws(
+      () => searchBody({ filters: { createdAt: { gte: new Date("nope") } } }),
+      (e: Error) => e.message === "filters.createdAt.gte must be a valid Date, not an invalid Date (new Date() of an unparseable value)",
+    );
+    assert.throws(() => searchBody({ filters: { importance: { lt: Number.NaN } } }), /importance.lt must be a finite number, not NaN/);
+  });
+
+  it("redact masks Authorization values a server echoes (Basic, ApiKey, Bearer)", () => {
+    const basic = Buffer.from("alice:pw-Secret").toString("base64");
+    assert.equal(
+      redact(`security_exception: unable to authenticate with [Basic ${basic}] or ApiKey aWQ6a2V5, bearer abc.def-ghi`, []),
+      "security_exception: unable to authenticate with [Basic ***] or ApiKey ***, bearer ***",
+    );
+  });
+});
+
+describe("time limits", () => {
+  it("a call gives up at callTimeoutMs, each try's timeout cut to the time left", async () => {
+    let clock = 0;
+    const timeouts: number[] = [];
+    const send = async (p: SendParams) => {
+      timeouts.push(p.timeoutMs);
+      clock += p.timeoutMs; // a node that never answers: each try runs into its timeout
+      throw Object.assign(new Error("Request timed out"), { name: "TimeoutError" });
+    };
+    const conn = new Connection({
+      engine: "opensearch", version: "2.19.1", refresh: "true", send, errorClass: SearchError, secrets: [],
+      retry: { retries: 50, baseMs: 10, capMs: 10 }, limits: { requestTimeoutMs: 120, callTimeoutMs: 300 },
+      sleep: async (ms) => void (clock += ms), now: () => clock,
+    });
+    await assert.rejects(conn.request({ method: "GET", path: "/", what: "ping" }), (e: SearchError) => {
+      assert.match(e.message, /^ping failed: no success within 300 ms \(callTimeoutMs\) after 3 attempt\(s\); last: TimeoutError/);
+      return true;
+    });
+    assert.ok(clock <= 300, `gave up after ${clock} ms`);
+    assert.equal(timeouts.length, 3);
+    assert.deepEqual(timeouts.slice(0, 2), [120, 120]);
+    assert.ok(timeouts[2]! < 120 && timeouts[2]! > 0, `last try limited to the time left: ${timeouts}`);
+  });
+});
+
+describe("cluster check", () => {
+  function guarded(uuids: string[], intervalMs: number) {
+    const sent: string[] = [];
+    let clock = 0;
+    const failNext = { value: false };
+    const send = async (p: SendParams) => {
+      sent.push(p.path);
+      if (failNext.value) {
+        failNext.value = false;
+        throw Object.assign(new Error("socket hang up"), { name: "ConnectionError" });
+      }
+      if (p.path.startsWith("/_cluster/state")) return { status: 200, body: { metadata: { cluster_uuid: uuids.shift() } } };
+      return { status: 201, body: {} };
+    };
+    const guard = new ClusterGuard("A", intervalMs, () => clock);
+    const conn = new Connection({
+      engine: "opensearch", version: "2.19.1", refresh: "true", send, errorClass: SearchError, secrets: [],
+      retry: { retries: 3, baseMs: 1, capMs: 1 }, urls: ["http://127.0.0.1:9200"],
+      cluster: { guard, identity: identityRequest("p") }, sleep: async () => {},
+    });
+    return { conn, sent, failNext, tick: (ms: number) => void (clock += ms) };
+  }
+  const write = { method: "PUT" as const, path: "/p-memorie-memories/_doc/1", what: "index memory 1" };
+
+  it("costs no request while the interval lasts, one after it, one after a connection failure", async () => {
+    const { conn, sent, failNext, tick } = guarded(["A", "A"], 1000);
+    for (let i = 0; i < 5; i++) await conn.request(write);
+    assert.deepEqual(sent, Array(5).fill(write.path));
+    tick(1000);
+    sent.length = 0;
+    await conn.request(write);
+    await conn.request(write);
+    assert.deepEqual(sent, ["/_cluster/state/metadata/p-memorie-*", write.path, write.path]);
+    sent.length = 0;
+    failNext.value = true;
+    await conn.request(write);
+    assert.deepEqual(sent, [write.path, "/_cluster/state/metadata/p-memorie-*", write.path]);
+  });
+
+  it("another cluster's UUID stops the request before it is sent", async () => {
+    const { conn, sent, tick } = guarded(["B"], 1000);
+    tick(1000);
+    await assert.rejects(conn.request(write), (e: SearchError) => {
+      assert.match(e.message, /^http:\/\/127.0.0.1:9200 now reaches cluster B, not cluster A where this store was opened/);
+      assert.deepEqual(e.details, { openedClusterUuid: "A", answeringClusterUuid: "B" });
+      return true;
+    });
+    assert.deepEqual(sent, ["/_cluster/state/metadata/p-memorie-*"]);
   });
 });

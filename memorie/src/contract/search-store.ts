@@ -5,7 +5,10 @@ import type { Memory, SearchStore } from "../types.js";
 import { type ContractTarget, makeMemory, rejectsWithCode, storeCase } from "./common.js";
 
 export interface SearchContractOptions {
-  /** Whether the store stems English (false: the suite checks that it really does not). Default true. */
+  /**
+   * Whether the store stems English (false: the suite checks that it really does not). Default: what the store
+   * declares in `store.info.stemming` (the reme-es stores read it from their index), else true.
+   */
   stemming?: boolean;
   /** Load many memories (default: the store's `indexMany` if it has one, else `index` one by one). */
   bulkLoad?: (store: SearchStore, memories: Memory[]) => Promise<void>;
@@ -23,7 +26,11 @@ export function runSearchStoreContract<S extends SearchStore>(
   target: ContractTarget<S>,
   options: SearchContractOptions = {},
 ): void {
-  const stemming = options.stemming ?? true;
+  /** Whether `store` stems: the option, else the store's own `info.stemming`, else true. */
+  const stems = (store: S): boolean => {
+    const declared = (store as { info?: { stemming?: unknown } }).info?.stemming;
+    return options.stemming ?? (typeof declared === "boolean" ? declared : true);
+  };
   const bulkLoad =
     options.bulkLoad ??
     (async (store: SearchStore, memories: Memory[]) => {
@@ -134,7 +141,8 @@ export function runSearchStoreContract<S extends SearchStore>(
       assert.deepEqual(ids(await store.search({ query: "is" })), [m.id]);
     });
 
-    c(stemming ? "stems English words (report ~ reports, running ~ run)" : "does not stem (as declared)", async (store) => {
+    c("stems English words as declared (report ~ reports, running ~ run; options.stemming or store.info.stemming)", async (store) => {
+      const stemming = stems(store);
       const m = makeMemory({ content: "Two reports are running late" });
       await store.index(m);
       assert.deepEqual(ids(await store.search({ query: "reports running" })), [m.id]);

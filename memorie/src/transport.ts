@@ -1,0 +1,339 @@
+/**
+ * Requests to a node with retries, a deadline per call, bulk with per-item retries, the cluster check, and errors
+ * mapped to the store's error class without secrets. The sender (one of the official clients, see
+ * `connection.ts`) is given; the unit tests give a scripted one.
+ */
+import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
+import type { Engine, RefreshPolicy } from "./connection.js";
+import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
+
+export interface RetryPolicy {
+  retries: number;
+  baseMs: number;
+  capMs: number;
+}
+
+/** Statuses worth sending again: the node was busy or failing, not the request wrong. */
+export function isRetryableStatus(status: number | undefined): boolean {
+  return status === 429 || (status !== undefined && status >= 500 && status <= 599);
+}
+
+/** Delay before retry number `attempt` (0-based): min(cap, base × 2^attempt) × jitter in [0.5, 1.5). */
+export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  return Math.min(policy.capMs, policy.baseMs * 2 ** attempt) * (0.5 + random());
+}
+
+
+export interface Response {
+  status: number;
+  body: any;
+  headers?: Record<string, unknown>;
+}
+
+export interface RequestParams {
+  method: "GET" | "PUT" | "POST" | "DELETE" | "HEAD";
+  path: string;
+  body?: unknown;
+  query?: Record<string, string | number | boolean>;
+  /** Statuses that are an answer, not a failure (e.g. 404 on delete). */
+  accept?: number[];
+  /** What the request does, for error messages: "index memory m1". */
+  what: string;
+}
+
+export interface BulkOp {
+  action: "index" | "delete";
+  id: string;
+  doc?: unknown;
+}
+
+export interface BulkFailure {
+  id: string;
+  action: string;
+  status: number;
+  reason: string;
+}
+
+/** What the sender gets: the request, and how long this try may take (the per-try timeout, cut by the call's deadline). */
+export type SendParams = RequestParams & { timeoutMs: number };
+type Sender = (params: SendParams) => Promise<Response>;
+
+/** Time limits of the calls of one connection, in ms. */
+export interface Limits {
+  /** One try. */
+  requestTimeoutMs: number;
+  /** One call, its retries and backoff included. */
+  callTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = { requestTimeoutMs: 30000, callTimeoutMs: 60000 };
+export const DEFAULT_CLUSTER_CHECK_MS = 5000;
+
+/** What a connection is made of (built by `connect`, or by a test with a scripted sender). */
+export interface ConnectionParts {
+  engine: Engine;
+  version: string;
+  refresh: RefreshPolicy;
+  send: Sender;
+  errorClass: ErrorClass;
+  secrets: readonly string[];
+  retry: RetryPolicy;
+  limits?: Limits;
+  /** The node URLs, for messages (redacted there). */
+  urls?: readonly string[];
+  /** The cluster this connection opened and the request that reads its UUID (none: no check). */
+  cluster?: { guard: ClusterGuard; identity: { path: string; query: Record<string, string> } };
+  close?: () => Promise<void>;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+/** The error body of a missing index (`index_not_found_exception`), or undefined for any other answer. */
+function missingIndexName(response: Response): string | undefined {
+  const error = response.body?.error;
+  if (response.status !== 404 || error?.type !== "index_not_found_exception") return undefined;
+  return String(error.index ?? error["resource.id"] ?? "?");
+}
+
+function describeFailure(exc: unknown): string {
+  const e = exc as { name?: string; message?: string };
+  return `${e?.name ?? "Error"}: ${e?.message ?? String(exc)}`;
+}
+
+/** A node connection bound to one store's error class. */
+export class Connection {
+  readonly engine: Engine;
+  readonly version: string;
+  readonly refresh: RefreshPolicy;
+  readonly limits: Limits;
+  private readonly send: Sender;
+  private readonly errorClass: ErrorClass;
+  private readonly secrets: readonly string[];
+  private readonly retryPolicy: RetryPolicy;
+  private readonly urls: readonly string[];
+  private readonly cluster: ConnectionParts["cluster"];
+  private readonly closeClient: () => Promise<void>;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly now: () => number;
+
+  constructor(parts: ConnectionParts) {
+    this.engine = parts.engine;
+    this.version = parts.version;
+    this.refresh = parts.refresh;
+    this.limits = parts.limits ?? DEFAULT_LIMITS;
+    this.send = parts.send;
+    this.errorClass = parts.errorClass;
+    this.secrets = parts.secrets;
+    this.retryPolicy = parts.retry;
+    this.urls = parts.urls ?? [];
+    this.cluster = parts.cluster;
+    this.closeClient = parts.close ?? (async () => {});
+    this.sleep = parts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.now = parts.now ?? Date.now;
+  }
+
+  /** The UUID of the cluster this connection opened, when it checks one. */
+  get clusterUuid(): string | undefined {
+    return this.cluster?.guard.uuid;
+  }
+
+  /** Build an error of this store's class; the message is redacted. */
+  error(message: string, extra: { status?: number; reason?: string; details?: Record<string, unknown> } = {}): StoreError {
+    const reason = extra.reason === undefined ? undefined : redact(extra.reason, this.secrets);
+    return new this.errorClass(redact(message, this.secrets), { ...extra, reason });
+  }
+
+  /**
+   * Send one request; 429/5xx/connection failures are retried with backoff until `callTimeoutMs` (or `deadline`)
+   * has passed; other errors throw this store's error. A missing index is an error even where 404 is accepted,
+   * unless `missingIndexOk`. When the cluster check is due, it comes first, and the request is sent only to the
+   * cluster this connection opened.
+   */
+  async request(params: RequestParams & { missingIndexOk?: boolean }, deadline?: number): Promise<Response> {
+    const until = deadline ?? this.now() + this.limits.callTimeoutMs;
+    let last = "";
+    for (let attempt = 0; ; attempt++) {
+      const remaining = until - this.now();
+      if (remaining <= 0) throw this.outOfTime(params, attempt, last);
+      let response: Response | undefined;
+      const unsure = this.cluster?.guard.due() ? await this.checkCluster(until) : undefined;
+      if (unsure !== undefined) last = unsure;
+      else {
+        try {
+          response = await this.send({ ...params, timeoutMs: Math.min(this.limits.requestTimeoutMs, remaining) });
+        } catch (exc) {
+          this.cluster?.guard.suspectChange();
+          last = describeFailure(exc);
+          if ((exc as { name?: string })?.name === "RequestAbortedError") throw this.unreachable(params, attempt + 1, last);
+        }
+      }
+      if (response === undefined) {
+        if (attempt >= this.retryPolicy.retries) throw this.unreachable(params, attempt + 1, last);
+        if (await this.backoff(attempt, until)) continue;
+        throw this.outOfTime(params, attempt + 1, last);
+      }
+      const missing = params.missingIndexOk ? undefined : missingIndexName(response);
+      if (missing !== undefined) {
+        await this.checkCluster(until, true);
+        throw this.missingIndex(params, missing, response);
+      }
+      if (response.status < 400 || params.accept?.includes(response.status)) return response;
+      const reason = serverReason(response.body);
+      if (isRetryableStatus(response.status) && attempt < this.retryPolicy.retries) {
+        last = `HTTP ${response.status}${reason ? ` ${reason}` : ""}`;
+        if (await this.backoff(attempt, until)) continue;
+        throw this.outOfTime(params, attempt + 1, last);
+      }
+      throw this.error(`${params.what} failed: HTTP ${response.status} ${reason ?? "(no error body)"}`, {
+        status: response.status,
+        reason: reason ?? `HTTP ${response.status}`,
+        details: { method: params.method, path: params.path, attempts: attempt + 1 },
+      });
+    }
+  }
+
+  private unreachable(params: RequestParams, attempts: number, last: string): StoreError {
+    return this.error(`${params.what} failed: the node could not be reached (${last}); is it running?`, {
+      reason: last,
+      details: { method: params.method, path: params.path, attempts },
+    });
+  }
+
+  /** Sleep before retry `attempt`; false (no sleep) when the deadline would pass first. */
+  private async backoff(attempt: number, until: number): Promise<boolean> {
+    const delay = backoffDelay(attempt, this.retryPolicy);
+    if (this.now() + delay >= until) return false;
+    await this.sleep(delay);
+    return true;
+  }
+
+  private outOfTime(params: RequestParams, attempts: number, last: string): StoreError {
+    return this.error(
+      `${params.what} failed: no success within ${this.limits.callTimeoutMs} ms (callTimeoutMs) after ${attempts} ` +
+        `attempt(s)${last ? `; last: ${last}` : ""}. Is ${this.urls.join(", ") || "the node"} an OpenSearch or ` +
+        "Elasticsearch node that answers? Raise callTimeoutMs/requestTimeoutMs for a slow node",
+      { reason: last || undefined, details: { method: params.method, path: params.path, attempts } },
+    );
+  }
+
+  private missingIndex(params: RequestParams, index: string, response: Response): StoreError {
+    const refused = params.method === "GET" || params.path.endsWith("/_search") ? "" : "; the write was refused, no index created";
+    return this.error(
+      `${params.what} failed: index ${index} does not exist on ${this.urls.join(", ") || "the node"} (deleted by ` +
+        `drop() or by another process?)${refused}. Create the store again (createSearchStore, createVectorStore or ` +
+        "createGraphStore with the same indexPrefix) to get an empty index, or restore the index",
+      { status: 404, reason: serverReason(response.body), details: { method: params.method, path: params.path, index } },
+    );
+  }
+
+  /**
+   * Read the cluster UUID and throw when the URL reaches another cluster, or a server that is no cluster node.
+   * Returns undefined when it is the opened cluster, or what went wrong when the answer tells nothing (no
+   * connection, 429/5xx): the caller then treats the attempt as failed, and the check stays due.
+   */
+  private async checkCluster(until: number, force = false): Promise<string | undefined> {
+    const cluster = this.cluster;
+    if (!cluster || !(force || cluster.guard.due())) return undefined;
+    const what = "read the cluster UUID";
+    let answer: Response;
+    try {
+      const timeoutMs = Math.max(1, Math.min(this.limits.requestTimeoutMs, until - this.now()));
+      answer = await this.send({ method: "GET", ...cluster.identity, what, timeoutMs });
+    } catch (exc) {
+      cluster.guard.suspectChange();
+      return describeFailure(exc);
+    }
+    const uuid = clusterUuidOf(answer.body);
+    if (uuid !== undefined && cluster.guard.confirm(uuid)) return undefined;
+    cluster.guard.suspectChange();
+    if (uuid === undefined && isRetryableStatus(answer.status)) return `${what}: HTTP ${answer.status}`;
+    if (answer.status === 401 || answer.status === 403) {
+      const reason = serverReason(answer.body) ?? `HTTP ${answer.status}`;
+      throw this.error(`${what} failed: HTTP ${answer.status} ${reason} (check \`auth\`)`, { status: answer.status, reason });
+    }
+    const now = uuid === undefined ? `a server that is not a node of any cluster (HTTP ${answer.status})` : `cluster ${uuid}`;
+    throw this.error(
+      `${this.urls.join(", ")} now reaches ${now}, not cluster ${cluster.guard.uuid} where this store was opened ` +
+        "(was its node restarted on another port, and another node took this one?); nothing was sent. Point `url` " +
+        "at the node that holds this store's indices and create the store again",
+      { details: { openedClusterUuid: cluster.guard.uuid, answeringClusterUuid: uuid ?? null } },
+    );
+  }
+
+  /**
+   * Index/delete documents in one bulk request per round; every write requires the alias. Items that fail with
+   * 429/5xx are sent again with backoff while the call's time lasts (`callTimeoutMs` per page); a delete of a
+   * missing id counts as done. Returns the items that still failed.
+   */
+  async bulk(index: string, ops: BulkOp[], what: string): Promise<BulkFailure[]> {
+    const until = this.now() + this.limits.callTimeoutMs;
+    let pending = ops;
+    const failures: BulkFailure[] = [];
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const lines: string[] = [];
+      for (const op of pending) {
+        lines.push(JSON.stringify({ [op.action]: { _index: index, _id: op.id } }));
+        if (op.action === "index") lines.push(JSON.stringify(op.doc));
+      }
+      const body = lines.join("\n") + "\n";
+      const query = { require_alias: "true" };
+      const response = await this.request({ method: "POST", path: "/_bulk", query, body, what }, until);
+      const items: any[] = response.body?.items ?? [];
+      const retry: BulkOp[] = [];
+      let missing: string | undefined;
+      pending.forEach((op, i) => {
+        const result = items[i]?.[op.action];
+        const status: number = result?.status ?? 500;
+        if (status < 300 || (op.action === "delete" && status === 404 && !missingIndexName({ status, body: result }))) {
+          return;
+        }
+        missing ??= missingIndexName({ status, body: result });
+        if (isRetryableStatus(status) && attempt < this.retryPolicy.retries) retry.push(op);
+        else failures.push({ id: op.id, action: op.action, status, reason: serverReason(result) ?? `HTTP ${status}` });
+      });
+      if (missing !== undefined) {
+        await this.checkCluster(until, true);
+        throw this.missingIndex({ method: "POST", path: "/_bulk", what }, missing, { status: 404, body: {} });
+      }
+      pending = retry;
+      if (pending.length > 0 && !(await this.backoff(attempt, until))) {
+        for (const op of pending) {
+          failures.push({ id: op.id, action: op.action, status: 0, reason: `not stored within callTimeoutMs ${this.limits.callTimeoutMs} ms` });
+        }
+        pending = [];
+      }
+    }
+    return failures;
+  }
+
+  /** Throw one error listing every failed bulk item (no-op when none failed). */
+  throwBulkFailures(what: string, failures: BulkFailure[], total: number): void {
+    if (failures.length === 0) return;
+    const first = failures[0] as BulkFailure;
+    throw this.error(
+      `${what}: ${failures.length} of ${total} items failed (first: ${first.id}: HTTP ${first.status} ${first.reason}); ` +
+        "the other items are stored",
+      { status: first.status, reason: first.reason, details: { failures } },
+    );
+  }
+
+  /** The `refresh` query parameter of single-document writes under this store's policy. */
+  writeQuery(): Record<string, string> {
+    return { refresh: this.refresh };
+  }
+
+  /** The query of a single-document index request: the refresh policy, and the target must be an alias. */
+  indexQuery(): Record<string, string> {
+    return { ...this.writeQuery(), require_alias: "true" };
+  }
+
+  /** Make everything written so far searchable. */
+  async refreshIndex(index: string): Promise<void> {
+    await this.request({ method: "POST", path: `/${encodeURIComponent(index)}/_refresh`, what: `refresh ${index}` });
+  }
+
+  /** Close the client's sockets. */
+  async close(): Promise<void> {
+    await this.closeClient();
+  }
+}
