@@ -191,6 +191,7 @@ FLAVOURS: dict[str, Flavour] = {
         java_min=21,
         distribution=_pinned("org.opensearch.distribution.integ-test-zip", "opensearch", "3.5.0", "zip"),
         plugins=(_pinned("org.opensearch.plugin", "opensearch-knn", "3.5.0.0", "zip"),),
+        knn_guard=True,
     ),
     # 9.3.0 is not on Maven Central (404); 9.3.2 is. The launcher adds reme-es' own analysis plugin to the install
     # (es_plugin: the components the `.security` index needs, which the integ-test zip lacks).

@@ -1,7 +1,8 @@
 """Small Java plugins of reme-es' own, compiled with the JDK's `javac` into an install's plugins/ on first start.
 
-A plugin is one Java source file and a `plugin-descriptor.properties` template (`$version` filled in) in a package
-folder under `reme_es/server/`. The jar's name carries a hash of both and the server version, so an install built
+A plugin is one Java source file and a `plugin-descriptor.properties` template (`$version` and `$release`, the Java
+release, filled in) in a package folder under `reme_es/server/`. `edits` adapt the source to another server major
+(an import that moved); the edited source is what is hashed and compiled. The jar's name carries a hash of both and the server version, so an install built
 before a change (or before the plugin existed) gets the current build on the next start. The build happens in a
 staging folder beside the install and is moved into place at the end, so a failed build leaves nothing behind.
 """
@@ -37,15 +38,23 @@ class JavaPlugin:
     release: str
     why: str  # completes "reme-es compiles a small plugin for ..." in the no-javac error
     jdk_hint: str  # e.g. "a full JDK 21+ (e.g. apt-get install openjdk-21-jdk-headless)"
+    edits: tuple[tuple[str, str], ...] = ()  # (text, replacement) pairs applied to the source, each must match
 
     def source_files(self) -> dict[str, bytes]:
-        """The source and descriptor template, read from the package."""
+        """The source (with `edits` applied) and descriptor template, read from the package."""
         folder = resources.files("reme_es").joinpath("server", self.folder)
-        return {name: folder.joinpath(name).read_bytes() for name in (self.source, _DESCRIPTOR)}
+        files = {name: folder.joinpath(name).read_bytes() for name in (self.source, _DESCRIPTOR)}
+        text = files[self.source].decode()
+        for old, new in self.edits:
+            if old not in text:
+                raise ServerError(f"{self.name}: the source no longer contains {old!r}; update the plugin's edits")
+            text = text.replace(old, new)
+        files[self.source] = text.encode()
+        return files
 
     def jar_name(self, files: dict[str, bytes], version: str) -> str:
-        """`<name>-<hash of version and files>.jar`."""
-        digest = hashlib.sha256(version.encode())
+        """`<name>-<hash of version, Java release and files>.jar`."""
+        digest = hashlib.sha256(f"{version}\0{self.release}".encode())
         for name in sorted(files):
             digest.update(name.encode() + b"\0" + files[name])
         return f"{self.name}-{digest.hexdigest()[:12]}.jar"
@@ -88,7 +97,7 @@ class JavaPlugin:
             for path in sorted(classes.rglob("*.class")):
                 jar.write(path, path.relative_to(classes).as_posix())
         template = string.Template(files[_DESCRIPTOR].decode())
-        (out / _DESCRIPTOR).write_text(template.substitute(version=version))
+        (out / _DESCRIPTOR).write_text(template.substitute(version=version, release=self.release))
 
 
 def _replace(built: Path, folder: Path, jar_name: str) -> None:

@@ -8,12 +8,14 @@ stores use nmslib). The plugin (`os_knn_guard/`) refuses those mappings with a 4
 fails the shards of such an index that already exists instead of letting them crash the node (the index is red, the
 node starts, `node.start` names the index).
 
-The jar's name carries a hash of the source and descriptor, so an install built before a change gets the current one
-on the next start.
+One source serves OpenSearch 2.x (Java 11 bytecode) and 3.x (Java 21; the node `Client` moved to
+`org.opensearch.transport.client` in 3.0, the only API change the guard meets). The jar's name carries a hash of the
+source and descriptor, so an install built before a change gets the current one on the next start.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from .java_plugin import JavaPlugin
@@ -26,9 +28,20 @@ PLUGIN = JavaPlugin(
     why="the managed OpenSearch node (it keeps faiss/nmslib k-NN indices, which this node cannot run, from crashing it)",
     jdk_hint="a full JDK (e.g. apt-get install openjdk-17-jdk-headless)",
 )
+PLUGIN_3 = replace(
+    PLUGIN,
+    release="21",
+    jdk_hint="a full JDK 21+ (e.g. apt-get install openjdk-21-jdk-headless)",
+    edits=(("import org.opensearch.client.Client;", "import org.opensearch.transport.client.Client;"),),
+)
 NAME = PLUGIN.name
+
+
+def plugin_for(version: str):
+    """The guard's build for an OpenSearch version: 2.x or 3.x."""
+    return PLUGIN_3 if int(version.split(".")[0]) >= 3 else PLUGIN
 
 
 def ensure_knn_guard(home: Path, java_home: Path, version: str) -> Path:
     """Build the guard into `<home>/plugins/reme-es-knn-guard/` unless the current build is there; its folder."""
-    return PLUGIN.ensure(home, java_home, version)
+    return plugin_for(version).ensure(home, java_home, version)

@@ -55,8 +55,9 @@ def node_name():
         shutil.rmtree(node.node_dir(name), ignore_errors=True)
 
 
-def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(node_name):
-    info = node.start(FLAVOUR, name=node_name, http_port=free_port(), heap="256m", timeout=240)
+@pytest.mark.parametrize("flavour", ["opensearch-2.19", "opensearch-3"])  # 3.x: the guard built for Java 21
+def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(node_name, flavour):
+    info = node.start(flavour, name=node_name, http_port=free_port(), heap="256m", timeout=240)
     url = info.url
     assert info.red_indices == {}
 
@@ -97,7 +98,7 @@ def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(nod
         "number_of_replicas": 0, "routing.allocation.require._name": "no-such-node"}}})
     assert status == 200
     assert node.stop(node_name) is True
-    info = node.start(FLAVOUR, name=node_name, http_port=free_port(), heap="256m", timeout=120)
+    info = node.start(flavour, name=node_name, http_port=free_port(), heap="256m", timeout=120)
     assert list(info.red_indices) == ["guard-red"]
     assert "no-such-node" in info.red_indices["guard-red"]  # the allocation decider's explanation
     advice = info.red_index_advice()

@@ -132,3 +132,20 @@ def test_the_elasticsearch_analysis_plugin_needs_a_jdk_with_javac(tmp_path):
         ensure_analysis_plugin(home, jre, "9.3.2")
     assert list((tmp_path / "install").iterdir()) == [home]  # nothing half-built left behind
     assert list(home.iterdir()) == []
+
+
+def test_the_knn_guard_source_is_adapted_to_opensearch_3():
+    """OpenSearch 3 moved the node Client to org.opensearch.transport.client and needs Java 21 bytecode."""
+    from dataclasses import replace
+
+    from reme_es.server import knn_guard
+
+    two, three = knn_guard.plugin_for("2.19.1"), knn_guard.plugin_for("3.5.0")
+    src2, src3 = (p.source_files()[p.source].decode() for p in (two, three))
+    assert "import org.opensearch.client.Client;" in src2 and "org.opensearch.transport.client.Client" not in src2
+    assert "import org.opensearch.transport.client.Client;" in src3 and "org.opensearch.client.Client;" not in src3
+    assert (two.release, three.release) == ("11", "21")
+    assert two.jar_name(two.source_files(), "3.5.0") != three.jar_name(three.source_files(), "3.5.0")
+    stale = replace(three, edits=(("import org.opensearch.no.Such;", "x"),))
+    with pytest.raises(ServerError, match="no longer contains 'import org.opensearch.no.Such;'"):
+        stale.source_files()
