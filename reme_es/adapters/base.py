@@ -91,8 +91,10 @@ def keyword_query(text: str, f: SearchFilter, fields: tuple[str, ...] | None = N
 
 
 def keyword_body(text: str, size: int, f: SearchFilter, fields: tuple[str, ...] | None = None) -> dict:
-    """A complete keyword search request body."""
-    return {"size": size, "query": keyword_query(text, f, fields), "_source": {"excludes": SOURCE_EXCLUDES}}
+    """A complete keyword search request body; it counts no hits beyond those returned (`track_total_hits: false`
+    lets BM25 skip whole blocks of documents that cannot make the top `size`)."""
+    return {"size": size, "query": keyword_query(text, f, fields), "_source": {"excludes": SOURCE_EXCLUDES},
+            "track_total_hits": False}
 
 
 def candidates_only(body: dict) -> dict:

@@ -93,3 +93,45 @@ def link_expansion_msearch(index: str, paths: list[str], per_direction: int) -> 
             lines.append(orjson.dumps({"index": index}))
             lines.append(orjson.dumps({"size": per_direction, "query": equals(field, path), "sort": sort}))
     return b"\n".join(lines) + b"\n"
+
+
+def msearch_body(searches: list[tuple[str, dict]]) -> bytes:
+    """An `_msearch` body of (index, search body) pairs; responses come back in this order."""
+    lines: list[bytes] = []
+    for index, body in searches:
+        lines.append(orjson.dumps({"index": index}))
+        lines.append(orjson.dumps(body))
+    return b"\n".join(lines) + b"\n"
+
+
+def count_body(query: dict | None) -> dict:
+    """A search that only counts the documents `query` (None: every one) matches, exactly."""
+    return {"size": 0, "track_total_hits": True, "query": query or match_all()}
+
+
+def lean(body: dict) -> dict:
+    """A search that counts no hits beyond those it returns (`track_total_hits: false` lets BM25 skip blocks)."""
+    return {**body, "track_total_hits": False}
+
+
+def chunks_by_ids(ids: list[str], excludes: list[str]) -> dict:
+    """The chunk docs of these ids (at the searched refresh point), their `_source` without `excludes`."""
+    return lean({"size": len(ids), "query": {"ids": {"values": ids}}, "_source": {"excludes": excludes}})
+
+
+def files_by_path(paths: list[str]) -> dict:
+    """The file docs of these paths."""
+    return lean({"size": len(paths), "query": any_of("path", paths)})
+
+
+def links_into(paths: list[str], size: int) -> dict:
+    """Link docs whose target is one of `paths`, by target, source, position (the inlinks of each, in order)."""
+    sort = [{"target": "asc"}, {"source": "asc"}, {"position": "asc"}]
+    return lean({"size": size, "query": any_of("target", paths), "sort": sort})
+
+
+def files_linked_from(files_index: str, ids: list[str], size: int) -> dict:
+    """The file docs that the file docs `ids` link to (a terms lookup of each one's `links.target`): the indexed
+    targets of their outlinks, with their front matter."""
+    lookups = [{"terms": {"path": {"index": files_index, "id": i, "path": "links.target"}}} for i in ids]
+    return lean({"size": size, "query": {"bool": {"should": lookups, "minimum_should_match": 1}}})

@@ -87,6 +87,34 @@ class IndexPort:
         hits = await self.search(index, candidates_only(body), params)
         return [(float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0]) for h in hits]
 
+    async def _msearch(self, searches: list[tuple[str, dict]]) -> list[dict]:
+        """The responses of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
+        if not searches:
+            return []
+        out = []
+        for resp in (await self._send("POST", "/_msearch", q.msearch_body(searches)))["responses"]:
+            if "error" in resp:
+                error = resp["error"]
+                reason = error.get("reason", error) if isinstance(error, dict) else error
+                raise RequestFailed(f"search failed: {reason}", status=resp.get("status"))
+            out.append(resp)
+        return out
+
+    async def msearch(self, searches: list[tuple[str, dict]]) -> list[list[dict]]:
+        """The hits of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
+        return [resp["hits"]["hits"] for resp in await self._msearch(searches)]
+
+    async def counts(self, queries: list[tuple[str, dict | None]]) -> list[int]:
+        """Documents of each (index, look-up query or None for all) in one `_msearch` (as of the last refresh)."""
+        answers = await self._msearch([(index, q.count_body(query)) for index, query in queries])
+        return [int(resp["hits"]["total"]["value"]) for resp in answers]
+
+    async def ranked_many(self, index: str, bodies: list[dict]) -> list[list[tuple[float, str, str]]]:
+        """`ranked` of several searches of one index in one `_msearch` (no hit totals counted)."""
+        answers = await self.msearch([(index, q.lean(candidates_only(b))) for b in bodies])
+        return [[(float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0]) for h in hits]
+                for hits in answers]
+
     async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:
         """(score, `_source`) of each hit of a search."""
         return [(float(h["_score"]), h["_source"]) for h in await self.search(index, body)]

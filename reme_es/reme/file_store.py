@@ -28,8 +28,10 @@ from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..config import default_prefix as default_index_prefix
 from ..connect import open_store
 from ..errors import ConfigError, MappingError
-from ..models import LinkScope
+from ..fusion import apply_min_score
+from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
+from ..store.shown import Shown
 from ..templates import IndexOptions
 from .convert import as_vector, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
 from .health import ChunkCounts, EsFileGraph, EsKeywordIndex, HealthViews
@@ -232,8 +234,9 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         await super()._close()
 
     async def dump(self) -> None:
-        """Make every write so far searchable (each is durable when its call returns; see `visibility`)."""
-        await self._visible()
+        """Make every write so far searchable and the health counts current (each write is durable when its call
+        returns; see `visibility`)."""
+        await self._settled()
 
     async def load(self) -> None:
         """Nothing to load: the cluster holds the state."""
@@ -327,15 +330,6 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
-    async def links_of(
-        self, paths: list[str], scope: LinkScopeEnum = LinkScopeEnum.REAL
-    ) -> tuple[dict[str, list[FileLink]], dict[str, list[FileLink]]]:
-        """`get_outlinks` and `get_inlinks` of several files at once (four requests, two at a time, for any number)."""
-        await self._visible()
-        store, s = self._require_store(), LinkScope(LinkScopeEnum(scope).value)
-        outs, ins = await asyncio.gather(store.outlinks_of(paths, s), store.inlinks_of(paths, s))
-        return _file_links(outs), _file_links(ins)
-
     async def rebuild_links(self) -> None:
         """No-op: links are stored with their source file and resolved at query time."""
 
@@ -361,28 +355,29 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         return [to_file_chunk(h) for h in hits]
 
     def hybrid_matches(self, vector_weight: float) -> bool:
-        """Whether `hybrid_search` fuses with this vector weight (the store's pipeline is built for one)."""
+        """Whether `ranked_search` fuses with this vector weight (the store's pipeline is built for one)."""
         return 0.0 < vector_weight < 1.0 and abs(vector_weight - self.vector_weight) < 1e-9
 
-    async def hybrid_search(
-        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0, limit: int | None = None
+    async def ranked_search(
+        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0
     ) -> tuple[list[FileChunk], dict[str, Any]]:
-        """Up to `candidates` fused hits (the first `limit` only, when given: only those are fetched with their text),
-        in one request where the server can fuse (else ReMe's RRF client-side).
-
-        Returns the hits and `{"vector", "keyword", "fusion"}` (branch hit counts are 0 when fused natively:
-        the server does not report them).
-        """
+        """Up to `candidates` fused hits without their texts (fetch those with `shown`), in one round trip: the server's
+        fusion, or both branches in one `_msearch` fused with ReMe's RRF. Counts are `{"vector", "keyword", "fusion"}`
+        (branch hit counts are 0 when fused natively: the server does not report them)."""
         if not query or not query.strip() or candidates <= 0:
             return [], {"vector": 0, "keyword": 0, "fusion": "none"}
         vector = await self._query_vector(query)
         await self._visible()
-        result = await self._require_store().search(
-            query.strip(), vector, min(limit or candidates, candidates), search_filter, min_score=min_score,
-            candidates=candidates,
-        )
+        result = await self._require_store().ranked(query.strip(), vector, candidates, search_filter)
         counts = {"vector": result.vector_hits, "keyword": result.keyword_hits, "fusion": result.fusion}
-        return [to_file_chunk(h) for h in result.hits], counts
+        return [to_file_chunk(h) for h in apply_min_score(result.hits, min_score)], counts
+
+    async def shown(self, chunks: list[FileChunk], with_links: bool = True) -> tuple[list[FileChunk], Shown]:
+        """Ranked hits with their texts and (`with_links`) their files' REAL links with the file docs read, in one
+        `_msearch`."""
+        hits = [Hit(chunk=Chunk(id=c.id, path=c.path, text=""), scores=dict(c.scores)) for c in chunks]
+        shown = await self._require_store().shown(hits, [c.path for c in chunks] if with_links else [])
+        return [to_file_chunk(h) for h in shown.hits], shown
 
     # -- maintenance -------------------------------------------------------------------------------
 
@@ -419,7 +414,6 @@ class OpenSearchFileStore(EsFileStore):
     """The file store on OpenSearch 2.x/3.x (k-NN plugin for vectors, neural-search for one-request hybrid)."""
 
     engine = "opensearch"
-    flavour = "opensearch-2.19"
 
 
 class ElasticsearchFileStore(EsFileStore):
@@ -427,10 +421,6 @@ class ElasticsearchFileStore(EsFileStore):
 
     engine = "elasticsearch"
     flavour = "elasticsearch-9"
-
-
-def _file_links(by_path: dict[str, list]) -> dict[str, list[FileLink]]:
-    return {p: [to_file_link(x) for x in links] for p, links in by_path.items()}
 
 
 def file_store_class(engine: str) -> type[EsFileStore]:

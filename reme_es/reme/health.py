@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -29,22 +28,19 @@ class HealthViews:
     _views: list[BaseComponent]
 
     async def refresh_counts(self) -> None:
-        """Re-read the cluster's file, chunk, vector and link counts (what ReMe's sync health_check shows)."""
+        """Re-read the cluster's file, chunk, vector and link counts (what ReMe's sync health_check shows), in one
+        request."""
         store = self.store
         if store is None:
             return
+        queries = {"files": ("files", None), "chunks": ("chunks", None),
+                   "vectors": ("chunks", lookups.with_field("embedding")), "links": ("links", None)}
         try:
-            files, chunks, vectors, links = await asyncio.gather(
-                store.count("files"),
-                store.count("chunks"),
-                store.count("chunks", lookups.with_field("embedding")),
-                store.count("links"),
-            )
+            self.counts = await store.counts(queries)  # one request
         except Exception as e:  # noqa: BLE001 - a count must never fail a write; health shows the last known one
             self.logger.warning(f"{self.name}: could not refresh counts for health_check: {type(e).__name__}: {e}")
             return
-        self.counts = {"files": files, "chunks": chunks, "vectors": vectors, "links": links}
-        self.file_chunks.set(chunks, vectors)
+        self.file_chunks.set(self.counts["chunks"], self.counts["vectors"])
 
     async def _stand_in_for_paired_components(self) -> None:
         """Answer for the local file graph and keyword index ReMe's default.yaml pairs with `file_store.default`.

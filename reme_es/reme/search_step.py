@@ -1,7 +1,10 @@
-"""ReMe's `search` step, answered by one hybrid request to the cluster where the server can fuse.
+"""ReMe's `search` step in two round trips to the cluster: the ranked candidates, then what the answer shows.
 
 Parameters, filters, tags, `min_score`, tool-context de-duplication, link expansion and the answer format are
-ReMe's `SearchStep`'s. Only retrieval differs: `EsFileStore.hybrid_search` returns the fused candidates. When
+ReMe's `SearchStep`'s. Only retrieval differs: `EsFileStore.ranked_search` returns the fused candidates from ids and
+scores alone (one hybrid request where the server fuses, else both branches in one `_msearch`), and
+`EsFileStore.shown` fetches the shown hits' texts with their files' links and neighbour files in one `_msearch`
+(inlink sources that are neither hit files nor outlink targets cost one more request, for their front matter). When
 the store is not an `EsFileStore`, or the call asks for a vector weight the store's pipeline was not built
 with (including 0 and 1), the step runs ReMe's own code path unchanged.
 """
@@ -19,6 +22,8 @@ from reme.utils import expand_links, render_expansion_lines
 
 from ..fusion import MAX_CANDIDATES as _MAX_CANDIDATES
 from ..fusion import RRF_K as _RRF_K
+from ..store.shown import Shown
+from .convert import to_file_link, to_file_node
 from .file_store import EsFileStore
 
 
@@ -93,20 +98,18 @@ class EsSearchStep(SearchStep):
                 response.metadata["tag_filter"] = tag_meta
             return response
 
-        # Without tool-context dedup only the first `limit` fused hits are shown: only those are fetched with text.
-        shown = None if tool_context_id else limit
-        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score, shown)
-
+        # Round trip 1: ids and scores of both branches (fused by the server or here); 2: what the answer shows.
+        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score)
         pre_dedup_count = len(fused)
         dedup = None
         if tool_context_id:
             fused, dedup = self._dedupe_tool_context(fused, tool_context_id, limit)
         else:
             fused = fused[:limit]
-
+        fused, shown = await store.shown(fused, with_links=expand_links_enabled)
         unique_paths = list(dict.fromkeys(c.path for c in fused))
         link_expansion = (
-            await expand_links(await _Prefetched.links(store, unique_paths), unique_paths, max_links_per_direction)
+            await expand_links(_Prefetched(store, shown), unique_paths, max_links_per_direction)
             if expand_links_enabled
             else {}
         )
@@ -117,11 +120,9 @@ class EsSearchStep(SearchStep):
             response.metadata["dedup"] = dedup
         return response
 
-    async def _retrieve(
-        self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float, shown: int | None
-    ):
-        """The fused candidates from the cluster, their counts, and whether they were fused (logged as ReMe does)."""
-        fused, counts = await store.hybrid_search(query, candidates, search_filter, min_score, limit=shown)
+    async def _retrieve(self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float):
+        """The fused candidates (no texts yet), their counts, and whether they were fused (logged as ReMe does)."""
+        fused, counts = await store.ranked_search(query, candidates, search_filter, min_score)
         hybrid = counts["fusion"] in ("native", "client")
         self.logger.info(
             f"[{self.name}] query={query!r} candidates={candidates} fusion={counts['fusion']} hits={len(fused)}"
@@ -189,18 +190,17 @@ class EsSearchStep(SearchStep):
 
 
 class _Prefetched:
-    """The file store as ReMe's `expand_links` reads it, with every hit file's links fetched in one batch.
+    """The file store as ReMe's `expand_links` reads it, answered from what `EsFileStore.shown` fetched with the hits.
 
-    `expand_links` asks `get_outlinks` and `get_inlinks` once per path (each a few requests to the cluster); this
-    answers them from `EsFileStore.links_of`, so the grouping, capping and neighbour metadata stay ReMe's own."""
+    `expand_links` asks `get_outlinks` and `get_inlinks` once per path and `get_nodes` for the neighbours it shows;
+    the links and the hit files and indexed outlink targets came in the answer's second round trip, so only the
+    front matter of inlink sources that are neither is fetched here (one more request, when there are such). The
+    grouping, capping and neighbour metadata stay ReMe's own."""
 
-    def __init__(self, store: EsFileStore, outlinks: dict, inlinks: dict):
-        self.store, self.outlinks, self.inlinks = store, outlinks, inlinks
-
-    @classmethod
-    async def links(cls, store: EsFileStore, paths: list[str]) -> _Prefetched:
-        outlinks, inlinks = await store.links_of(paths) if paths else ({}, {})
-        return cls(store, outlinks, inlinks)
+    def __init__(self, store: EsFileStore, shown: Shown):
+        self.store, self.shown = store, shown
+        self.outlinks = {p: [to_file_link(x) for x in links] for p, links in shown.outlinks.items()}
+        self.inlinks = {p: [to_file_link(x) for x in links] for p, links in shown.inlinks.items()}
 
     async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list:
         if LinkScopeEnum(scope) != LinkScopeEnum.REAL or path not in self.outlinks:
@@ -213,7 +213,12 @@ class _Prefetched:
         return self.inlinks[path]
 
     async def get_nodes(self, paths: list[str] | None = None) -> list:
-        return await self.store.get_nodes(paths)
+        if paths is None:
+            return await self.store.get_nodes(None)
+        files = self.shown.files
+        missing = [p for p in paths if p not in files]
+        fetched = {n.path: n for n in await self.store.get_nodes(missing)} if missing else {}
+        return [to_file_node(files[p]) if p in files else fetched[p] for p in paths if p in files or p in fetched]
 
 
 __all__ = ["EsSearchStep"]

@@ -15,6 +15,10 @@ A refresh never runs while a write call is sending its requests (both hold `_ref
 never sees a file's old and new chunks together: a read that needs a refresh waits for the write to finish.
 
 `refresh_after: 0` refreshes at the end of every write call, as before.
+
+The health counts (ReMe's health_check reads them) are re-read in one request when writes are settled: at `dump()`,
+after the background refresh and after each write with `refresh_after: 0`; a read's refresh leaves them to those,
+so the first search after a write costs one refresh, not a refresh and the counts.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class DeferredRefresh:
         self._write_failed = False
         self._refresh_lock = asyncio.Lock()  # held by a refresh and by a write call's requests (`_writing`)
         self._refresh_task: asyncio.Task | None = None
+        self._counts_stale = False  # a refresh showed writes the health counts do not include yet
 
     async def _written(self) -> None:
         """A write call succeeded: refresh now (refresh_after 0) or schedule the background refresh."""
@@ -48,7 +53,7 @@ class DeferredRefresh:
         if self._unrefreshed_since is None:
             self._unrefreshed_since = now
         if self.refresh_after == 0:
-            await self._visible()
+            await self._settled()
         elif self._refresh_task is None or self._refresh_task.done():
             self._refresh_task = asyncio.create_task(self._refresh_later())
 
@@ -68,7 +73,7 @@ class DeferredRefresh:
             self._write_failed = False
 
     async def _visible(self) -> None:
-        """Refresh the indices and re-read the counts if any write since the last refresh is not searchable yet."""
+        """Refresh the indices if any write since the last refresh is not searchable yet (counts: `_settled`)."""
         if self._unrefreshed_since is None or self.store is None:
             return
         async with self._refresh_lock:
@@ -82,18 +87,27 @@ class DeferredRefresh:
                 if self._unrefreshed_since is None:
                     self._unrefreshed_since = since
                 raise
+            self._counts_stale = True
+
+    async def _settled(self) -> None:
+        """`_visible`, then the health counts re-read (one request) if a refresh showed writes they lack."""
+        await self._visible()
+        if self._counts_stale:
+            self._counts_stale = False
             await self.refresh_counts()
 
     async def _refresh_later(self) -> None:
         """The background refresh: after `refresh_after` s without writes, or `MAX_DELAY_FACTOR` x that at most."""
-        while self._unrefreshed_since is not None:
-            due = min(self._last_write + self.refresh_after, self._unrefreshed_since + self.refresh_after * MAX_DELAY_FACTOR)
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-                continue
+        while self._unrefreshed_since is not None or self._counts_stale:
+            if self._unrefreshed_since is not None:
+                since = self._unrefreshed_since
+                due = min(self._last_write + self.refresh_after, since + self.refresh_after * MAX_DELAY_FACTOR)
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                    continue
             try:
-                await self._visible()
+                await self._settled()
             except Exception as e:  # noqa: BLE001 - the next read or write refreshes; nothing is lost
                 self.logger.warning(f"{self.name}: background refresh failed: {type(e).__name__}: {e}")
                 return

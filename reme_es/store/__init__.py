@@ -6,6 +6,7 @@ The store is a small facade over its parts, each a module a reader can open on i
     protocol.py  the write protocol as pure functions (its docstring is the protocol's description)
     writer.py    Writer: runs the protocol's rounds through the port (upsert, delete)
     search.py    SearchStore: keyword (BM25) and hybrid search, native or fused client-side
+    shown.py     what a search answer shows beside its hits (chunks, links, neighbour files), in one _msearch
     vectors.py   VectorStore: k-NN search, reading back, backfilling and setting vectors
     links.py     LinkGraph: files, outlinks, inlinks, expansion and traversal over the links index
     sources.py   pure conversions between the models and stored sources, with the checks before writing
@@ -32,6 +33,7 @@ from ..templates import IndexOptions
 from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
 from .links import LinkGraph
 from .search import SearchStore
+from .shown import Shown, fetch_shown
 from .sources import chunk_source, stored_chunk_source
 from .vectors import VectorStore
 from .writer import Writer
@@ -249,6 +251,16 @@ class MemoryStore:
             query, vector, limit, search_filter, mode, candidate_multiplier, min_score, candidates
         )
 
+    async def ranked(
+        self, query: str, vector: list[float] | None, candidates: int, search_filter: SearchFilter | dict | None = None
+    ) -> SearchResult:
+        """Up to `candidates` fused hits ranked from ids and scores alone (no texts), in one round trip."""
+        return await self.searches.ranked(query, vector, candidates, search_filter)
+
+    async def shown(self, hits: list[Hit], paths: list[str]) -> Shown:
+        """Ranked hits with their chunks, and the REAL outlinks and inlinks of `paths`, in one `_msearch`."""
+        return await fetch_shown(self.port, self.indices.ix, hits, paths)
+
     # ------------------------------------------------------------------------------ embeddings
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
@@ -270,6 +282,11 @@ class MemoryStore:
     async def count(self, kind: str, query: dict | None = None) -> int:
         """Documents of one index kind, optionally only those a look-up query (`adapters.lookups`) matches."""
         return await self.port.count(self.index(kind), query)
+
+    async def counts(self, queries: dict[str, tuple[str, dict | None]]) -> dict[str, int]:
+        """Several counts in one request: name -> (index kind, look-up query or None)."""
+        totals = await self.port.counts([(self.index(kind), query) for kind, query in queries.values()])
+        return dict(zip(queries, totals))
 
     async def stats(self) -> dict[str, dict]:
         """Per index kind: docs, deleted docs, segments, size."""

@@ -3,7 +3,6 @@ VectorStore's k-NN branch."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from ..adapters.base import SOURCE_EXCLUDES, keyword_body
@@ -84,35 +83,50 @@ class SearchStore:
             return SearchResult(hits=apply_min_score(hits, min_score), vector_hits=len(hits), fusion="vector")
         if mode != "hybrid":
             raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
-        if self.indices.native_hybrid():
-            return await self._native(query, vector, limit, candidates, f, min_score)
-        if self.indices.hybrid == "native":
+        result = await self.ranked(query, vector, candidates, f)
+        result.hits = await self._with_chunks(apply_min_score(result.hits, min_score)[:limit])
+        return result
+
+    async def ranked(
+        self, query: str, vector: list[float] | None, candidates: int, search_filter: SearchFilter | dict | None = None
+    ) -> SearchResult:
+        """Up to `candidates` fused hits ranked from ids and scores alone (their chunks carry no text), in one round
+        trip: the server's fusion (one request) or both branches in one `_msearch`, fused here (ReMe's RRF)."""
+        f = SearchFilter.parse(search_filter)
+        if not query or not query.strip() or candidates <= 0:
+            return SearchResult(hits=[])
+        if vector is not None and self.indices.native_hybrid():
+            return await self._native(query, vector, candidates, f)
+        if vector is not None and self.indices.hybrid == "native":
             caps = self.indices.caps
             raise CapabilityError(
                 f"native {self.indices.pipeline_kind} hybrid search needs the neural-search plugin (OpenSearch) or the "
                 f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
-        return await self._client(query, vector, limit, candidates, f, min_score)
+        return await self._client(query, vector, candidates, f)
 
-    async def _client(
-        self, query: str, vector: list[float] | None, limit: int, candidates: int, f: SearchFilter, min_score: float
-    ) -> SearchResult:
-        """Two branches sent at once, ranked from ids and scores alone; only the fused top `limit` is fetched."""
-        keyword, vec = await asyncio.gather(
-            self._candidates(keyword_body(query, candidates, f, self.keyword_fields), "keyword"),
-            self._candidates(self.vectors.knn_body(vector, candidates, f), "vector") if vector else asyncio.sleep(0, []),
+    async def with_chunks(self, hits: list[Hit]) -> list[Hit]:
+        """Ranked hits with their stored chunks (one `_mget`; hits whose chunk went meanwhile are left out)."""
+        return await self._with_chunks(hits)
+
+    async def _client(self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter) -> SearchResult:
+        """Both branches in one `_msearch` for ids and scores, fused with ReMe's weighted RRF."""
+        bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
+        if vector:
+            bodies.append(self.vectors.knn_body(vector, candidates, f))
+        answers = await self.port.ranked_many(self.indices.ix.chunks, bodies)
+        keyword, vec = (
+            [branch_hit(branch, score, Chunk(id=cid, path=path, text="")) for score, cid, path in ranked]
+            for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if vector else []))
         )
         if keyword and vec:
             fused, fusion = weighted_rrf(vec, keyword, self.indices.vector_weight), "client"
         else:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
-        top = await self._with_chunks(apply_min_score(fused, min_score)[:limit])
-        return SearchResult(hits=top, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
+        return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
 
-    async def _native(
-        self, query: str, vector: list[float], limit: int, candidates: int, f: SearchFilter, min_score: float
-    ) -> SearchResult:
+    async def _native(self, query: str, vector: list[float], candidates: int, f: SearchFilter) -> SearchResult:
         """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""
         ix, dialect = self.indices, self.indices.dialect
         self.vectors.check(vector, "the query")
@@ -134,4 +148,4 @@ class SearchStore:
                 status=200,  # the server answered, but not through the fusion processor
                 type="unfused_response",
             )
-        return SearchResult(hits=await self._with_chunks(apply_min_score(hits, min_score)[:limit]), fusion="native")
+        return SearchResult(hits=hits, fusion="native")

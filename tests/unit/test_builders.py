@@ -149,6 +149,29 @@ def test_store_lookup_bodies():
     )
 
 
+def test_search_answer_lookup_bodies():
+    """The two round trips of ReMe's search step (issue 20): both branches for ids and scores in one `_msearch`
+    counting no totals, then chunks, files, inlinks and outlink targets (a terms lookup per hit file)."""
+    from reme_es.adapters import lookups as q
+
+    branches = q.msearch_body([("p-chunks", q.lean(candidates_only(keyword_body("orbital", 50, FILTER))))])
+    check(
+        "search_answer_lookups",
+        {
+            "branch": [json.loads(line) for line in branches.splitlines()],
+            "chunks_by_ids": q.chunks_by_ids(["c1", "c2"], ["embedding"]),
+            "files_by_path": q.files_by_path(["a.md", "b.md"]),
+            "links_into": q.links_into(["a.md", "b.md"], 1000),
+            "files_linked_from": q.files_linked_from("p-files", ["a.md", "b.md"], 1000),
+            "health_counts": [q.count_body(None), q.count_body(q.with_field("embedding"))],
+        },
+    )
+    assert all(body["track_total_hits"] is False for body in (
+        json.loads(branches.splitlines()[1]), q.chunks_by_ids(["c1"], []), q.files_by_path(["a.md"]),
+        q.links_into(["a.md"], 10), q.files_linked_from("p-files", ["a.md"], 10),
+    ))
+
+
 def test_candidates_only_keeps_the_query_and_drops_stored_fields():
     body = candidates_only(keyword_body("orbital mechanics", 50, FILTER))
     assert body["query"] == keyword_body("orbital mechanics", 50, FILTER)["query"]

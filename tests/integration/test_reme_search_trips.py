@@ -1,0 +1,112 @@
+"""How many requests ReMe's search job and the first read after a write cost (issue 20, item 3), on a real node.
+
+`es_search_step` answers in two round trips: the ranked candidates (one hybrid request, or both branches in one
+`_msearch`), then one `_msearch` for the shown texts, the hit files' links and their indexed outlink targets; only
+inlink sources that are neither hit files nor outlink targets cost a third request, for their front matter. A read
+right after a write sends one refresh before it and no counts; the health counts come in one request at `dump()`.
+Every request the store's client sends is recorded, so an extra round trip fails the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
+
+from reme.schema import FileChunk, FileNode
+
+from reme_es.templates import INDEX_KINDS
+from tests.integration.test_reme import app_config, make_app, write_workspace
+
+pytestmark = pytest.mark.asyncio
+
+
+def record(fs) -> list[tuple[str, str]]:
+    """Every (method, path) the store's dialect sends from now on."""
+    sent: list[tuple[str, str]] = []
+    dialect = fs.store.dialect
+    request = dialect.request
+
+    async def recorded(method, path, body=None, params=None):
+        sent.append((method, path))
+        return await request(method, path, body, params)
+
+    dialect.request = recorded
+    return sent
+
+
+@pytest.fixture
+async def app(server, es_prefix, tmp_path):
+    """ReMe's Application on the test workspace of test_reme.py, indexed and settled."""
+    ws = tmp_path / "ws"
+    write_workspace(ws)
+    application = make_app(app_config(ws, server.engine, server.url, es_prefix))
+    await application.start()
+    try:
+        indexed = await application.run_job("index_once")
+        assert indexed.success, indexed.answer
+        fs = application.context.components["file_store"]["default"]
+        await fs.wait_backfill()
+        await fs.keyword_search("settle", 1, {})  # nothing left unrefreshed
+        yield application
+    finally:
+        await application.close()
+
+
+def trips(sent: list[tuple[str, str]]) -> list[str]:
+    """The request paths with the index names reduced to their kind (chunks, files, links)."""
+    out = []
+    for _, path in sent:
+        parts = path.strip("/").split("/")
+        kinds = [next((k for k in ("chunks", "files", "links") if n.endswith(k)), n) for n in parts[0].split(",")]
+        out.append("/".join([",".join(kinds), *parts[1:]]))
+    return out
+
+
+async def test_es_search_step_answers_in_two_round_trips(app):
+    fs = app.context.components["file_store"]["default"]
+    sent = record(fs)
+    resp = await app.run_job("search_native", query="Discussed the opensearch migration plan with Alice", limit=1)
+    assert resp.success, resp.answer
+    assert [r["path"] for r in resp.metadata["results"]] == ["daily/2026-05-18/standup.md"]
+    first = "chunks/_search" if fs.store.native_hybrid_available() else "_msearch"
+    assert trips(sent) == [first, "_msearch"]
+    # standup.md links to opensearch.md (REAL) and missing.md (virtual); opensearch.md links back to it
+    expansion = resp.metadata["link_expansion"]["daily/2026-05-18/standup.md"]
+    neighbour = {"path": "digest/opensearch.md", "meta": {"name": "OpenSearch",
+                                                          "description": "Notes about the OpenSearch file store backend"}}
+    assert expansion == {"outlinks": [{**neighbour, "anchors": ["Plan"]}], "inlinks": [{**neighbour, "anchors": []}]}
+    assert "Discussed the opensearch migration plan" in resp.answer
+
+
+async def test_inlink_sources_that_were_not_fetched_cost_one_more_request(app):
+    fs = app.context.components["file_store"]["default"]
+    sent = record(fs)
+    resp = await app.run_job("search_native", query="Reciprocal rank fusion weights the vector branch", limit=1)
+    assert resp.success, resp.answer
+    assert [r["path"] for r in resp.metadata["results"]] == ["digest/ranking.md"]
+    first = "chunks/_search" if fs.store.native_hybrid_available() else "_msearch"
+    assert trips(sent) == [first, "_msearch", "files/_mget"]  # retro.md links here and is neither hit nor target
+    expansion = resp.metadata["link_expansion"]["digest/ranking.md"]
+    assert [n["path"] for n in expansion["outlinks"]] == ["digest/opensearch.md"]
+    assert [(n["path"], n["meta"]) for n in expansion["inlinks"]] == [
+        ("daily/2026-05-20/retro.md", {}),
+        ("digest/opensearch.md", {"name": "OpenSearch", "description": "Notes about the OpenSearch file store backend"}),
+    ]
+
+
+async def test_the_first_read_after_a_write_refreshes_once_and_counts_nothing(app):
+    fs = app.context.components["file_store"]["default"]
+    fs.refresh_after = 60.0  # no background refresh during the test
+    path = "digest/trips.md"
+    chunk = FileChunk(id=f"{path}#0", path=path, start_line=1, end_line=1, text="lantern harbour tide tables")
+    await fs.upsert([(FileNode(path=path, st_mtime=1_770_000_000.0), [chunk])])
+    sent = record(fs)
+    hits = await fs.keyword_search("lantern harbour", 5, {})
+    assert [h.path for h in hits] == [path]
+    assert trips(sent) == [f"{','.join(INDEX_KINDS)}/_refresh", "chunks/_search"]  # no counts before the search
+    before = fs.counts["files"]
+    sent.clear()
+    await fs.dump()  # the counts, in one request
+    assert trips(sent) == ["_msearch"]
+    assert fs.counts["files"] == before + 1
