@@ -73,7 +73,8 @@ class Settings(BaseModel):
     max_file_mb: float = Field(default=20.0, gt=0)
     chunk_chars: int = Field(default=1500, ge=200)
     batch_files: int = Field(default=200, ge=1)
-    flavour: Literal["opensearch-2.19", "opensearch-3", "elasticsearch-9"] = "opensearch-2.19"
+    # the managed node's flavour; None: the `default` node's own if it exists, else opensearch-3 (node.flavour_of)
+    flavour: Literal["opensearch-2.19", "opensearch-3", "elasticsearch-9"] | None = None
 
     @field_validator("engine")
     @classmethod

@@ -121,7 +121,7 @@ async def _client(settings: Settings):
             raise ConfigError("aws_region is set but no hosts: give the Amazon OpenSearch endpoint with --hosts")
         from ..server import node
 
-        info = await asyncio.to_thread(node.start, settings.flavour, "default")
+        info = await asyncio.to_thread(node.start, node.flavour_of("default", settings.flavour), "default")
         _err(
             f"no hosts configured: using the managed local {info.flavour} node at {info.url} "
             "(stop it with `reme-es server stop`)"

@@ -36,7 +36,8 @@ def _node_view(name: str) -> dict:
 
 
 @server.command("start")
-@click.option("--flavour", type=_FLAVOURS, default="opensearch-2.19", show_default=True)
+@click.option("--flavour", type=_FLAVOURS, help="Default: the node's own flavour if it was started before, else "
+              "opensearch-3.")
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTP port (default: first free from 9200).")
 @click.option("--heap", default="512m", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
@@ -47,7 +48,7 @@ def server_start(flavour, port, heap, as_json, name):
     async def go() -> int:
         from ..server import node
 
-        info = await asyncio.to_thread(node.start, flavour, name, port, heap)
+        info = await asyncio.to_thread(node.start, node.flavour_of(name, flavour), name, port, heap)
         if as_json:
             click.echo(json.dumps(await asyncio.to_thread(_node_view, name)))
         else:

@@ -55,7 +55,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
     """
 
     engine = "auto"
-    flavour = "opensearch-2.19"
+    flavour: str | None = None  # the managed node's; None: the `default` node's own, else opensearch-3
 
     def __init__(
         self,
@@ -167,7 +167,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
             from ..server import node
 
             self.logger.info(f"{self.name}: no hosts configured and {HOSTS_ENV} unset; starting a local node")
-            info = await asyncio.to_thread(node.start, self.flavour)
+            info = await asyncio.to_thread(node.start, node.flavour_of("default", self.flavour))
             hosts = [info.url]
         settings = ClientSettings(hosts=hosts, **self.settings_kwargs)
         prefix = self.index_prefix or default_index_prefix(self.workspace_path)

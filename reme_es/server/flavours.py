@@ -229,7 +229,10 @@ FLAVOURS: dict[str, Flavour] = {
     ),
 }
 
-DEFAULT_FLAVOUR = "opensearch-2.19"
+# The managed default: OpenSearch 3 runs on Java 21+, where Lucene vectorises k-NN (2.19 on Java 17 does not); hybrid is
+# fused on the client there (no neural-search 3.5 on Maven Central). A node made earlier keeps its flavour
+# (`node.flavour_of`).
+DEFAULT_FLAVOUR = "opensearch-3"
 
 
 def get_flavour(name: str) -> Flavour:

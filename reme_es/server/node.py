@@ -18,6 +18,7 @@ private ones other modules use (`cluster`, tests) are importable from here.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -25,13 +26,37 @@ import time
 from ..errors import ServerError
 from .config import _node_env, _write_node_config
 from .es_plugin import ensure_analysis_plugin
-from .flavours import get_flavour
+from .flavours import DEFAULT_FLAVOUR, get_flavour
 from .health import RED_SETTLE_SECONDS, _http_json, _wait_healthy
 from .info import NodeInfo, NodeSecurity, log_tail, node_dir, read_node, write_node
 from .install import install, optional_extended, reme_es_home
 from .jvm import _absolute_jvm_paths, find_java  # noqa: F401 - _absolute_jvm_paths: tests/unit/test_launcher.py
 from .knn_guard import ensure_knn_guard
 from .process import RUN_USER, _alive, _free_port, _launch, _port_free, _reap
+
+log = logging.getLogger(__name__)
+
+
+def flavour_of(name: str, requested: str | None = None) -> str:
+    """The flavour to start node `name` as: the one asked for; else the one the node was created with (a node made
+    before the default moved to opensearch-3 keeps running 2.19 on its data); else `DEFAULT_FLAVOUR`, or
+    `opensearch-2.19` where no Java 21+ is installed (OpenSearch 3 needs it; 2.19 runs on 17)."""
+    if requested:
+        return requested
+    current = read_node(name)
+    if current is not None:
+        return current.flavour
+    try:
+        find_java(get_flavour(DEFAULT_FLAVOUR).java_min)
+    except ServerError:
+        log.info("no Java %s+ found: the managed node runs opensearch-2.19", get_flavour(DEFAULT_FLAVOUR).java_min)
+        return "opensearch-2.19"
+    return DEFAULT_FLAVOUR
+
+
+def _holds_data(name: str) -> bool:
+    data = node_dir(name) / "data"
+    return data.is_dir() and any(data.iterdir())
 
 
 def start(
@@ -61,6 +86,12 @@ def start(
         if current.flavour != flavour.name:
             raise ServerError(f"node {name!r} already runs {current.flavour}; stop it first (reme-es server stop)")
         return current
+    if current and current.flavour != flavour.name and _holds_data(name):
+        raise ServerError(
+            f"node {name!r} holds {current.flavour} data; start it as {current.flavour} (--flavour "
+            f"{current.flavour}), start {flavour.name} under another --name, or remove {node_dir(name)} to start "
+            f"afresh (its indices are lost: re-index with `reme-es sync` or ReMe's start-up scan)"
+        )
     java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
     if http_port is not None and not _port_free(http_port):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,35 @@ def test_the_elasticsearch_analysis_plugin_needs_a_jdk_with_javac(tmp_path):
         ensure_analysis_plugin(home, jre, "9.3.2")
     assert list((tmp_path / "install").iterdir()) == [home]  # nothing half-built left behind
     assert list(home.iterdir()) == []
+
+
+def _pid() -> int:
+    """The pid of a process that has exited (and been reaped): not alive."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_node_keeps_its_flavour_and_new_nodes_get_opensearch_3(tmp_path, monkeypatch):
+    """Issue 20: the default moved to opensearch-3; a node started as 2.19 before keeps 2.19 (its data is 2.19's)."""
+    from reme_es.server.info import NodeInfo, write_node
+
+    monkeypatch.setenv("REME_ES_HOME", str(tmp_path))
+    monkeypatch.setenv("REME_ES_JAVA_HOME", str(_fake_jdk(tmp_path, "jdk25", "25.0.1")))
+    assert node.flavour_of("default") == "opensearch-3"
+    assert node.flavour_of("default", "elasticsearch-9") == "elasticsearch-9"
+    node.node_dir("default").mkdir(parents=True)
+    write_node(NodeInfo(name="default", flavour="opensearch-2.19", engine="opensearch", version="2.19.1", pid=_pid(),
+                        http_port=9200, transport_port=9300, home=str(tmp_path), dir=str(tmp_path / "nodes/default")))
+    assert node.flavour_of("default") == "opensearch-2.19"
+    assert node.flavour_of("default", "opensearch-3") == "opensearch-3"  # asked for: then start refuses the mismatch
+    assert node.flavour_of("other") == "opensearch-3"
+    monkeypatch.setenv("REME_ES_JAVA_HOME", str(_fake_jdk(tmp_path, "jdk17", "17.0.9")))  # 2.19 runs on 17, 3 not
+    assert node.flavour_of("other") == "opensearch-2.19"
+    assert node.flavour_of("default") == "opensearch-2.19"  # its own
+    (node.node_dir("default") / "data" / "nodes").mkdir(parents=True)  # what a started 2.19 node leaves
+    with pytest.raises(ServerError, match=r"node 'default' holds opensearch-2.19 data; start it as opensearch-2.19"):
+        node.start("opensearch-3", name="default")
 
 
 def test_the_knn_guard_source_is_adapted_to_opensearch_3():
