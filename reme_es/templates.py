@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Protocol
 
+from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from .models import Capabilities
 
 INDEX_KINDS = ("chunks", "files", "links")
@@ -44,10 +45,11 @@ class IndexOptions:
     """Choices that shape the indices: vector dimension (None = no vectors), HNSW and shard settings."""
 
     dims: int | None = None
-    hnsw_m: int = 16
-    # 64 (ReMe's faiss store uses it too), not Lucene's 100: 1.5-2x the HNSW ingest rate on 2 cores with recall@10
-    # unchanged within run-to-run noise (bench: OpenSearch 2.19 and Elasticsearch 9, 20k chunks, k 50)
-    hnsw_ef_construction: int = 64
+    # Defaults from the shared engine settings: ef_construction 64 (ReMe's faiss store uses it too), not Lucene's
+    # 100: 1.5-2x the HNSW ingest rate on 2 cores with recall@10 unchanged within run-to-run noise (bench:
+    # OpenSearch 2.19 and Elasticsearch 9, 20k chunks, k 50)
+    hnsw_m: int = HNSW_M
+    hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION
     shards: int = 1
     replicas: int = 0
 

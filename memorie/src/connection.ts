@@ -4,10 +4,11 @@
  *
  * Both clients are driven through `transport.request` with raw REST paths, so that request bodies come from
  * the pure builders in `dialect.ts` and every engine difference stays in one place. The clients' own retries
- * are off (`maxRetries: 0`): this module retries 429, 5xx and connection failures with exponential backoff.
+ * are off (`maxRetries: 0`): this module retries 429, 500, 502, 503, 504 (the shared settings) and connection failures with exponential backoff.
  */
 import { ClusterGuard, clusterUuidOf, identityRequest } from "./cluster.js";
 import { type ErrorClass, serverReason } from "./errors.js";
+import { INDEX_PREFIX } from "./settings.js";
 import {
   Connection,
   DEFAULT_CLUSTER_CHECK_MS,
@@ -36,7 +37,7 @@ export type Auth = { username: string; password: string } | { apiKey: string } |
 export interface ConnectionOptions {
   /** One node URL or several of one cluster, e.g. the `url` that `reme-es server start --json` prints. */
   url: string | string[];
-  /** Prefix of this store's indices (lowercase letters, digits, `.`, `_`, `-`); aliases are `<prefix>-memorie-*`. */
+  /** Prefix of this store's indices (1-200 lowercase letters, digits, `_`, `-`); aliases are `<prefix>-memorie-*`. */
   indexPrefix: string;
   /** `auto` (default) asks the node which engine it runs. */
   engine?: "auto" | Engine;
@@ -49,7 +50,7 @@ export interface ConnectionOptions {
   refresh?: RefreshPolicy;
   /** TLS for https nodes: a CA bundle (PEM) and whether to verify the certificate (default true). */
   tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
-  /** Retries of 429/5xx/connection failures: attempts after the first (default 6), backoff base and cap in ms. */
+  /** Retries of 429/500/502/503/504/connection failures: attempts after the first (default 6), backoff base and cap in ms. */
   retry?: { retries?: number; baseMs?: number; capMs?: number };
   /** Timeout of one try of a request in ms (default 30000). */
   requestTimeoutMs?: number;
@@ -67,7 +68,6 @@ export interface ConnectionOptions {
 }
 
 const ALL_ERROR_STATUSES = Array.from({ length: 200 }, (_, i) => 400 + i);
-const INDEX_PREFIX = /^[a-z0-9][a-z0-9._-]*$/;
 
 /** Which engine a node runs: Elasticsearch marks every answer with `X-elastic-product`; OpenSearch does not. */
 export function engineFromAnswer(headers: Record<string, unknown>): Engine {
@@ -103,8 +103,8 @@ export function validateOptions(o: ConnectionOptions, errorClass: ErrorClass): v
   }
   if (typeof o.indexPrefix !== "string" || !INDEX_PREFIX.test(o.indexPrefix)) {
     throw new errorClass(
-      `\`indexPrefix\` ${JSON.stringify(o.indexPrefix)} is not a valid index name prefix: use lowercase letters, ` +
-        "digits, '.', '_' and '-', starting with a letter or digit",
+      `\`indexPrefix\` ${JSON.stringify(o.indexPrefix)} is not a valid index name prefix: use 1-200 characters of ` +
+        "lowercase letters, digits, '-' and '_', starting with a letter or digit",
     );
   }
   if (o.engine !== undefined && !["auto", "opensearch", "elasticsearch"].includes(o.engine)) {

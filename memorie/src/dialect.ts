@@ -2,32 +2,17 @@
  * Everything that differs between OpenSearch and Elasticsearch, and every request body, as pure functions.
  * The stores do I/O only; these builders are tested without a server (test/unit.test.ts).
  */
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-
 import type { Engine } from "./connection.js";
+import { HNSW, knnCandidates, readDataFile, vectorMapping as sharedVectorMapping } from "./settings.js";
 import type { Memory, MemoryFilters, MemoryRelation, RangeFilter, SearchQuery } from "./types.js";
 
 export type IndexKind = "memories" | "vectors" | "relations";
 
-export const HNSW = { m: 16, efConstruction: 100 } as const;
+export { HNSW };
 
-const templateDirs = (() => {
-  const here = dirname(fileURLToPath(import.meta.url)); // dist/src
-  return [join(here, "..", "templates"), join(here, "..", "..", "..", "reme_es", "index_templates", "memorie")];
-})();
-
-/** A fresh copy of one template (`reme_es/index_templates/memorie/<kind>.json`, copied into dist/templates). */
+/** A fresh copy of one template (`memorie/templates/<kind>.json`, copied into dist/templates). */
 export function loadTemplate(kind: IndexKind): { version: number; settings: any; mappings: any } {
-  for (const dir of templateDirs) {
-    try {
-      return JSON.parse(readFileSync(join(dir, `${kind}.json`), "utf8"));
-    } catch (exc) {
-      if ((exc as NodeJS.ErrnoException).code !== "ENOENT") throw exc;
-    }
-  }
-  throw new Error(`index template ${kind}.json not found in ${templateDirs.join(" or ")}; run \`npm run build\``);
+  return readDataFile(`${kind}.json`);
 }
 
 /** The analyzer of memory content: porter stemming where the node has it, no stop words either way. */
@@ -37,28 +22,9 @@ export function textAnalyzer(stemming: boolean): Record<string, unknown> {
     : { type: "standard" };
 }
 
-/** The vector field: HNSW with cosine; lucene engine on OpenSearch, float `dense_vector` hnsw on Elasticsearch. */
+/** The vector field (shared settings): HNSW cosine; lucene on OpenSearch, `dense_vector` hnsw on Elasticsearch. */
 export function vectorMapping(engine: Engine, dims: number): Record<string, unknown> {
-  if (engine === "opensearch") {
-    return {
-      type: "knn_vector",
-      dimension: dims,
-      method: {
-        name: "hnsw",
-        engine: "lucene",
-        space_type: "cosinesimil",
-        parameters: { m: HNSW.m, ef_construction: HNSW.efConstruction },
-      },
-    };
-  }
-  return {
-    type: "dense_vector",
-    dims,
-    index: true,
-    similarity: "cosine",
-    element_type: "float",
-    index_options: { type: "hnsw", m: HNSW.m, ef_construction: HNSW.efConstruction },
-  };
+  return sharedVectorMapping(engine, dims);
 }
 
 export interface RenderOptions {
@@ -308,8 +274,9 @@ export function vectorDoc(id: string, embedding: number[], metadata?: Record<str
   return doc;
 }
 
+/** The per-segment candidates of an Elasticsearch k-NN search (the shared rule: factor × k within [min, max]). */
 export function num_candidates(k: number): number {
-  return Math.min(MAX_WINDOW, Math.max(100, 2 * k));
+  return knnCandidates(k);
 }
 
 /** Filter clauses of a vector search: the scope of a scoped store and the caller's metadata filter. */

@@ -6,6 +6,7 @@
 import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
 import type { Engine, RefreshPolicy } from "./connection.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
+import { isRetryableStatus } from "./settings.js";
 
 export interface RetryPolicy {
   retries: number;
@@ -13,10 +14,7 @@ export interface RetryPolicy {
   capMs: number;
 }
 
-/** Statuses worth sending again: the node was busy or failing, not the request wrong. */
-export function isRetryableStatus(status: number | undefined): boolean {
-  return status === 429 || (status !== undefined && status >= 500 && status <= 599);
-}
+export { isRetryableStatus };
 
 /** Delay before retry number `attempt` (0-based): min(cap, base × 2^attempt) × jitter in [0.5, 1.5). */
 export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {

@@ -1,10 +1,20 @@
 // Pure functions and the retry logic, without a server: request bodies, score formulas, metadata terms, redaction,
 // retry/backoff decisions (a scripted sender stands in for the node; real-node behaviour is in the other files).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import { ClusterGuard, identityRequest } from "../src/cluster.js";
-import { backoffDelay, Connection, engineFromAnswer, isRetryableStatus, type RequestParams } from "../src/connection.js";
+import {
+  backoffDelay,
+  Connection,
+  engineFromAnswer,
+  isRetryableStatus,
+  type RequestParams,
+  validateOptions,
+} from "../src/connection.js";
 import type { SendParams } from "../src/transport.js";
 import {
   canonicalJson,
@@ -13,6 +23,7 @@ import {
   knnBody,
   metadataTerms,
   neighbourBody,
+  num_candidates,
   renderIndex,
   searchBody,
   vectorDoc,
@@ -21,6 +32,47 @@ import {
   vectorScore,
 } from "../src/dialect.js";
 import { redact, SearchError, serverReason } from "../src/errors.js";
+import { HNSW } from "../src/settings.js";
+
+// The golden file the Python suite checks too (tests/unit/test_engine_settings.py); this file runs from dist/test.
+const GOLDEN = JSON.parse(
+  readFileSync(join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "unit", "golden", "engine_settings.json"), "utf8"),
+);
+
+describe("engine settings shared with the Python side (tests/unit/golden/engine_settings.json)", () => {
+  it("HNSW defaults", () => {
+    assert.deepEqual({ m: HNSW.m, ef_construction: HNSW.efConstruction }, GOLDEN.hnsw);
+  });
+  it("the vector mapping of each engine", () => {
+    for (const engine of ["opensearch", "elasticsearch"] as const) {
+      assert.deepEqual(vectorMapping(engine, 3), GOLDEN.vector_mapping_dims_3[engine], engine);
+      const body = renderIndex("vectors", engine, "p-memorie-vectors", { dims: 3 });
+      assert.deepEqual(body.mappings.properties.embedding, GOLDEN.vector_mapping_dims_3[engine], engine);
+    }
+  });
+  it("k-NN candidates", () => {
+    for (const [k, expected] of GOLDEN.knn_candidates as [number, number][]) {
+      assert.equal(num_candidates(k), expected, `k ${k}`);
+      assert.equal(knnBody("elasticsearch", [1, 0], k, undefined).knn.num_candidates, expected, `k ${k}`);
+    }
+  });
+  it("retried statuses", () => {
+    for (const [status, retried] of GOLDEN.retryable_statuses as [number, boolean][]) {
+      assert.equal(isRetryableStatus(status), retried, `status ${status}`);
+    }
+  });
+  it("the index-prefix rule", () => {
+    const cases = [
+      ...(GOLDEN.index_prefixes as [string, boolean][]),
+      ...(GOLDEN.index_prefix_lengths as [number, boolean][]).map(([n, ok]) => ["p".repeat(n), ok] as [string, boolean]),
+    ];
+    for (const [prefix, valid] of cases) {
+      const check = () => validateOptions({ url: "http://127.0.0.1:9200", indexPrefix: prefix }, SearchError);
+      if (valid) assert.doesNotThrow(check, JSON.stringify(prefix));
+      else assert.throws(check, /is not a valid index name prefix: use 1-200 characters/, JSON.stringify(prefix));
+    }
+  });
+});
 
 describe("search bodies", () => {
   it("text: every word required with match/and, never query_string; scope and filters as filter clauses", () => {
@@ -93,7 +145,7 @@ describe("vector bodies", () => {
     assert.deepEqual(vectorMapping("opensearch", 3), {
       type: "knn_vector",
       dimension: 3,
-      method: { name: "hnsw", engine: "lucene", space_type: "cosinesimil", parameters: { m: 16, ef_construction: 100 } },
+      method: { name: "hnsw", engine: "lucene", space_type: "cosinesimil", parameters: { m: 16, ef_construction: 64 } },
     });
     const filter = vectorFilter({ tenantId: "a" });
     const body = knnBody("opensearch", [1, 0], 5, filter);
@@ -102,7 +154,7 @@ describe("vector bodies", () => {
   });
   it("Elasticsearch: float dense_vector with explicit hnsw index_options; the filter inside knn", () => {
     const mapping = vectorMapping("elasticsearch", 3) as { index_options: unknown; similarity: string };
-    assert.deepEqual(mapping.index_options, { type: "hnsw", m: 16, ef_construction: 100 });
+    assert.deepEqual(mapping.index_options, { type: "hnsw", m: 16, ef_construction: 64 });
     assert.equal(mapping.similarity, "cosine");
     const filter = vectorFilter(undefined, { tenantId: "a" });
     const body = knnBody("elasticsearch", [1, 0], 7, filter);
@@ -215,6 +267,7 @@ describe("retries", () => {
     assert.ok(Math.abs(backoffDelay(10, policy, () => 0.999999) - 1499.999) < 1e-6);
     assert.equal(isRetryableStatus(429), true);
     assert.equal(isRetryableStatus(500), true);
+    assert.equal(isRetryableStatus(501), false);
     assert.equal(isRetryableStatus(409), false);
   });
 });

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
+from ..engine_settings import RETRYABLE_STATUS, knn_candidates
 from ..errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError, RequestFailed
 from ..models import RRF_K, Capabilities, SearchFilter
 from .transport import (
     AWS_SERVICES,
-    RETRYABLE_STATUS,
     BulkOutcome,
     ClientSettings,
     Transport,
@@ -104,12 +104,6 @@ def candidates_only(body: dict) -> dict:
     source with its embedding) are decompressed and parsed, even with the embedding excluded. The store ranks
     candidates from this lean answer and fetches the sources of the hits it returns in one `_mget`."""
     return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": ["chunk_id", "path"]}
-
-
-def knn_candidates(k: int) -> int:
-    """How many candidates an HNSW search keeps per segment for the k nearest: 5k (at least 100), the effort ReMe's
-    faiss store spends (efSearch = limit x 5). With k alone recall@10 at k 50 was 0.83 on 100k chunks."""
-    return min(10_000, max(100, 5 * k))
 
 
 def cosine_from_score(score: float) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine_settings import vector_mapping as engine_vector_mapping
 from ..errors import AuthError, ConfigError, RequestFailed
 from ..models import RRF_K, Capabilities, SearchFilter
 from .base import (
@@ -99,13 +100,7 @@ class ElasticsearchDialect(Dialect):
 
     def vector_mapping(self, dims: int, m: int, ef_construction: int) -> dict:
         # 9.1+ would default 384+ dims to bbq_hnsw (binary quantisation); ask for plain float HNSW.
-        return {
-            "type": "dense_vector",
-            "dims": dims,
-            "index": True,
-            "similarity": "cosine",
-            "index_options": {"type": "hnsw", "m": m, "ef_construction": ef_construction},
-        }
+        return engine_vector_mapping("elasticsearch", dims, m, ef_construction)
 
     def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict:
         # 9.2+ keeps vectors out of the stored _source (the default, stated here): searches do not parse them; the

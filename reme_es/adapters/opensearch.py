@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from ..engine_settings import vector_mapping as engine_vector_mapping
 from ..errors import CapabilityError, ConfigError
 from ..models import Capabilities, SearchFilter
 from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query, knn_candidates
@@ -145,16 +146,7 @@ class OpenSearchDialect(Dialect):
     transport_class = OpenSearchTransport
 
     def vector_mapping(self, dims: int, m: int, ef_construction: int) -> dict:
-        return {
-            "type": "knn_vector",
-            "dimension": dims,
-            "method": {
-                "name": "hnsw",
-                "engine": "lucene",
-                "space_type": "cosinesimil",
-                "parameters": {"m": m, "ef_construction": ef_construction},
-            },
-        }
+        return engine_vector_mapping("opensearch", dims, m, ef_construction)
 
     def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict:
         # Derived source (caps.derived_vectors, 2.19+) keeps the vector out of the stored `_source` (get, _mget and

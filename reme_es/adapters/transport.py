@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..engine_settings import RETRYABLE_STATUS
 from ..errors import (
     AuthError,
     BulkError,
@@ -31,7 +32,6 @@ from ..errors import (
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 AWS_SERVICES = ("es", "aoss")
 
 # How a connection failed, from the exception objects the client raised (see `connection_kind`).

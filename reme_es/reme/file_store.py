@@ -27,6 +27,7 @@ from reme.schema import FileChunk, FileLink, FileNode
 from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..config import default_prefix as default_index_prefix
 from ..connect import open_store
+from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from ..errors import ConfigError, MappingError
 from ..fusion import apply_min_score
 from ..models import Chunk, Hit, LinkScope
@@ -72,8 +73,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         aws_service: str = "es",
         hybrid: str = "auto",
         vector_weight: float = 0.7,
-        hnsw_m: int = 16,
-        hnsw_ef_construction: int = 64,
+        hnsw_m: int = HNSW_M,
+        hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
         flavour: str | None = None,
         refresh_after: float = 1.0,
         **kwargs,

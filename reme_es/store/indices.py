@@ -9,23 +9,21 @@ Indices (each an alias over a concrete, versioned index so `reindex` can swap th
 
 from __future__ import annotations
 
-import re
-
 from ..adapters.base import Dialect, ensure_mapping_compatible
 from ..adapters.port import IndexPort
+from ..engine_settings import valid_prefix
 from ..errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
 from ..models import Capabilities
 from ..templates import INDEX_KINDS, IndexOptions, render_index
 from .protocol import Indices
 
-_PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,199}$")
 HYBRID_MODES = ("auto", "native", "client")
 PIPELINE_KINDS = ("minmax", "rrf")
 
 
 def validate_prefix(prefix: str) -> str:
     """Refuse index prefixes that could address other indices (`*`, `_all`, commas, `..`, uppercase)."""
-    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix) or ".." in prefix:
+    if not valid_prefix(prefix):
         raise ConfigError(
             f"index prefix {prefix!r} is not allowed: use 1-200 characters of lowercase letters, digits, '-' "
             "and '_', starting with a letter or digit"

@@ -1,0 +1,55 @@
+"""The engine settings Python shares with TypeScript, checked against the golden file memorie's unit tests read too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reme_es import engine_settings
+from reme_es.adapters.base import ClientSettings, knn_candidates
+from reme_es.adapters.elasticsearch import ElasticsearchDialect
+from reme_es.adapters.opensearch import OpenSearchDialect
+from reme_es.adapters.transport import RETRYABLE_STATUS
+from reme_es.errors import ConfigError
+from reme_es.store.indices import validate_prefix
+from reme_es.templates import IndexOptions
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "engine_settings.json").read_text())
+SETTINGS = ClientSettings(hosts=["http://127.0.0.1:9200"])
+
+
+def test_hnsw_defaults_are_the_index_options_defaults():
+    options = IndexOptions()
+    assert {"m": options.hnsw_m, "ef_construction": options.hnsw_ef_construction} == GOLDEN["hnsw"]
+
+
+@pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
+def test_each_dialect_maps_vectors_as_the_shared_settings_say(dialect):
+    options = IndexOptions(dims=3)
+    mapping = dialect(SETTINGS).vector_mapping(3, options.hnsw_m, options.hnsw_ef_construction)
+    assert mapping == GOLDEN["vector_mapping_dims_3"][dialect.engine]
+
+
+@pytest.mark.parametrize("k,expected", GOLDEN["knn_candidates"])
+def test_knn_candidates(k, expected):
+    assert knn_candidates(k) == expected
+
+
+@pytest.mark.parametrize("status,retried", GOLDEN["retryable_statuses"])
+def test_retried_statuses(status, retried):
+    assert (status in RETRYABLE_STATUS) is retried
+
+
+PREFIXES = GOLDEN["index_prefixes"] + [["p" * n, ok] for n, ok in GOLDEN["index_prefix_lengths"]]
+
+
+@pytest.mark.parametrize("prefix,valid", PREFIXES)
+def test_index_prefix_rule(prefix, valid):
+    assert engine_settings.valid_prefix(prefix) is valid
+    if valid:
+        assert validate_prefix(prefix) == prefix
+    else:
+        with pytest.raises(ConfigError, match="is not allowed: use 1-200 characters"):
+            validate_prefix(prefix)
