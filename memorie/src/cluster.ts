@@ -7,6 +7,7 @@
  * an extra request per call: before the first request after `intervalMs` without a check, after a connection
  * failure (a node went away), and when an index turns out to be missing.
  */
+import type { Engine } from "./connection.js";
 
 /** The UUID in a cluster-state answer (`metadata.cluster_uuid`), or undefined when there is none. */
 export function clusterUuidOf(body: unknown): string | undefined {
@@ -16,15 +17,15 @@ export function clusterUuidOf(body: unknown): string | undefined {
 
 /**
  * The request that reads the cluster UUID: the cluster state's metadata, restricted to this store's own indices
- * (`<prefix>-memorie-*`, possibly none) so that the answer stays small on a large cluster; `local`, so the node
- * answers from its own copy of the cluster state without asking the master. (`GET /` would be cheaper, but the
- * Elasticsearch integ-test distribution answers it with 405.)
+ * (`<prefix>-memorie-*`, possibly none) so that the answer stays small on a large cluster. On OpenSearch `local`, so
+ * the node answers from its own copy of the cluster state without asking the master; Elasticsearch 9 ignores
+ * `local` there and deprecates it. (`GET /` would be cheaper, but the Elasticsearch integ-test distribution answers
+ * it with 405.)
  */
-export function identityRequest(prefix: string): { path: string; query: Record<string, string> } {
-  return {
-    path: `/_cluster/state/metadata/${encodeURIComponent(`${prefix}-memorie-*`)}`,
-    query: { local: "true", filter_path: "metadata.cluster_uuid" },
-  };
+export function identityRequest(prefix: string, engine: Engine): { path: string; query: Record<string, string> } {
+  const query: Record<string, string> = { filter_path: "metadata.cluster_uuid" };
+  if (engine === "opensearch") query.local = "true";
+  return { path: `/_cluster/state/metadata/${encodeURIComponent(`${prefix}-memorie-*`)}`, query };
 }
 
 /** Not yet known: a node reports `_na_` before its cluster has formed. */

@@ -165,7 +165,7 @@ async function identify(
   if (detected === "opensearch" && major < 2) {
     throw probe.error(`OpenSearch ${version} is not supported: reme-es-memorie needs OpenSearch 2.x or 3.x`);
   }
-  const identity = identityRequest(o.indexPrefix);
+  const identity = identityRequest(o.indexPrefix, detected);
   const state = await probe.request({ method: "GET", ...identity, what: `read the cluster UUID of ${where}` });
   return { engine: detected, version, uuid: clusterUuidOf(state.body) };
 }
@@ -210,7 +210,7 @@ export async function connect(o: ConnectionOptions, errorClass: ErrorClass): Pro
   }
   const cluster = found.uuid === undefined ? undefined : {
     guard: new ClusterGuard(found.uuid, o.clusterCheckMs ?? DEFAULT_CLUSTER_CHECK_MS),
-    identity: identityRequest(o.indexPrefix),
+    identity: identityRequest(o.indexPrefix, found.engine),
   };
   const parts = { ...common, engine: found.engine, version: found.version, cluster };
   if (found.engine === "opensearch") return new Connection({ ...parts, send: osSend, close: () => osClient.close() });

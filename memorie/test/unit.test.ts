@@ -333,7 +333,7 @@ describe("cluster check", () => {
     const conn = new Connection({
       engine: "opensearch", version: "2.19.1", refresh: "true", send, errorClass: SearchError, secrets: [],
       retry: { retries: 3, baseMs: 1, capMs: 1 }, urls: ["http://127.0.0.1:9200"],
-      cluster: { guard, identity: identityRequest("p") }, sleep: async () => {},
+      cluster: { guard, identity: identityRequest("p", "opensearch") }, sleep: async () => {},
     });
     return { conn, sent, failNext, tick: (ms: number) => void (clock += ms) };
   }
@@ -352,6 +352,12 @@ describe("cluster check", () => {
     failNext.value = true;
     await conn.request(write);
     assert.deepEqual(sent, [write.path, "/_cluster/state/metadata/p-memorie-*", write.path]);
+  });
+
+  it("reads the UUID from the store's own indices' metadata; `local` only where it is not deprecated", () => {
+    const query = { filter_path: "metadata.cluster_uuid" };
+    assert.deepEqual(identityRequest("p", "opensearch"), { path: "/_cluster/state/metadata/p-memorie-*", query: { ...query, local: "true" } });
+    assert.deepEqual(identityRequest("p", "elasticsearch"), { path: "/_cluster/state/metadata/p-memorie-*", query });
   });
 
   it("another cluster's UUID stops the request before it is sent", async () => {
