@@ -1,25 +1,27 @@
 """ReMe's own file stores (`local`, `faiss`, `zvec`) against reme-es, all through ReMe's file-store interface.
 
-    python bench/reme_backends.py --sizes 10k,100k [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...]
+    python bench/reme_backends.py --sizes 10k,100k [--workload topics,hash]
+                                  [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...]
                                   [--queries 40] [--url opensearch-2.19=http://127.0.0.1:9200 ...] [--png PATH]
 
 Every backend runs in its own process (so client RSS is its own), one size after the other, back to back. The
 reme-es backends get their own managed node each (`reme-es server start --name perf-bench-<flavour>`), started
-here and stopped at the end, unless `--url flavour=URL` names a node to use instead.
+here and stopped at the end, unless `--url flavour=URL` names a node to use instead. Sizes go up to 1M (`1m`):
+vectors are kept in a memory-mapped file and the exact top 10 is computed in blocks.
 
-The workspace is synthetic and the same for every backend: files of 10 chunks, each chunk 100 pseudo-words (70
-Zipf-distributed common ones, 30 from the file's topic: 400 topics of ~48 rarer words each), every file dated
-(`daily/2026-MM-DD/note-N.md`, spread over 12 months). Vectors are 384-d and come from a deterministic fake
-embedding model (a weighted bag of words over fixed random word vectors, L2-normalised), registered with ReMe as an
-`as_embedding` backend, so chunk and query vectors share one space and a query lands near the chunks that hold its
-words. Queries are 2-4 words of one topic. Chunks are handed to `upsert` already embedded (the same vectors for
-every backend; ReMe keeps them as float16), 100 files (1,000 chunks) per call.
+The workspace is synthetic and the same for every backend, in two shapes (bench/workloads.py): `topics` (chunks
+mix common words with their file's topic words, vectors cluster by topic, queries of 2-4 topic words, 100 files per
+`upsert`) and `hash` (the shape issue 20 measured: no topics, feature-hashing vectors that do not cluster, 4-word
+queries, 500 files per `upsert`). Files have 10 chunks of 100 words, every file dated (`daily/2026-MM-DD/...`,
+spread over 12 months); vectors are 384-d from a deterministic fake embedding model registered with ReMe as an
+`as_embedding` backend, so chunk and query vectors share one space. Chunks are handed to `upsert` already embedded
+(the same vectors for every backend; ReMe keeps them as float16).
 
 Measured per backend and size:
   upsert + dump s     all `file_store.upsert` calls, then one `dump()` as ReMe's index step does after its batches
                       (the in-process stores persist then; reme-es makes the writes searchable)
   merging after s     reme-es: how long the node went on merging segments after that; the queries wait for it, so
-                      they are measured on the index as it stays
+                      they are measured on the index as it stays. Ingest to steady state = upsert + dump + merging
   re-upsert s         the first 100 files upserted again unchanged, chunks without vectors (a touched file, as
                       ReMe's chunker hands it over): each store should keep what it has
   restart s           a new Application: `start()` until the first keyword answer (ReMe's stores load their files)
@@ -35,8 +37,8 @@ Measured per backend and size:
                       (the ceiling: what the node answers when nothing sits between the caller and it), interleaved
                       query by query with reme-es' own (alternating which goes first)
 p50 and p95 over --queries queries after 20 warm-up queries. The table of every size is printed, written to
-bench/results/reme_backends.json, and plotted (p50 against N per backend, log-log) to --png (needs matplotlib:
-pip install 'reme-es[bench]').
+bench/results/reme_backends.json, and plotted per workload (p50 of every mode, client RSS and ingest against N per
+backend, log-log) to --png with the workload in the name (needs matplotlib: pip install 'reme-es[bench]').
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from workloads import DIMS, PER_FILE, SHAPES, Corpus, chunk_id, file_batches, file_path  # noqa: E402
+
 REME_STORES = ("local", "faiss", "zvec")
 FLAVOURS = ("opensearch-2.19", "opensearch-3", "elasticsearch-9")
 BACKENDS = REME_STORES + FLAVOURS
@@ -71,11 +75,7 @@ LABELS = {
     "elasticsearch-9": "reme-es, Elasticsearch 9",
 }
 PORTS = {"opensearch-2.19": 9281, "opensearch-3": 9282, "elasticsearch-9": 9283}
-DIMS = 384
-PER_FILE = 10
-WORDS = 100
-TOPIC_WORDS = 30
-FILES_PER_CALL = 100
+REUPSERT_FILES = 100
 LIMIT = 50  # ReMe's search step: min(200, limit x 5) candidates per branch at the default limit 10
 JOB_LIMIT = 10
 WARMUP = 20  # a node just started answers its first queries slowly (JIT): 5 left the 10k rows above the 100k ones
@@ -84,76 +84,6 @@ MODES = ("keyword", "vector", "hybrid", "keyword filtered", "vector filtered", "
 PREFIX = "perf-bench"
 WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
             "optimize_index_cron"]
-
-
-# ------------------------------------------------------------------------------------ synthetic data
-
-
-class Corpus:
-    """Deterministic chunk texts, query texts and the fake embedding model they share."""
-
-    def __init__(self, dims: int = DIMS, vocab_size: int = 20_000, topics: int = 400, seed: int = 7):
-        from common import vocabulary
-
-        rng = np.random.default_rng(seed)
-        self.seed = seed
-        self.words = vocabulary(vocab_size, rng)
-        self.index = {w: i for i, w in enumerate(self.words)}
-        p = 1.0 / np.arange(1, vocab_size + 1) ** 1.1
-        self.p = p / p.sum()
-        # Each topic owns a slice of the rarer words (ranks 1,000+): a file's chunks mix common words with its topic's.
-        self.topics = np.array_split(np.arange(1000, vocab_size), topics)
-        self.table = rng.standard_normal((vocab_size, dims), dtype=np.float32)
-        self.weight = np.log1p(np.arange(1, vocab_size + 1)).astype(np.float32)  # rarer words weigh more (idf-like)
-
-    def embed_ids(self, ids: np.ndarray) -> np.ndarray:
-        """One L2-normalised vector per row of word ids."""
-        acc = np.zeros((ids.shape[0], self.table.shape[1]), dtype=np.float32)
-        for j in range(ids.shape[1]):
-            col = ids[:, j]
-            acc += self.table[col] * self.weight[col, None]
-        acc /= np.maximum(np.linalg.norm(acc, axis=1, keepdims=True), 1e-12)
-        return acc
-
-    def embed_text(self, text: str) -> np.ndarray:
-        """The vector of one text (unknown words are ignored)."""
-        ids = [self.index[w] for w in text.lower().split() if w in self.index]
-        if not ids:
-            return np.zeros(self.table.shape[1], dtype=np.float32)
-        return self.embed_ids(np.asarray([ids]))[0]
-
-    def topic_of(self, file_no: int) -> np.ndarray:
-        return self.topics[(file_no * 7919) % len(self.topics)]
-
-    def chunk_batch(self, first: int, n: int) -> tuple[list[str], np.ndarray]:
-        """Texts and vectors of chunks first..first+n (the same whatever the batching): 70 common words, 30 of
-        the file's topic."""
-        rng = np.random.default_rng([self.seed, first])
-        common = rng.choice(len(self.words), size=(n, WORDS - TOPIC_WORDS), p=self.p)
-        topical = np.stack([rng.choice(self.topic_of((first + i) // PER_FILE), TOPIC_WORDS) for i in range(n)])
-        ids = np.concatenate([common, topical], axis=1)
-        rng.permuted(ids, axis=1, out=ids)
-        words = np.asarray(self.words, dtype=object)
-        return [" ".join(row) for row in words[ids]], self.embed_ids(ids)
-
-    def queries(self, n: int) -> list[str]:
-        """`n` queries of 2-4 words of one topic each."""
-        rng = np.random.default_rng([self.seed, 10**9])
-        out = []
-        for _ in range(n):
-            topic = self.topics[int(rng.integers(len(self.topics)))]
-            out.append(" ".join(self.words[i] for i in rng.choice(topic, size=int(rng.integers(2, 5)), replace=False)))
-        return out
-
-
-def file_path(i: int) -> str:
-    """Daily notes spread over the 336 days of 12 months of 28 days."""
-    day = i % 336
-    return f"daily/2026-{day // 28 + 1:02d}-{day % 28 + 1:02d}/note-{i:07d}.md"
-
-
-def chunk_id(i: int) -> str:
-    return f"chunk-{i:08d}"
 
 
 # ------------------------------------------------------------------------------------ ReMe application
@@ -224,34 +154,11 @@ def rss_mib() -> float:
 
 
 async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> tuple[float, float]:
-    """Upsert `size` chunks in calls of FILES_PER_CALL files, then `dump()` once, as ReMe's index step does after its
-    batches (the in-process stores persist then; reme-es makes the writes searchable). Returns the seconds spent in
-    `upsert` and in `dump`."""
-    from reme.schema import FileChunk, FileNode
-
+    """Upsert `size` chunks in calls of `corpus.files_per_call` files, then `dump()` once, as ReMe's index step does
+    after its batches (the in-process stores persist then; reme-es makes the writes searchable). Returns the seconds
+    spent in `upsert` and in `dump`."""
     spent = 0.0
-    per_call = FILES_PER_CALL * PER_FILE
-    for first in range(0, size, per_call):
-        n = min(per_call, size - first)
-        texts, vecs = corpus.chunk_batch(first, n)
-        vectors_out[first : first + n] = vecs
-        files = []
-        for f in range(n // PER_FILE):
-            fid = (first // PER_FILE) + f
-            path = file_path(fid)
-            chunks = [
-                FileChunk(
-                    id=chunk_id(first + f * PER_FILE + j),
-                    path=path,
-                    start_line=j * 10 + 1,
-                    end_line=j * 10 + 10,
-                    text=texts[f * PER_FILE + j],
-                    embedding=vecs[f * PER_FILE + j],
-                )
-                for j in range(PER_FILE)
-            ]
-            node = FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks])
-            files.append((node, chunks))
+    for files in file_batches(corpus, size, vectors_out):
         t = time.perf_counter()
         await fs.upsert(files)
         spent += time.perf_counter() - t
@@ -273,7 +180,7 @@ async def settle(fs) -> float:
         await asyncio.sleep(0.2)
 
 
-async def reupsert_unchanged(fs, corpus: Corpus, files: int = FILES_PER_CALL) -> float:
+async def reupsert_unchanged(fs, corpus: Corpus, files: int = REUPSERT_FILES) -> float:
     """Upsert the first `files` files again with the same chunks, as ReMe's chunker hands them over (no vectors) after
     a file was touched: seconds. Every store should keep what it has (ReMe's reuse cached vectors)."""
     from reme.schema import FileChunk, FileNode
@@ -372,14 +279,14 @@ async def node_heap_mib(fs) -> float | None:
 async def run_worker(args) -> dict:
     global _CORPUS
     backend, size = args.worker, args.size
-    corpus = _CORPUS = Corpus()
+    corpus = _CORPUS = Corpus(args.workload)
     work = Path(args.workdir)
     ws = work / "workspace"
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     prefix = f"{args.prefix}-{backend.replace('.', '')}"
     cfg = app_config(ws, backend, args.url, prefix, args.refresh_after)
-    result: dict = {"backend": backend, "size": size}
+    result: dict = {"backend": backend, "size": size, "workload": args.workload}
     vectors = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(size, DIMS))
 
     app = make_app(cfg)
@@ -482,16 +389,16 @@ def stop_node(flavour: str) -> None:
     subprocess.run([*reme_es_cli(), "server", "stop", "--name", name], capture_output=True, check=False)
 
 
-def run_one(backend: str, size: int, url: str | None, args, work: Path) -> dict | None:
-    out = work / f"{backend}-{size}.json"
+def run_one(backend: str, size: int, workload: str, url: str | None, args, work: Path) -> dict | None:
+    out = work / f"{backend}-{size}-{workload}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--size", str(size),
            "--queries", str(args.queries), "--workdir", str(work / backend), "--result", str(out),
-           "--prefix", args.prefix]
+           "--prefix", args.prefix, "--workload", workload]
     if args.refresh_after is not None:
         cmd += ["--refresh-after", str(args.refresh_after)]
     if url:
         cmd += ["--url", url]
-    print(f"# {LABELS[backend]}, {size:,} chunks ...", file=sys.stderr, flush=True)
+    print(f"# {LABELS[backend]}, {size:,} chunks, workload {workload} ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
     proc = subprocess.run(cmd, check=False, timeout=args.timeout)
     if proc.returncode != 0 or not out.exists():
@@ -514,24 +421,28 @@ def tables(results: list[dict]) -> str:
     from common import table
 
     lines = []
-    for size in sorted({r["size"] for r in results}):
+    for workload, size in sorted({(r.get("workload", "topics"), r["size"]) for r in results}):
         rows = []
-        for r in (x for x in results if x["size"] == size):
+        group = [x for x in results if x["size"] == size and x.get("workload", "topics") == workload]
+        for r in group:
             lat = r["latency"]
             ingest = r["upsert_s"] + r.get("dump_s", 0.0)
+            steady = ingest + r.get("merge_s", 0.0)
             rows.append([
-                LABELS[r["backend"]], fmt(ingest), fmt(size / ingest, 0), fmt(r.get("merge_s")), fmt(r.get("reupsert_s")),
+                LABELS[r["backend"]], fmt(ingest), fmt(r.get("merge_s")), fmt(steady), fmt(size / steady, 0),
+                fmt(r.get("reupsert_s")),
                 fmt(r["restart_s"], 2),
                 *(f"{fmt(lat[m]['p50'])} / {fmt(lat[m]['p95'])}" for m in MODES),
                 fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("node_heap_mib"), 0),
             ])
         lines.append(table(
-            ["backend", "upsert + dump s", "chunks/s", "merging after s", f"re-upsert {FILES_PER_CALL * PER_FILE:,} unchanged s",
+            ["backend", "upsert + dump s", "merging after s", "ingest to steady state s", "chunks/s",
+             f"re-upsert {REUPSERT_FILES * PER_FILE:,} unchanged s",
              "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
              "client peak RSS MiB", "node heap MiB"],
-            rows, title=f"{size:,} chunks, limit {LIMIT} (search job: limit {JOB_LIMIT})",
+            rows, title=f"{size:,} chunks, workload {workload}, limit {LIMIT} (search job: limit {JOB_LIMIT})",
         ))
-        raws = [r for r in results if r["size"] == size and "raw" in r]
+        raws = [r for r in group if "raw" in r]
         if raws:
             rows = [
                 [LABELS[r["backend"]], *(f"{fmt(r['raw'][m]['p50'])} / {fmt(r['latency'][m]['p50'])}"
@@ -541,7 +452,7 @@ def tables(results: list[dict]) -> str:
             lines.append(table(
                 ["node", *(f"{m} raw / reme-es p50 ms" for m in ("keyword", "vector", "keyword filtered",
                                                                "vector filtered"))],
-                rows, title=f"{size:,} chunks: the same queries sent raw to the node (the ceiling)",
+                rows, title=f"{size:,} chunks, workload {workload}: the same queries sent raw to the node (the ceiling)",
             ))
             rows = [[LABELS[r["backend"]], *(f"{fmt(r['latency'][m]['p50'])} / {fmt(r['latency'][m]['p95'])}"
                                              for m in ("search job", "search job, es_search_step")
@@ -551,12 +462,24 @@ def tables(results: list[dict]) -> str:
                 lines.append(table(
                     ["node", "search job, ReMe's search_step p50/p95 ms", "search job, es_search_step p50/p95 ms",
                      "native hybrid"],
-                    rows, title=f"{size:,} chunks: ReMe's search job (limit {JOB_LIMIT}) with reme-es' own step",
+                    rows, title=f"{size:,} chunks, workload {workload}: ReMe's search job (limit {JOB_LIMIT}) with "
+                    "reme-es' own step",
                 ))
     return "\n".join(lines)
 
 
+def _series(results: list[dict], backend: str, value) -> list[tuple[int, float]]:
+    return sorted((r["size"], value(r)) for r in results if r["backend"] == backend)
+
+
+PANELS = [(m, f"{m} p50 ms", lambda r, m=m: r["latency"][m]["p50"]) for m in MODES] + [
+    ("client RSS", "client peak RSS MiB", lambda r: r["client_rss_mib"]),
+    ("ingest to steady state", "s", lambda r: r["upsert_s"] + r.get("dump_s", 0.0) + r.get("merge_s", 0.0)),
+]
+
+
 def plot(results: list[dict], path: Path) -> None:
+    """One figure per workload: p50 of every mode, client RSS and ingest against N (log-log)."""
     try:
         import matplotlib
 
@@ -565,32 +488,35 @@ def plot(results: list[dict], path: Path) -> None:
     except ImportError:
         print("no plot: matplotlib is missing (pip install 'reme-es[bench]')", file=sys.stderr)
         return
-    modes = ("keyword", "vector", "hybrid", "keyword filtered", "vector filtered", "search job")
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5), sharex=True)
-    for ax, mode in zip(axes.flat, modes):
-        for backend in BACKENDS:
-            pts = sorted((r["size"], r["latency"][mode]["p50"]) for r in results if r["backend"] == backend)
-            if pts:
-                style = "--" if backend in REME_STORES else "-"
-                ax.plot(*zip(*pts), style, marker="o", label=LABELS[backend])
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(f"{mode} (limit {JOB_LIMIT if mode == 'search job' else LIMIT})")
-        ax.set_xlabel("chunks")
-        ax.set_ylabel("p50 ms")
-        ax.grid(True, which="both", alpha=0.3)
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle("ReMe file stores vs reme-es through ReMe's file-store interface (p50, log-log)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    print(f"plot written to {path}", file=sys.stderr)
+    for workload in sorted({r.get("workload", "topics") for r in results}):
+        mine = [r for r in results if r.get("workload", "topics") == workload]
+        fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), sharex=True)
+        for ax, (title, ylabel, value) in zip(axes.flat, PANELS):
+            for backend in BACKENDS:
+                if pts := _series(mine, backend, value):
+                    ax.plot(*zip(*pts), "--" if backend in REME_STORES else "-", marker="o", label=LABELS[backend])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(title)
+            ax.set_xlabel("chunks")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, which="both", alpha=0.3)
+        axes.flat[0].legend(fontsize=8)
+        fig.suptitle(f"ReMe file stores vs reme-es through ReMe's file-store interface, workload {workload} (log-log)")
+        fig.tight_layout()
+        out = path.with_name(f"{path.stem}-{workload}{path.suffix}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        print(f"plot written to {out}", file=sys.stderr)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sizes", default="10k,100k", help="chunk counts, e.g. 10k,100k,300k,1m")
     p.add_argument("--backends", default=",".join(BACKENDS), help=f"any of {', '.join(BACKENDS)}")
+    p.add_argument("--workload", default="topics,hash", help=f"workload shapes, any of {', '.join(SHAPES)} "
+                   "(see bench/workloads.py)")
     p.add_argument("--queries", type=int, default=40, help="measured queries per mode (after 20 warm-up ones)")
     p.add_argument("--url", action="append", default=[], help="flavour=URL: use this node instead of starting one")
     p.add_argument("--heap", default="2g", help="heap of the nodes this bench starts (default 2g)")
@@ -616,6 +542,9 @@ def main() -> None:
 
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    if bad := [w for w in workloads if w not in SHAPES]:
+        p.error(f"unknown workload(s) {', '.join(bad)}; choose from {', '.join(SHAPES)}")
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
         p.error(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(BACKENDS)}")
@@ -628,9 +557,10 @@ def main() -> None:
             if backend in FLAVOURS and not url:
                 url, started = start_node(backend, args.heap), True
             try:
-                for size in sizes:
-                    if res := run_one(backend, size, url, args, Path(tmp)):
-                        results.append(res)
+                for workload in workloads:
+                    for size in sizes:
+                        if res := run_one(backend, size, workload, url, args, Path(tmp)):
+                            results.append(res)
             finally:
                 if started:
                     stop_node(backend)
@@ -640,7 +570,10 @@ def main() -> None:
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(out.read_text()) if out.exists() else []
-    keep = [r for r in previous if (r["backend"], r["size"]) not in {(x["backend"], x["size"]) for x in results}]
+    def key(r: dict) -> tuple:
+        return r["backend"], r["size"], r.get("workload", "topics")
+
+    keep = [r for r in previous if key(r) not in {key(x) for x in results}]
     out.write_text(json.dumps(keep + results, indent=1))
     plot(keep + results, Path(args.png))
 
