@@ -30,7 +30,7 @@ export {
 } from "./transport.js";
 
 export type Engine = "opensearch" | "elasticsearch";
-export type RefreshPolicy = "wait_for" | "true" | "false";
+export type RefreshPolicy = "deferred" | "wait_for" | "true" | "false";
 export type Auth = { username: string; password: string } | { apiKey: string } | { bearer: string };
 
 /** Options every factory takes. */
@@ -43,11 +43,15 @@ export interface ConnectionOptions {
   engine?: "auto" | Engine;
   auth?: Auth;
   /**
-   * When a write becomes searchable. `true` (default): each write refreshes the shard, so the next call sees it
-   * (read-your-writes, what Memorie's engine assumes). `wait_for`: each write waits for the next scheduled
-   * refresh (at most the index's 1 s refresh interval). `false`: no wait; call `refresh()` after a bulk load.
+   * When a write becomes searchable. `deferred` (default): writes do not refresh; the store refreshes an index
+   * once before its next read that follows writes (read-your-writes, what Memorie's engine assumes) and in the
+   * background `refreshAfterMs` after the last write (see visibility.ts). `true`: each write refreshes the shard.
+   * `wait_for`: each write waits for the next scheduled refresh (at most the index's 1 s refresh interval).
+   * `false`: no wait and no refresh; call `refresh()` after a bulk load.
    */
   refresh?: RefreshPolicy;
+  /** Under `deferred`: the background refresh runs this many ms after the last write (default 1000). */
+  refreshAfterMs?: number;
   /** TLS for https nodes: a CA bundle (PEM) and whether to verify the certificate (default true). */
   tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
   /** Retries of 429/500/502/503/504/connection failures: attempts after the first (default 6), backoff base and cap in ms. */
@@ -110,8 +114,14 @@ export function validateOptions(o: ConnectionOptions, errorClass: ErrorClass): v
   if (o.engine !== undefined && !["auto", "opensearch", "elasticsearch"].includes(o.engine)) {
     throw new errorClass(`\`engine\` must be "auto", "opensearch" or "elasticsearch", not ${JSON.stringify(o.engine)}`);
   }
-  if (o.refresh !== undefined && !["wait_for", "true", "false"].includes(o.refresh)) {
-    throw new errorClass(`\`refresh\` must be "wait_for", "true" or "false", not ${JSON.stringify(o.refresh)}`);
+  if (o.refresh !== undefined && !["deferred", "wait_for", "true", "false"].includes(o.refresh)) {
+    throw new errorClass(
+      `\`refresh\` must be "deferred", "wait_for", "true" or "false", not ${JSON.stringify(o.refresh)}`,
+    );
+  }
+  const after = o.refreshAfterMs;
+  if (after !== undefined && (typeof after !== "number" || !Number.isFinite(after) || after < 0)) {
+    throw new errorClass(`\`refreshAfterMs\` must be a number of milliseconds >= 0, not ${JSON.stringify(after)}`);
   }
   for (const key of ["requestTimeoutMs", "callTimeoutMs", "clusterCheckMs"] as const) {
     const v = o[key];
@@ -187,7 +197,7 @@ export async function connect(o: ConnectionOptions, errorClass: ErrorClass): Pro
   if (o.auth && "apiKey" in o.auth) headers.authorization = `ApiKey ${o.auth.apiKey}`;
   if (o.auth && "bearer" in o.auth) headers.authorization = `Bearer ${o.auth.bearer}`;
   const basic = o.auth && "username" in o.auth ? { username: o.auth.username, password: o.auth.password } : undefined;
-  const common = { errorClass, secrets: secretsOf(o), retry, limits, urls, refresh: o.refresh ?? "true" } as const;
+  const common = { errorClass, secrets: secretsOf(o), retry, limits, urls, refresh: o.refresh ?? "deferred", refreshAfterMs: o.refreshAfterMs } as const;
 
   // The OpenSearch client does no product check, so it can ask any node what it is.
   const os = await import("@opensearch-project/opensearch");

@@ -14,6 +14,8 @@ export interface OpenSearchGraphStore extends GraphStore {
   refresh(): Promise<void>;
   drop(): Promise<void>;
   close(): Promise<void>;
+  /** Refreshes this store sent under the `deferred` policy (before reads, in the background, at close, `refresh()`). */
+  readonly deferredRefreshes: number;
   readonly engine: "opensearch" | "elasticsearch";
 }
 
@@ -48,6 +50,11 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     private readonly resolveMemory: GraphStoreOptions["resolveMemory"],
   ) {}
 
+  /** Refreshes this store sent under the `deferred` policy (before reads, in the background, at close, `refresh()`). */
+  get deferredRefreshes(): number {
+    return this.conn.visibility?.refreshes ?? 0;
+  }
+
   get engine() {
     return this.conn.engine;
   }
@@ -68,7 +75,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     if (!(relation.createdAt instanceof Date) || Number.isNaN(relation.createdAt.getTime())) {
       throw new GraphStoreError(`createRelation ${relation.id}: createdAt must be a valid Date`);
     }
-    await this.conn.request({
+    await this.conn.write(this.alias, {
       method: "PUT",
       path: `/${this.alias}/_doc/${encodeURIComponent(relation.id)}`,
       query: this.conn.indexQuery(),
@@ -78,10 +85,9 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
   }
 
   async deleteRelation(relationId: string): Promise<void> {
-    await this.conn.request({
+    await this.conn.write(this.alias, {
       method: "DELETE",
       path: `/${this.alias}/_doc/${encodeURIComponent(relationId)}`,
-      query: this.conn.writeQuery(),
       accept: [404],
       what: `delete relation ${relationId}`,
     });
@@ -95,6 +101,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     const out = new Map<string, string[]>(frontier.map((id) => [id, []]));
     const outgoing = o.direction !== "incoming";
     const incoming = o.direction !== "outgoing";
+    await this.conn.beforeRead(this.alias);
     for (let i = 0; i < frontier.length; i += TERMS_CHUNK) {
       const ids = frontier.slice(i, i + TERMS_CHUNK);
       let after: unknown[] | undefined;
@@ -171,6 +178,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     const out: MemoryRelation[] = [];
     let after: string | undefined;
     const size = 5000;
+    await this.conn.beforeRead(this.alias);
     for (;;) {
       const body: any = { query: { match_all: {} }, sort: [{ id: "asc" }], size, track_total_hits: false };
       if (after !== undefined) body.search_after = [after];
@@ -188,7 +196,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
   }
 
   refresh(): Promise<void> {
-    return this.conn.refreshIndex(this.alias);
+    return this.conn.refreshNow(this.alias);
   }
 
   drop(): Promise<void> {

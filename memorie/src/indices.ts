@@ -105,6 +105,7 @@ export async function allIds(conn: Connection, alias: string, pageSize = 5000): 
   const { idPageBody } = await import("./dialect.js");
   const ids: string[] = [];
   let after: string | undefined;
+  await conn.beforeRead(alias);
   for (;;) {
     const r = await conn.request({
       method: "POST",

@@ -16,6 +16,8 @@ export interface OpenSearchStore extends SearchStore {
   /** Delete this store's index. */
   drop(): Promise<void>;
   close(): Promise<void>;
+  /** Refreshes this store sent under the `deferred` policy (before reads, in the background, at close, `refresh()`). */
+  readonly deferredRefreshes: number;
   readonly engine: "opensearch" | "elasticsearch";
   /** Alias and versioned index; `stemming` tells whether content is stemmed (the node has `porter_stem`). */
   readonly info: { alias: string; index: string; stemming: boolean };
@@ -38,6 +40,11 @@ class OpenSearchSearchStore implements OpenSearchStore {
     private readonly index_: IndexInfo,
   ) {}
 
+  /** Refreshes this store sent under the `deferred` policy (before reads, in the background, at close, `refresh()`). */
+  get deferredRefreshes(): number {
+    return this.conn.visibility?.refreshes ?? 0;
+  }
+
   get engine() {
     return this.conn.engine;
   }
@@ -52,7 +59,7 @@ class OpenSearchSearchStore implements OpenSearchStore {
 
   async index(memory: Memory): Promise<void> {
     checkMemory(memory);
-    await this.conn.request({
+    await this.conn.write(this.alias, {
       method: "PUT",
       path: `/${this.alias}/_doc/${encodeURIComponent(memory.id)}`,
       query: this.conn.indexQuery(),
@@ -81,7 +88,7 @@ class OpenSearchSearchStore implements OpenSearchStore {
       }
       await flush();
     } finally {
-      if ((options.refresh ?? this.conn.refresh) !== "false") await this.refresh();
+      await this.conn.afterBulk(this.alias, options.refresh);
     }
     this.conn.throwBulkFailures("indexMany", failures, total);
   }
@@ -94,6 +101,7 @@ class OpenSearchSearchStore implements OpenSearchStore {
       if (exc instanceof InvalidQuery) throw new SearchError(`search: ${exc.message}`);
       throw exc;
     }
+    await this.conn.beforeRead(this.alias);
     const r = await this.conn.request({
       method: "POST",
       path: `/${this.alias}/_search`,
@@ -109,10 +117,9 @@ class OpenSearchSearchStore implements OpenSearchStore {
   }
 
   async delete(id: string): Promise<void> {
-    await this.conn.request({
+    await this.conn.write(this.alias, {
       method: "DELETE",
       path: `/${this.alias}/_doc/${encodeURIComponent(id)}`,
-      query: this.conn.writeQuery(),
       accept: [404],
       what: `delete memory ${id}`,
     });
@@ -123,7 +130,7 @@ class OpenSearchSearchStore implements OpenSearchStore {
   }
 
   refresh(): Promise<void> {
-    return this.conn.refreshIndex(this.alias);
+    return this.conn.refreshNow(this.alias);
   }
 
   drop(): Promise<void> {

@@ -7,6 +7,9 @@ import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
 import type { Engine, RefreshPolicy } from "./connection.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
 import { isRetryableStatus } from "./settings.js";
+import { DeferredRefresh } from "./visibility.js";
+
+export const DEFAULT_REFRESH_AFTER_MS = 1000;
 
 export interface RetryPolicy {
   retries: number;
@@ -82,6 +85,8 @@ export interface ConnectionParts {
   /** The cluster this connection opened and the request that reads its UUID (none: no check). */
   cluster?: { guard: ClusterGuard; identity: { path: string; query: Record<string, string> } };
   close?: () => Promise<void>;
+  /** Under the `deferred` policy: the background refresh, this long after the last write (default 1000 ms). */
+  refreshAfterMs?: number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
 }
@@ -128,7 +133,14 @@ export class Connection {
     this.closeClient = parts.close ?? (async () => {});
     this.sleep = parts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.now = parts.now ?? Date.now;
+    this.visibility =
+      parts.refresh === "deferred"
+        ? new DeferredRefresh((index) => this.refreshIndex(index), parts.refreshAfterMs ?? DEFAULT_REFRESH_AFTER_MS)
+        : null;
   }
+
+  /** The deferred-refresh scheduler (policy `deferred`), else null. */
+  readonly visibility: DeferredRefresh | null;
 
   /** The UUID of the cluster this connection opened, when it checks one. */
   get clusterUuid(): string | undefined {
@@ -317,7 +329,37 @@ export class Connection {
 
   /** The `refresh` query parameter of single-document writes under this store's policy. */
   writeQuery(): Record<string, string> {
-    return { refresh: this.refresh };
+    return { refresh: this.refresh === "deferred" ? "false" : this.refresh };
+  }
+
+  /** A single-document write to `index` under this store's policy; deferred: the next read refreshes first. */
+  async write(index: string, params: RequestParams): Promise<Response> {
+    try {
+      return await this.request({ ...params, query: { ...params.query, ...this.writeQuery() } });
+    } finally {
+      this.visibility?.written(index);
+    }
+  }
+
+  /**
+   * A bulk load into `index` finished (or failed). Under `deferred` the next read refreshes first, as after any
+   * write; a `true`/`wait_for` policy (the store's or the call's) refreshes now; `false` leaves it to `refresh()`.
+   */
+  async afterBulk(index: string, policy: RefreshPolicy = this.refresh): Promise<void> {
+    this.visibility?.written(index);
+    if (policy === "true" || policy === "wait_for") await this.refreshNow(index);
+    else if (policy === "deferred" && !this.visibility) await this.refreshIndex(index);
+  }
+
+  /** Make everything written to `index` so far searchable (a store's `refresh()`). */
+  async refreshNow(index: string): Promise<void> {
+    if (this.visibility) await this.visibility.refreshAll(index);
+    else await this.refreshIndex(index);
+  }
+
+  /** Before a read of `index`: make this store's own earlier writes searchable (deferred policy; else nothing). */
+  async beforeRead(index: string): Promise<void> {
+    await this.visibility?.beforeRead(index);
   }
 
   /** The query of a single-document index request: the refresh policy, and the target must be an alias. */
@@ -330,8 +372,14 @@ export class Connection {
     await this.request({ method: "POST", path: `/${encodeURIComponent(index)}/_refresh`, what: `refresh ${index}` });
   }
 
-  /** Close the client's sockets. */
+  /** Refresh what is still pending (deferred policy), then close the client's sockets. */
   async close(): Promise<void> {
-    await this.closeClient();
+    try {
+      await this.visibility?.flush();
+    } catch {
+      /* the writes are durable; the node's scheduled refresh or the next reader's shows them */
+    } finally {
+      await this.closeClient();
+    }
   }
 }

@@ -27,6 +27,8 @@ export interface OpenSearchVectorStore extends VectorStore {
   refresh(): Promise<void>;
   drop(): Promise<void>;
   close(): Promise<void>;
+  /** Refreshes this store sent under the `deferred` policy (before reads, in the background, at close, `refresh()`). */
+  readonly deferredRefreshes: number;
   readonly engine: "opensearch" | "elasticsearch";
   /** The vector length, once known. */
   readonly dimensions: number | undefined;
@@ -98,6 +100,11 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     this.fixed = scopeFilter(scope);
   }
 
+  /** Refreshes this store sent under the `deferred` policy (before reads, in the background, at close, `refresh()`). */
+  get deferredRefreshes(): number {
+    return this.idx.conn.visibility?.refreshes ?? 0;
+  }
+
   get engine() {
     return this.idx.conn.engine;
   }
@@ -131,7 +138,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     const info = await this.idx.ensure(embedding.length);
     this.idx.checkDims(embedding, `upsert ${id}`);
     const conn = this.idx.conn;
-    await conn.request({
+    await conn.write(info.alias, {
       method: "PUT",
       path: `/${info.alias}/_doc/${encodeURIComponent(id)}`,
       query: conn.indexQuery(),
@@ -168,7 +175,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
       }
       await flush();
     } finally {
-      if (alias && (options.refresh ?? conn.refresh) !== "false") await conn.refreshIndex(alias);
+      if (alias) await conn.afterBulk(alias, options.refresh);
     }
     conn.throwBulkFailures("upsertMany", failures, total);
   }
@@ -193,6 +200,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     }
     if (topK === 0) return [];
     const conn = this.idx.conn;
+    await conn.beforeRead(this.idx.info.alias);
     const r = await conn.request({
       method: "POST",
       path: `/${this.idx.info.alias}/_search`,
@@ -218,10 +226,9 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
       if (!this.idx.info) return;
     }
     const conn = this.idx.conn;
-    await conn.request({
+    await conn.write(this.idx.info.alias, {
       method: "DELETE",
       path: `/${this.idx.info.alias}/_doc/${encodeURIComponent(id)}`,
-      query: conn.writeQuery(),
       accept: [404],
       what: `delete vector ${id}`,
     });
@@ -237,7 +244,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   }
 
   async refresh(): Promise<void> {
-    if (this.idx.info) await this.idx.conn.refreshIndex(this.idx.info.alias);
+    if (this.idx.info) await this.idx.conn.refreshNow(this.idx.info.alias);
   }
 
   async drop(): Promise<void> {
@@ -254,6 +261,7 @@ async function scopedIds(conn: Connection, alias: string, filter: any): Promise<
   const ids: string[] = [];
   let after: string | undefined;
   const size = 5000;
+  await conn.beforeRead(alias);
   for (;;) {
     const body: any = { query: filter, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
     if (after !== undefined) body.search_after = [after];

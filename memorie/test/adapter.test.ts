@@ -48,6 +48,7 @@ for (const { engine, url } of targets) {
       assert.deepEqual(Object.keys(aliases.body), [`${prefix}-memorie-memories-v1`]);
       const m = makeMemory({ content: "persisted walnut" });
       await s.index(m);
+      await s.refresh(); // another store object: it sees the write once the writer refreshed (deferred policy)
       const again = await createSearchStore({ url, indexPrefix: prefix });
       try {
         assert.deepEqual((await again.search({ query: "walnut" })).map((r) => r.memory.id), [m.id]);

@@ -103,6 +103,43 @@ for (const { engine, url } of targets) {
       assert.deepEqual(semantic[0]?.metadata, { tenantId: "t1", namespace: "users", subjectId: "u1" });
     });
 
+    it("default deferred refresh: writes never refresh; a read after writes refreshes once; reads alone never", async () => {
+      const { search, vectors, engine: e } = await open();
+      const ms = ["juniper", "quince", "sorrel", "tamarind"].map((w) => makeMemory({ content: `planted ${w} by the gate` }));
+      for (const [i, m] of ms.entries()) {
+        await e.add(m);
+        const word = m.content.split(" ")[1]!;
+        const { keyword, semantic } = await e.find({ query: word, limit: 10 });
+        assert.deepEqual(keyword.map((r) => r.memory.id), [m.id], `add ${i} then search at once`);
+        assert.equal(semantic[0]?.id, m.id);
+        assert.equal(semantic.length, i + 1);
+        assert.deepEqual([search.deferredRefreshes, vectors.deferredRefreshes], [i + 1, i + 1]);
+      }
+      for (let i = 0; i < 3; i++) await e.find({ query: "planted gate" });
+      assert.deepEqual([search.deferredRefreshes, vectors.deferredRefreshes], [4, 4], "no refresh without writes");
+      for (const m of ms.slice(0, 2)) await e.delete(m.id);
+      const { keyword, semantic } = await e.find({ query: "planted gate", limit: 10 });
+      assert.deepEqual(new Set(keyword.map((r) => r.memory.id)), new Set([ms[2]!.id, ms[3]!.id]), "deletes are seen too");
+      assert.deepEqual(new Set(semantic.map((r) => r.id)), new Set([ms[2]!.id, ms[3]!.id]));
+      assert.deepEqual([search.deferredRefreshes, vectors.deferredRefreshes], [5, 5], "two deletes, one refresh");
+    });
+
+    it("deferred refresh: another store object sees a write after the background refresh, without reading first", async () => {
+      const prefix = freshPrefix("background");
+      const writer = await createSearchStore({ url, indexPrefix: prefix, refreshAfterMs: 50 });
+      const reader = await createSearchStore({ url, indexPrefix: prefix, refresh: "false" });
+      stores.push(writer, reader);
+      const m = makeMemory({ content: "background medlar" });
+      await writer.index(m);
+      for (let waited = 0; writer.deferredRefreshes === 0 && waited < 3000; waited += 10) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.equal(writer.deferredRefreshes, 1, "the background refresh ran");
+      assert.deepEqual((await reader.search({ query: "medlar" })).map((r) => r.memory.id), [m.id]);
+      await writer.search({ query: "medlar" });
+      assert.equal(writer.deferredRefreshes, 1, "nothing pending after the background refresh");
+    });
+
     it("search takes the caller's whole query unchanged (limit, offset, filters, relatedTo, relationTypes)", async () => {
       const { engine: e } = await open();
       const base = Date.UTC(2026, 0, 1);

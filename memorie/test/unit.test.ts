@@ -32,7 +32,7 @@ import {
   vectorScore,
 } from "../src/dialect.js";
 import { redact, SearchError, serverReason } from "../src/errors.js";
-import { HNSW } from "../src/settings.js";
+import { HNSW, knnCandidates } from "../src/settings.js";
 
 // The golden file the Python suite checks too (tests/unit/test_engine_settings.py); this file runs from dist/test.
 const GOLDEN = JSON.parse(
@@ -149,8 +149,10 @@ describe("vector bodies", () => {
     });
     const filter = vectorFilter({ tenantId: "a" });
     const body = knnBody("opensearch", [1, 0], 5, filter);
-    assert.deepEqual(body.query.bool.should[0].knn.embedding, { vector: [1, 0], k: 5, filter });
+    // lucene's k is the candidate count per segment (knnCandidates); size cuts to the 5 asked for
+    assert.deepEqual(body.query.bool.should[0].knn.embedding, { vector: [1, 0], k: knnCandidates(5), filter });
     assert.equal(body.size, 5);
+    assert.equal(knnBody("opensearch", [1, 0], 5000, undefined).query.bool.should[0].knn.embedding.k, knnCandidates(5000));
   });
   it("Elasticsearch: float dense_vector with explicit hnsw index_options; the filter inside knn", () => {
     const mapping = vectorMapping("elasticsearch", 3) as { index_options: unknown; similarity: string };
@@ -158,7 +160,7 @@ describe("vector bodies", () => {
     assert.equal(mapping.similarity, "cosine");
     const filter = vectorFilter(undefined, { tenantId: "a" });
     const body = knnBody("elasticsearch", [1, 0], 7, filter);
-    assert.deepEqual(body.knn, { field: "embedding", query_vector: [1, 0], k: 7, num_candidates: 100, filter });
+    assert.deepEqual(body.knn, { field: "embedding", query_vector: [1, 0], k: 7, num_candidates: knnCandidates(7), filter });
   });
   it("zero vectors are stored flagged, without a vector; a zero query is a constant 0.5", () => {
     assert.deepEqual(vectorDoc("z", [0, 0]), { id: "z", zero: true, has_meta: false, meta_keys: [], meta_kv: [], metadata: null });
