@@ -227,7 +227,8 @@ export class Connection {
   }
 
   private missingIndex(params: RequestParams, index: string, response: Response): StoreError {
-    const refused = params.method === "GET" || params.path.endsWith("/_search") ? "" : "; the write was refused, no index created";
+    const read = params.method === "GET" || params.path.endsWith("/_search") || params.path.endsWith("/_refresh");
+    const refused = read ? "" : "; the write was refused, no index created";
     return this.error(
       `${params.what} failed: index ${index} does not exist on ${this.urls.join(", ") || "the node"} (deleted by ` +
         `drop() or by another process?)${refused}. Create the store again (createSearchStore, createVectorStore or ` +
@@ -359,7 +360,12 @@ export class Connection {
 
   /** Before a read of `index`: make this store's own earlier writes searchable (deferred policy; else nothing). */
   async beforeRead(index: string): Promise<void> {
-    await this.visibility?.beforeRead(index);
+    try {
+      await this.visibility?.beforeRead(index);
+    } catch (exc) {
+      // A missing index has nothing to refresh: the read itself reports it, with its own words.
+      if ((exc as StoreError).status !== 404) throw exc;
+    }
   }
 
   /** The query of a single-document index request: the refresh policy, and the target must be an alias. */

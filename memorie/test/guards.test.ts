@@ -100,7 +100,10 @@ describe("a URL that comes to reach another cluster", { skip: second ? false : "
     cleanup.push(async () => (await onB.drop(), await onB.close()));
     const forwarder = await Forwarder.start(a.url);
     cleanup.push(() => forwarder.close());
-    const store = await createSearchStore({ url: forwarder.url, indexPrefix: prefix, retry: { baseMs: 50 }, clusterCheckMs });
+    // refresh "true": onA (another store object) lists m1 at once; this suite is about where writes go, not refresh
+    const store = await createSearchStore({
+      url: forwarder.url, indexPrefix: prefix, retry: { baseMs: 50 }, clusterCheckMs, refresh: "true",
+    });
     cleanup.push(() => store.close());
     const onA = await createSearchStore({ url: a.url, indexPrefix: prefix });
     cleanup.push(async () => (await onA.drop(), await onA.close()));
