@@ -131,7 +131,7 @@ for (const { engine, url } of targets) {
       stores.push(writer, reader);
       const m = makeMemory({ content: "background medlar" });
       await writer.index(m);
-      for (let waited = 0; writer.deferredRefreshes === 0 && waited < 3000; waited += 10) {
+      for (let waited = 0; writer.deferredRefreshes === 0 && waited < 20000; waited += 10) {
         await new Promise((r) => setTimeout(r, 10));
       }
       assert.equal(writer.deferredRefreshes, 1, "the background refresh ran");
