@@ -4,10 +4,12 @@
     ├── ConfigError            bad configuration or arguments (index prefix, hosts, flags)
     ├── ServerError            the managed local node: Java, download, port, start-up, health
     ├── ConnectionFailed       the cluster cannot be reached (all hosts down, TLS, timeout)
+    │   └── ClusterChanged     the hosts now reach another cluster than the one the store opened
     ├── AuthError              401 / 403 from the cluster
     ├── CapabilityError        the server lacks a feature the call needs (k-NN, hybrid, pipeline)
     ├── MappingError           an existing index has a mapping reme-es cannot use
-    │   └── DimensionMismatch  a vector's length differs from the index's dimension
+    │   ├── DimensionMismatch  a vector's length differs from the index's dimension
+    │   └── IndexMissing       an index or alias the call needs does not exist (also a RequestFailed, 404)
     ├── InvalidFilter          a search filter that cannot be translated
     ├── InvalidInput           text, metadata or ids that cannot be stored as given
     ├── RequestFailed          the server rejected a request (status and reason kept)
@@ -20,7 +22,7 @@ Messages say what to do next and never contain credentials.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class ReMeESError(Exception):
@@ -41,6 +43,13 @@ class ConnectionFailed(ReMeESError):
     def __init__(self, message: str, kind: str | None = None):
         super().__init__(message)
         self.kind = kind
+
+
+class ClusterChanged(ConnectionFailed):
+    """The hosts answer, but as another cluster (its UUID differs from the one recorded when the store opened)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="another cluster")
 
 
 class AuthError(ReMeESError):
@@ -78,14 +87,24 @@ class RequestFailed(ReMeESError):
         self.type = type
 
 
+class IndexMissing(RequestFailed, MappingError):
+    """An index or alias a call needs does not exist (404 `index_not_found_exception`); `index` names it. Writes
+    require the alias, so nothing was written to a dynamically created index in its place."""
+
+    def __init__(self, message: str, index: str = "", reason: str | None = None):
+        super().__init__(message, status=404, reason=reason, type="index_not_found_exception")
+        self.index = index
+
+
 @dataclass(frozen=True)
 class BulkItemFailure:
-    """One failed bulk item: its id, HTTP status and the server's reason."""
+    """One failed bulk item: its id, HTTP status, the server's reason and error type."""
 
     index: str
     id: str
     status: int
     reason: str
+    type: str = field(default="", compare=False)  # the server's error type, where it gave one
 
 
 class BulkError(ReMeESError):

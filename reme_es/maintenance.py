@@ -36,7 +36,8 @@ async def _copy(
                 src.pop("embedding", None)
             routing = (hit.get("_routing") or src["path"]) if kind == "chunks" else None
             actions.append(Action("index", new, hit["_id"], src, routing=routing))
-        (await store.port.bulk(actions)).raise_for_failures()
+        # `new` is not behind the alias yet: written by its own name
+        (await store.port.bulk(actions, require_alias=False)).raise_for_failures()
         copied += len(actions)
         if progress:
             progress(copied)

@@ -37,6 +37,7 @@ class ServerlessDialect(OpenSearchDialect):
     uses_search_pipeline = False  # no search pipelines: hybrid is fused client-side
     refreshes_itself = True  # no `_refresh` API: documents become searchable after the collection's own refresh
     merges_itself = True  # no `_forcemerge` or `_stats`
+    cluster_identity = False  # no `GET /` or cluster state: a collection's endpoint names it already
 
     async def probe(self) -> Capabilities:
         """What a Serverless collection offers (fixed; asks the server nothing: it has no `_nodes` API)."""

@@ -128,6 +128,7 @@ class Dialect(ABC):
     uses_search_pipeline = False  # native hybrid needs a search pipeline named in the request
     refreshes_itself = False  # True: no refresh API; writes become searchable on the engine's own schedule
     merges_itself = False  # True: no force-merge or index stats API
+    cluster_identity = True  # the server tells its cluster UUID (`GET /` or the cluster state), checked by the port
 
     def __init__(self, settings: ClientSettings):
         self.settings = settings
@@ -151,9 +152,12 @@ class Dialect(ABC):
         """Send one request; client exceptions are mapped to the ReMeESError tree."""
         return await self.transport.request(method, path, body, params)
 
-    async def bulk(self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20) -> BulkOutcome:
-        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported."""
-        return await self.transport.bulk(actions, max_retries, chunk_bytes)
+    async def bulk(
+        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20, require_alias: bool = False
+    ) -> BulkOutcome:
+        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported
+        (`require_alias`: an item whose index is not an alias fails; no index is created for it)."""
+        return await self.transport.bulk(actions, max_retries, chunk_bytes, require_alias)
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
         """Map a client exception to the ReMeESError tree."""
@@ -211,6 +215,10 @@ class Dialect(ABC):
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
         """Whether this server can fuse `kind` ('rrf' or 'minmax') in one request."""
         return False
+
+    def hybrid_params(self, caps: Capabilities | None) -> dict:
+        """URL parameters of a native hybrid request beyond the pipeline (e.g. to get each branch's score back)."""
+        return {}
 
     def hybrid_score_ceiling(self, kind: str | None) -> float:
         """The highest score a native fusion of `kind` can give (above it, raw sub-query scores came back)."""

@@ -195,12 +195,16 @@ class OpenSearchDialect(Dialect):
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
     ) -> dict:
+        """The hybrid query; its branches are named `keyword` and `vector`, so each hit can tell its branch scores."""
         keyword = keyword_query(text, f, fields)
-        return {
-            "size": size,
-            "query": {"hybrid": {"queries": [keyword, self.knn_query(vector, size, f, caps=caps)]}},
-            "_source": {"excludes": SOURCE_EXCLUDES},
-        }
+        keyword["bool"]["_name"] = "keyword"
+        knn = self.knn_query(vector, size, f, caps=caps)
+        knn["knn"]["embedding"]["_name"] = "vector"
+        return {"size": size, "query": {"hybrid": {"queries": [keyword, knn]}}, "_source": {"excludes": SOURCE_EXCLUDES}}
+
+    def hybrid_params(self, caps: Capabilities | None) -> dict:
+        """Each hit's raw branch scores in `matched_queries` (2.13+), as ReMe's search step shows them."""
+        return {"include_named_queries_score": "true"} if caps is None or caps.version_tuple >= (2, 13) else {}
 
     uses_search_pipeline = True
 

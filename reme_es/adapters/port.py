@@ -12,10 +12,11 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import RequestFailed
+from ..errors import ConnectionFailed, RequestFailed
 from . import lookups as q
 from .base import candidates_only
-from .transport import BulkOutcome
+from .identity import ClusterIdentity
+from .transport import BulkOutcome, index_missing, redact_host
 
 Op = Literal["create", "index", "delete", "update"]
 
@@ -64,19 +65,45 @@ async def or_none(call: Awaitable[Any]) -> Any:
         raise
 
 
+def _named_scores(hit: dict) -> dict[str, float]:
+    matched = hit.get("matched_queries")
+    return {name: float(score) for name, score in matched.items()} if isinstance(matched, dict) else {}
+
+
 class IndexPort:
-    """Typed index operations over one dialect's transport."""
+    """Typed index operations over one dialect's transport, on the cluster `identity` recorded (see `identity`)."""
 
     def __init__(self, dialect: Any):
         self.dialect = dialect
+        self.identity = ClusterIdentity(dialect)
 
     async def _send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        return await self.dialect.request(method, path, body, params)
+        await self.identity.verify()
+        try:
+            answer = await self.dialect.request(method, path, body, params)
+        except ConnectionFailed:
+            self.identity.doubt()
+            raise
+        self.identity.seen()
+        return answer
 
     # --- documents ------------------------------------------------------------------------------
-    async def bulk(self, actions: list[Action]) -> BulkOutcome:
-        """Write actions in bulk (per-item retry of 429/5xx, every failure reported)."""
-        return await self.dialect.bulk([a.to_bulk() for a in actions])
+    async def bulk(self, actions: list[Action], require_alias: bool = True) -> BulkOutcome:
+        """Write actions in bulk (per-item retry of 429/5xx, every failure reported). Each item's index must be an
+        alias unless `require_alias` is False (a concrete index being rebuilt): a missing one raises IndexMissing
+        (or ClusterChanged when the hosts now reach another cluster), and no index is created in its place."""
+        await self.identity.verify()
+        try:
+            outcome = await self.dialect.bulk([a.to_bulk() for a in actions], require_alias=require_alias)
+        except ConnectionFailed:
+            self.identity.doubt()
+            raise
+        self.identity.seen()
+        if missing := outcome.missing_indices():
+            await self.identity.verify(force=True)
+            hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
+            raise index_missing(", ".join(missing), hosts, written=False)
+        return outcome
 
     async def search(self, index: str, body: dict, params: dict | None = None) -> list[dict]:
         """The hits of one search."""
@@ -114,6 +141,15 @@ class IndexPort:
         answers = await self.msearch([(index, q.lean(candidates_only(b))) for b in bodies])
         return [[(float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0]) for h in hits]
                 for hits in answers]
+
+    async def ranked_named(
+        self, index: str, body: dict, params: dict | None = None
+    ) -> list[tuple[float, str, str, dict[str, float]]]:
+        """`ranked`, with each hit's named sub-query scores (`matched_queries` asked for with their scores; {} else)."""
+        hits = await self.search(index, candidates_only(body), params)
+        return [
+            (float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0], _named_scores(h)) for h in hits
+        ]
 
     async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:
         """(score, `_source`) of each hit of a search."""

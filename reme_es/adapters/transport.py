@@ -26,6 +26,7 @@ from ..errors import (
     BulkItemFailure,
     ConfigError,
     ConnectionFailed,
+    IndexMissing,
     ReMeESError,
     RequestFailed,
 )
@@ -120,6 +121,25 @@ class BulkOutcome:
         if self.failures:
             raise BulkError(self.failures, self.succeeded)
 
+    def missing_indices(self) -> list[str]:
+        """The indices items failed for because they do not exist (sorted)."""
+        return sorted({f.index for f in self.failures if f.type == INDEX_NOT_FOUND})
+
+
+INDEX_NOT_FOUND = "index_not_found_exception"
+
+
+def index_missing(index: str, hosts: str, written: bool | None = None, reason: str | None = None) -> IndexMissing:
+    """The error for an index or alias that does not exist (`written=False`: a write that was refused for it)."""
+    refused = " Nothing was written in its place." if written is False else ""
+    return IndexMissing(
+        f"index {index or '(unnamed)'} does not exist on {hosts}: it was deleted (`reme-es drop`, another process's "
+        f"drop()) or {hosts} now reaches another cluster.{refused} Run `reme-es sync` (or restart ReMe) to create "
+        "the indices again, or point the hosts at the cluster that holds them.",
+        index=index,
+        reason=reason,
+    )
+
 
 @dataclass(frozen=True)
 class ErrorInfo:
@@ -128,6 +148,7 @@ class ErrorInfo:
     status: int | None = None
     type: str = ""
     reason: str = ""
+    index: str = ""  # the index an `index_not_found_exception` names
     connection: str | None = None  # one of REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE
 
 
@@ -191,6 +212,8 @@ def error_from_info(info: ErrorInfo, what: str, hosts: str, exc: BaseException) 
             f"{what}: the server answered {info.status} ({info.reason}); check the username/password or API key, "
             "and that the role may use this index prefix"
         )
+    if info.type == INDEX_NOT_FOUND:
+        return index_missing(info.index, hosts, reason=info.reason)
     if info.status is None:
         return ReMeESError(f"{what} failed: {type(exc).__name__}: {exc}")
     return RequestFailed(
@@ -209,7 +232,8 @@ def error_body_info(status: int | None, body: Any, fallback: Any) -> ErrorInfo:
             reason = f"{reason}: {caused}"
     else:
         kind, reason = "", str(err)
-    return ErrorInfo(status=status if isinstance(status, int) else None, type=kind, reason=str(reason))
+    index = str(err.get("index") or "") if isinstance(err, dict) else ""
+    return ErrorInfo(status=status if isinstance(status, int) else None, type=kind, reason=str(reason), index=index)
 
 
 class Transport(ABC):
@@ -262,12 +286,16 @@ class Transport(ABC):
         info = self.error_info(exc) or ErrorInfo()
         return error_from_info(info, what, ", ".join(redact_host(h) for h in self.settings.hosts), exc)
 
-    async def bulk(self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20) -> BulkOutcome:
-        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported."""
+    async def bulk(
+        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20, require_alias: bool = False
+    ) -> BulkOutcome:
+        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported.
+        `require_alias`: every item's index must be an alias (a missing one fails the item; none is auto-created)."""
         outcome = BulkOutcome()
         pending = actions
         for attempt in range(max_retries + 1):
-            retry = self._bulk_round(outcome, pending, await self._stream(pending, chunk_bytes), attempt < max_retries)
+            results = await self._stream(pending, chunk_bytes, require_alias)
+            retry = self._bulk_round(outcome, pending, results, attempt < max_retries)
             if not retry:
                 break
             delay = min(10.0, 0.2 * 2**attempt) * (0.5 + random.random())
@@ -276,7 +304,8 @@ class Transport(ABC):
             pending = retry
         return outcome
 
-    async def _stream(self, actions: list[dict], chunk_bytes: int) -> list[tuple[bool, dict]]:
+    async def _stream(self, actions: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
+        extra = {"require_alias": True} if require_alias else {}
         try:
             stream = self._bulk_helper()(
                 self.client,
@@ -287,6 +316,7 @@ class Transport(ABC):
                 raise_on_exception=False,
                 max_retries=0,
                 yield_ok=True,
+                **extra,
             )
             return [item async for item in stream]
         except Exception as exc:
@@ -300,7 +330,8 @@ class Transport(ABC):
             op, info = next(iter(item.items()))
             raw_status = info.get("status")
             status = raw_status if isinstance(raw_status, int) else 503  # transport failure: no item status
-            if ok or (op == "delete" and status == 404):
+            error = info.get("error")
+            if ok or (op == "delete" and status == 404 and not error):  # a 404 with an error: the index is missing
                 outcome.succeeded += 1
                 if "_seq_no" in info and op != "delete":
                     key = (action["_index"], str(action.get("_id")))
@@ -309,7 +340,8 @@ class Transport(ABC):
             if status in RETRYABLE_STATUS and may_retry:
                 retry.append(action)
                 continue
-            error = info.get("error")
             reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
-            outcome.failures.append(BulkItemFailure(str(info.get("_index", "")), str(info.get("_id")), status, reason))
+            kind = str(error.get("type") or "") if isinstance(error, dict) else ""
+            index = str(info.get("_index") or action.get("_index") or "")
+            outcome.failures.append(BulkItemFailure(index, str(info.get("_id")), status, reason, kind))
         return retry

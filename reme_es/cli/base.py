@@ -4,6 +4,7 @@ and `_run`, which turns reme-es errors into exit codes."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import signal
 import sys
@@ -46,6 +47,11 @@ def _run(make) -> None:
     except KeyboardInterrupt:
         _err("interrupted")
         code = 130
+    except Exception as exc:  # a bug rather than an error reme-es knows: still one line (REME_ES_DEBUG=1: traceback)
+        if os.environ.get("REME_ES_DEBUG"):
+            raise
+        _err(f"error: unexpected {type(exc).__name__}: {exc} (REME_ES_DEBUG=1 shows the traceback; please report it)")
+        code = 1
     sys.exit(code or 0)
 
 

@@ -38,7 +38,12 @@ def _node_view(name: str) -> dict:
 @server.command("start")
 @click.option("--flavour", type=_FLAVOURS, help="Default: the node's own flavour if it was started before, else "
               "opensearch-3.")
-@click.option("--port", type=click.IntRange(1, 65535), help="HTTP port (default: first free from 9200).")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="HTTP port (default: the node's port of its last start, kept so clients keep its URL; else first free from "
+    "9200).",
+)
 @click.option("--heap", default="512m", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @_server_cmd

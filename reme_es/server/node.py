@@ -94,9 +94,7 @@ def start(
         )
     java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
-    if http_port is not None and not _port_free(http_port):
-        raise ServerError(f"port {http_port} on 127.0.0.1 is taken; choose another with --port or stop what uses it")
-    http_port = http_port or _free_port(9200)
+    http_port = _http_port(name, http_port, current)
     if flavour.engine == "elasticsearch":
         ensure_analysis_plugin(home, java_home, flavour.version)  # the .security index needs it (API keys)
     if flavour.knn_guard:
@@ -122,6 +120,22 @@ def start(
     write_node(info)
     _wait_healthy(info, proc, timeout, security, stop)
     return info
+
+
+def _http_port(name: str, asked: int | None, current: NodeInfo | None) -> int:
+    """The port to start on: the one asked for; else the node's port of its last start, so clients that kept its
+    URL reach it again, never another node that took the port meanwhile; else the first free one from 9200."""
+    if asked is None and current is not None:
+        if not _port_free(current.http_port):
+            raise ServerError(
+                f"node {name!r} keeps its port {current.http_port} across restarts (clients keep its URL "
+                f"{current.url}), but something else listens there now (another node?); stop that, or move this node "
+                "with --port (clients then need the new URL)"
+            )
+        return current.http_port
+    if asked is not None and not _port_free(asked):
+        raise ServerError(f"port {asked} on 127.0.0.1 is taken; choose another with --port or stop what uses it")
+    return asked or _free_port(9200)
 
 
 def stop(name: str = "default", timeout: float = 60.0) -> bool:

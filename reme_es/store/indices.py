@@ -76,7 +76,9 @@ class IndexSet:
         return self.caps
 
     async def connect(self, create: bool) -> Capabilities:
-        """Probe the server, create (or check) the indices and the hybrid pipeline, and refresh them once."""
+        """Record the cluster's UUID, probe the server, create (or check) the indices and the hybrid pipeline, and
+        refresh them once."""
+        await self.port.identity.record()
         self.caps = await self.dialect.probe()
         if self.options.dims and not self.caps.knn:
             raise CapabilityError(

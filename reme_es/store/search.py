@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from ..adapters.base import SOURCE_EXCLUDES, keyword_body
+from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, keyword_body
 from ..errors import CapabilityError, ConfigError, RequestFailed
 from ..fusion import apply_min_score, candidate_depth, weighted_rrf
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
@@ -45,6 +45,19 @@ class SearchStore:
             else:  # only if the chunk went between the search and the fetch (a refresh in between)
                 log.info("search hit %s of %s is gone from the index; left out", hit.chunk.id, hit.chunk.path)
         return out
+
+    async def _fused(self, body: dict, params: dict | None) -> list[Hit]:
+        """The candidates of a native hybrid search, each with the raw score of the branches that found it (vector as
+        cosine similarity, keyword as BM25) where the server names them, as ReMe's client-side fusion keeps them."""
+        hits = []
+        for score, cid, path, named in await self.port.ranked_named(self.indices.ix.chunks, body, params):
+            scores = {"hybrid": score, "score": score}
+            if "vector" in named:
+                scores["vector"] = cosine_from_score(named["vector"])
+            if "keyword" in named:
+                scores["keyword"] = named["keyword"]
+            hits.append(Hit(chunk=Chunk(id=cid, path=path, text=""), scores=scores))
+        return hits
 
     async def keyword(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
@@ -131,15 +144,16 @@ class SearchStore:
         ix, dialect = self.indices, self.indices.dialect
         self.vectors.check(vector, "the query")
         body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields, caps=ix.caps)
-        params = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else None
+        pipeline = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else {}
+        params = {**pipeline, **dialect.hybrid_params(ix.caps)} or None
         try:
-            hits = await self._candidates(body, "hybrid", params)
+            hits = await self._fused(body, params)
         except RequestFailed as exc:
             # A missing pipeline is a 400 like any bad request: ask whether it exists rather than read the message.
-            if params is None or exc.status != 400 or await self.port.pipeline_exists(ix.pipeline_name()):
+            if not pipeline or exc.status != 400 or await self.port.pipeline_exists(ix.pipeline_name()):
                 raise
             await ix.ensure_pipeline()  # deleted behind our back: recreate once
-            hits = await self._candidates(body, "hybrid", params)
+            hits = await self._fused(body, params)
         ceiling = dialect.hybrid_score_ceiling(ix.pipeline_kind) + 1e-6
         if any(not 0.0 <= h.score <= ceiling for h in hits):
             raise RequestFailed(

@@ -40,7 +40,7 @@ class MemoryPort:
         return sorted(self.docs.get(index, {}))
 
     # --- the port's surface ---------------------------------------------------------------------
-    async def bulk(self, actions: list[Action]) -> BulkOutcome:
+    async def bulk(self, actions: list[Action], require_alias: bool = True) -> BulkOutcome:
         """Apply actions in order, as a node would; the round is recorded."""
         hook = self.before_bulk.pop(len(self.rounds), None)
         if hook is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import textwrap
 from pathlib import Path
 
@@ -234,6 +235,9 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
             native = await app.run_job("search_native", query="opensearch migration plan", limit=20)
             assert native.success, native.answer
             out["native"] = native.metadata
+            out["native_answer"] = native.answer
+            own = await app.run_job("search", query="opensearch migration plan", limit=20)  # ReMe's own step
+            out["reme_answer"] = own.answer
             out["native_available"] = app.context.components["file_store"]["default"].store.native_hybrid_available()
 
         # Edit one file (append a paragraph), delete another, re-index.
@@ -265,6 +269,11 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
     finally:
         await app.close()
     return out
+
+
+def _branch_scores(answer: str) -> dict[str, str]:
+    """Per hit header of a search answer (path:lines), its branch scores (`vector=… keyword=…`)."""
+    return dict(re.findall(r"^========== (\S+) \[score=\S+ (vector=\S+ keyword=\S+)\] ==========$", answer, re.MULTILINE))
 
 
 async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, tmp_path):
@@ -351,6 +360,11 @@ async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, 
     assert native["counts"]["fusion"] == ("native" if es["native_available"] else "client")
     assert sorted(r["id"] for r in native["results"]) == initial["hybrid_ids"]
     assert native["link_expansion"] == initial["link_expansion"]
+    # the answer header of each hit shows the branch scores exactly as ReMe's own step prints them
+    mine, reme = _branch_scores(es["native_answer"]), _branch_scores(es["reme_answer"])
+    assert sorted(mine) == sorted(reme) and len(mine) == len(native["results"])
+    assert mine == reme
+    assert any("=-" not in scores for scores in mine.values())  # hits both branches found show both scores
 
     # --- edit + delete: only the changed chunks are embedded --------------------------------------
     assert es["second_counts"] == {"added": 0, "modified": 1, "deleted": 1}

@@ -1,4 +1,5 @@
-"""The managed OpenSearch node refuses k-NN engines it cannot run, and starts with a red index (issue 15, defect 7).
+"""The managed OpenSearch node refuses k-NN engines it cannot run, and starts with a red index (issue 15, defect 7);
+a restart keeps its port (issue 18, defect 12).
 
 Its k-NN plugin comes from Maven Central without native libraries: a faiss or nmslib field (or one on the default
 engine) used to kill the JVM on its first write, and every restart died again replaying it. The node must refuse
@@ -11,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import socket
 import tempfile
 import time
 import urllib.error
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from reme_es.errors import ServerError
 from reme_es.server import knn_guard, node
 from reme_es.server.flavours import FLAVOURS, get_flavour
 from tests.reliability.conftest import free_port
@@ -98,7 +101,16 @@ def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(nod
         "number_of_replicas": 0, "routing.allocation.require._name": "no-such-node"}}})
     assert status == 200
     assert node.stop(node_name) is True
-    info = node.start(flavour, name=node_name, http_port=free_port(), heap="256m", timeout=120)
+    # A restart without a port keeps the node's port (clients keep its URL), and refuses to move when it is taken.
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the node's closed connections linger a while
+        taken.bind(("127.0.0.1", info.http_port))
+        taken.listen()
+        with pytest.raises(ServerError) as refused:
+            node.start(flavour, name=node_name, heap="256m")
+    assert str(refused.value).startswith(f"node {node_name!r} keeps its port {info.http_port} across restarts ")
+    info = node.start(flavour, name=node_name, heap="256m", timeout=240)
+    assert info.url == url
     assert list(info.red_indices) == ["guard-red"]
     assert "no-such-node" in info.red_indices["guard-red"]  # the allocation decider's explanation
     advice = info.red_index_advice()
