@@ -258,9 +258,11 @@ function printRows(rows) {
   }
 }
 
-const info = await (await fetch(url)).json();
-const row = { version: info?.version?.number ?? "?" };
-console.log(`Memorie stores side by side; node ${url} (${info?.version?.distribution ?? "elasticsearch"} ${row.version}); ` +
+// The version from _nodes/_local (the root path is not served by every distribution); the engine from the store.
+const nodes = await (await fetch(`${url}/_nodes/_local?filter_path=nodes.*.version`)).json();
+const row = { version: Object.values(nodes?.nodes ?? {})[0]?.version ?? "?" };
+const info = { version: { distribution: (await (await fetch(`${url}/`, { method: "HEAD" })).headers.get("x-elastic-product")) ? "elasticsearch" : "opensearch" } };
+console.log(`Memorie stores side by side; node ${url} (${info.version.distribution} ${row.version}); ` +
   `${queries} queries, ${adds} adds per point; ms unless marked${label ? `; ${label}` : ""}\n`);
 console.log(HEADER);
 const all = [];
