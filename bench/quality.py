@@ -249,7 +249,7 @@ async def main() -> None:
                     "keyword branch on `text` only (store body, keyword query swapped; raw request)",
                     lambda limit: native_text_only(store, raw, queries, qvecs, limit),
                 )
-        store.hybrid = "client"
+        store.hybrid, store.pipeline_kind = "client", "rrf"  # client-side fusion follows the pipeline kind
         await add("client RRF", "hybrid", "ReMe weighted RRF, vector 0.7, k 60")
         store.keyword_fields = ("text",)
         await add("client RRF (text)", "hybrid", "keyword branch with keyword_fields=('text',)")

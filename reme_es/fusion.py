@@ -7,6 +7,8 @@ list first). Given the same two lists it produces the same order and scores as R
 
 from __future__ import annotations
 
+import re
+
 from .models import RRF_K, Hit
 
 
@@ -46,3 +48,122 @@ def apply_min_score(hits: list[Hit], min_score: float) -> list[Hit]:
     if min_score <= 0:
         return hits
     return [h for h in hits if h.score >= min_score]
+
+
+# ------------------------------------------------------------------------------ convex combination, proximity
+
+FUSION_METHODS = ("rrf", "minmax", "zscore")
+# The ReMe drop-in's default, chosen by bench/memory_quality.py on both sets (README, quality section): z-score convex
+# combination at vector weight 0.5, then the top PROXIMITY_TOP re-ranked with term proximity at boost 0.3.
+DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscore", 0.5, 0.3, 20
+
+
+def _normalised(hits: list[Hit], method: str) -> dict[str, float]:
+    """Each hit's score mapped to a common scale: min-max to [0, 1], or z-scores (a list of one scores 1 / 0)."""
+    scores = [h.score for h in hits]
+    if not scores:
+        return {}
+    if method == "minmax":
+        low, high = min(scores), max(scores)
+        span = high - low
+        return {h.chunk.id: (h.score - low) / span if span > 0 else 1.0 for h in hits}
+    mean = sum(scores) / len(scores)
+    sd = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
+    return {h.chunk.id: (h.score - mean) / sd if sd > 0 else 0.0 for h in hits}
+
+
+def convex(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.5, method: str = "minmax") -> list[Hit]:
+    """Fuse by a weighted sum of per-branch normalised scores (min-max or z-score); a hit one branch missed gets
+    that branch's lowest normalised score (0 under min-max, as OpenSearch's normalization processor does)."""
+    if method not in ("minmax", "zscore"):
+        raise ValueError(f"convex fusion normalises by 'minmax' or 'zscore', got {method!r}")
+    norm_v, norm_k = _normalised(vector, method), _normalised(keyword, method)
+    floor_v, floor_k = min(norm_v.values(), default=0.0), min(norm_k.values(), default=0.0)
+    merged: dict[str, Hit] = {}
+    for branch, hits in (("vector", vector), ("keyword", keyword)):
+        for hit in hits:
+            merged.setdefault(hit.chunk.id, hit)
+            existing = merged[hit.chunk.id]
+            existing_scores = {**existing.scores, branch: hit.scores.get(branch, hit.score)}
+            merged[hit.chunk.id] = existing.model_copy(update={"scores": existing_scores})
+    out = []
+    for cid, hit in merged.items():
+        score = vector_weight * norm_v.get(cid, floor_v) + (1.0 - vector_weight) * norm_k.get(cid, floor_k)
+        out.append(hit.model_copy(update={"scores": {**hit.scores, "score": score}}))
+    return sorted(out, key=lambda h: h.score, reverse=True)
+
+
+def fuse(vector: list[Hit], keyword: list[Hit], method: str = "rrf", vector_weight: float = 0.7) -> list[Hit]:
+    """Fuse two rankings by `method`: 'rrf' (ReMe's weighted RRF), 'minmax' or 'zscore' (convex combination)."""
+    if method == "rrf":
+        return weighted_rrf(vector, keyword, vector_weight)
+    if method in ("minmax", "zscore"):
+        return convex(vector, keyword, vector_weight, method)
+    raise ValueError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {method!r}")
+
+
+_WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_STOP = frozenset(
+    "a an and are as at be but by did do does for from had has have he her his how i in is it its me my of on or our "
+    "she so that the their them they this to was we were what when where which who why will with you your".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased word tokens without English stop words; each CJK character is a token of its own."""
+    out = []
+    for word in _WORD.findall(text.lower()):
+        if _CJK.search(word):
+            out.extend(_CJK.findall(word))
+        elif word not in _STOP:
+            out.append(word)
+    return out
+
+
+def proximity(query_terms: list[str], text: str, window: int = 4) -> float:
+    """How closely `text` holds the query's terms, in [0, 1]: the share of query terms it contains, averaged with
+    the share of consecutive query-term pairs found within `window` tokens of each other."""
+    if not query_terms:
+        return 0.0
+    tokens = terms(text)
+    positions: dict[str, list[int]] = {}
+    for i, t in enumerate(tokens):
+        positions.setdefault(t, []).append(i)
+    coverage = sum(1 for t in set(query_terms) if t in positions) / len(set(query_terms))
+    pairs = list(zip(query_terms, query_terms[1:]))
+    if not pairs:
+        return coverage
+    near = sum(
+        1 for a, b in pairs if any(abs(i - j) <= window for i in positions.get(a, ()) for j in positions.get(b, ()))
+    )
+    return (coverage + near / len(pairs)) / 2
+
+
+def proximity_rescore(hits: list[Hit], query: str, top: int = 20, boost: float = 0.2) -> list[Hit]:
+    """Re-rank the first `top` fused hits by fused score (min-max over those) + `boost` x term proximity, which
+    becomes their score (the proximity is kept as `scores["proximity"]`); the rest keep their order below. Hits need
+    their text."""
+    head, tail = hits[:top], hits[top:]
+    if not head or boost <= 0:
+        return hits
+    q = terms(query)
+    low, high = min(h.score for h in head), max(h.score for h in head)
+    span = (high - low) or 1.0
+    rescored = []
+    for h in head:
+        prox = proximity(q, h.chunk.text)
+        base = (h.score - low) / span
+        score = base + boost * prox
+        rescored.append((score, h.model_copy(update={"scores": {**h.scores, "proximity": prox, "score": score}})))
+    rescored.sort(key=lambda x: x[0], reverse=True)
+    return [h for _, h in rescored] + tail
+
+
+def validate_fusion(value: str | None) -> str | None:
+    """A fusion method name (None: the store's default), or ConfigError naming the choices."""
+    if value is None or value in FUSION_METHODS:
+        return value
+    from .errors import ConfigError
+
+    raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)} (or left out), got {value!r}")

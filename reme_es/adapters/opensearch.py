@@ -209,6 +209,8 @@ class OpenSearchDialect(Dialect):
     uses_search_pipeline = True
 
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
+        if kind == "zscore":  # fused client-side (the pipelines here normalise by min-max only)
+            return False
         return caps.rrf_processor if kind == "rrf" else caps.normalization_processor
 
     def pipeline_weighted(self, caps: Capabilities | None, kind: str | None) -> bool:

@@ -29,7 +29,7 @@ from ..config import default_prefix as default_index_prefix
 from ..connect import open_store
 from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from ..errors import ConfigError, MappingError
-from ..fusion import apply_min_score
+from ..fusion import DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score, validate_fusion
 from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
 from ..store.shown import Shown
@@ -72,7 +72,9 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         aws_region: str | None = None,
         aws_service: str = "es",
         hybrid: str = "auto",
-        vector_weight: float = 0.7,
+        vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+        fusion: str | None = DEFAULT_FUSION,
+        proximity: float = DEFAULT_PROXIMITY,
         hnsw_m: int = HNSW_M,
         hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
         flavour: str | None = None,
@@ -101,6 +103,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         ClientSettings(hosts=self.hosts, **self.settings_kwargs)  # refuse conflicting auth settings at once
         self.hybrid = hybrid
         self.vector_weight = float(vector_weight)
+        self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
         self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
         if flavour:
             self.flavour = flavour
@@ -195,7 +198,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         The index is derived from the workspace files, so ReMe's start-up scan rebuilds everything, which is
         what the local store does with vectors of a stale dimension.
         """
-        kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight}
+        kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
+                  "proximity": self.proximity}
         try:
             return await open_store(settings, prefix, self.engine, options, **kwargs)
         except MappingError:

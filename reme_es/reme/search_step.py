@@ -47,7 +47,8 @@ def normalize_date_filters(search_filter: dict, logger) -> None:
 class EsSearchStep(SearchStep):
     """ReMe's search step with retrieval and fusion done by the cluster (one request where supported)."""
 
-    def _vector_weight(self) -> float:
+    def _vector_weight(self, default: float = 0.7) -> float:
+        """The call's vector weight, else the step's, else `default` (the store's own: it fuses with that)."""
         raw = self.context.get("vector_weight")
         weight = None
         if raw is not None:
@@ -56,14 +57,14 @@ class EsSearchStep(SearchStep):
             except (TypeError, ValueError):
                 self.logger.warning(f"[{self.name}] non-numeric vector_weight={raw!r}; ignoring")
         if weight is None:
-            weight = float(self.kwargs.get("vector_weight", 0.7))
+            weight = float(self.kwargs.get("vector_weight", default))
         return max(0.0, min(1.0, weight))
 
     async def execute(self):
         """Run the search; falls back to ReMe's SearchStep when the store cannot fuse this call natively."""
         assert self.context is not None
         store = self.file_store
-        if not isinstance(store, EsFileStore) or not store.hybrid_matches(self._vector_weight()):
+        if not isinstance(store, EsFileStore) or not store.hybrid_matches(self._vector_weight(store.vector_weight)):
             return await super().execute()
         response = self.context.response
         response.metadata.pop("empty_result", None)

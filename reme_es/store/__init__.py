@@ -51,10 +51,12 @@ class MemoryStore:
         pipeline: str | None = None,
         vector_weight: float = 0.7,
         keyword_fields: tuple[str, ...] | None = None,
+        proximity: float = 0.0,
     ):
         self.dialect = dialect
         self.port = IndexPort(dialect)
         self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight)
+        self.indices.proximity = float(proximity)
         self.vectors = VectorStore(self.indices)
         self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)

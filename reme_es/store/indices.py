@@ -18,7 +18,7 @@ from ..templates import INDEX_KINDS, IndexOptions, render_index
 from .protocol import Indices
 
 HYBRID_MODES = ("auto", "native", "client")
-PIPELINE_KINDS = ("minmax", "rrf")
+PIPELINE_KINDS = ("minmax", "rrf", "zscore")  # the fusion: native where the server can, else client-side
 
 
 def validate_prefix(prefix: str) -> str:
@@ -61,6 +61,7 @@ class IndexSet:
         self.hybrid = validate_hybrid(hybrid)
         self.pipeline_kind = pipeline
         self.vector_weight = vector_weight
+        self.proximity = 0.0  # client-side fusion: boost of the term-proximity re-rank of the head (0: none)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))
@@ -142,7 +143,7 @@ class IndexSet:
         pipeline can fuse the configured kind.)"""
         return bool(
             self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps and self.caps.hybrid_query
-            and self.dims
+            and self.dims and self.dialect.native_hybrid(self.caps, self.pipeline_kind)
         )
 
     def native_hybrid(self) -> bool:

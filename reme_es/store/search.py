@@ -7,7 +7,7 @@ import logging
 
 from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, keyword_body
 from ..errors import CapabilityError, ConfigError, RequestFailed
-from ..fusion import apply_min_score, candidate_depth, weighted_rrf
+from ..fusion import PROXIMITY_TOP, apply_min_score, candidate_depth, fuse, proximity_rescore
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .indices import IndexSet
 from .sources import chunk_from_source
@@ -104,7 +104,8 @@ class SearchStore:
         self, query: str, vector: list[float] | None, candidates: int, search_filter: SearchFilter | dict | None = None
     ) -> SearchResult:
         """Up to `candidates` fused hits ranked from ids and scores alone (their chunks carry no text), in one round
-        trip: the server's fusion (one request) or both branches in one `_msearch`, fused here (ReMe's RRF)."""
+        trip: the server's fusion (one request) or both branches in one `_msearch`, fused here (the store's fusion);
+        with `proximity` set, client fusion fetches its head's text (one `_mget`) to re-rank it by term proximity."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or candidates <= 0:
             return SearchResult(hits=[])
@@ -117,14 +118,23 @@ class SearchStore:
                 f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
-        return await self._client(query, vector, candidates, f)
+        result = await self._client(query, vector, candidates, f)
+        if self.indices.proximity and result.fusion == "client":
+            result.hits = await self._by_proximity(query, result.hits)
+        return result
+
+    async def _by_proximity(self, query: str, hits: list[Hit]) -> list[Hit]:
+        """The fused head (PROXIMITY_TOP hits) fetched with its text and re-ranked by term proximity; the rest after."""
+        head = await self._with_chunks(hits[:PROXIMITY_TOP])
+        return proximity_rescore(head, query, top=len(head), boost=self.indices.proximity) + hits[PROXIMITY_TOP:]
 
     async def with_chunks(self, hits: list[Hit]) -> list[Hit]:
         """Ranked hits with their stored chunks (one `_mget`; hits whose chunk went meanwhile are left out)."""
         return await self._with_chunks(hits)
 
     async def _client(self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter) -> SearchResult:
-        """Both branches in one `_msearch` for ids and scores, fused with ReMe's weighted RRF."""
+        """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
+        weighted RRF, min-max or z-score)."""
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
@@ -134,7 +144,8 @@ class SearchStore:
             for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if vector else []))
         )
         if keyword and vec:
-            fused, fusion = weighted_rrf(vec, keyword, self.indices.vector_weight), "client"
+            method = self.indices.pipeline_kind or "rrf"
+            fused, fusion = fuse(vec, keyword, method, self.indices.vector_weight), "client"
         else:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
         return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)

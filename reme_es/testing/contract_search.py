@@ -120,6 +120,32 @@ class HybridContract:
         assert _ids(native.hits) == _ids(client.hits)
         assert [round(h.score, 6) for h in native.hits] == [round(2 * h.score, 6) for h in client.hits]
 
+    @pytest.mark.parametrize("method", ["minmax", "zscore"])
+    async def test_client_fusion_follows_the_configured_method(self, store_factory, method):
+        from ..fusion import convex
+
+        store = await self._hybrid_corpus(store_factory, hybrid="client", pipeline=method, vector_weight=0.4)
+        query, vector = "orbital mechanics filler3", unit_vector(1, 0.9)
+        result = await store.search(query, vector, 6, candidates=12)
+        expected = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.4, method)
+        assert result.fusion == "client"
+        assert _ids(result.hits) == _ids(expected[:6])
+        assert [round(h.score, 6) for h in result.hits] == [round(h.score, 6) for h in expected[:6]]
+
+    async def test_client_fusion_rescores_its_head_by_term_proximity(self, store_factory):
+        from ..fusion import PROXIMITY_TOP, convex, proximity_rescore
+
+        store = await self._hybrid_corpus(store_factory, hybrid="client", pipeline="zscore", vector_weight=0.5)
+        store.indices.proximity = 0.3
+        query, vector = "filler7 orbital", unit_vector(1, 0.3)
+        result = await store.search(query, vector, 5, candidates=12)
+        fused = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.5, "zscore")
+        expected = proximity_rescore(fused[:PROXIMITY_TOP], query, top=PROXIMITY_TOP, boost=0.3)[:5]
+        assert _ids(result.hits) == _ids(expected)
+        assert [round(h.scores["proximity"], 6) for h in result.hits] == [
+            round(h.scores["proximity"], 6) for h in expected
+        ]
+
     async def test_a_response_that_bypassed_the_pipeline_fails_loudly(self, store_factory):
         from ..errors import RequestFailed
 

@@ -54,3 +54,58 @@ def test_matches_reme_rrf_merge(seed, weight):
     ours = weighted_rrf(vec, kw, weight)
     assert [h.chunk.id for h in ours] == [c.id for c in theirs]
     assert [h.scores for h in ours] == [c.scores for c in theirs]
+
+
+def test_minmax_convex_by_hand():
+    from reme_es.fusion import convex
+
+    vec = [_hit("a", "vector", 0.9), _hit("b", "vector", 0.5), _hit("c", "vector", 0.1)]
+    kw = [_hit("c", "keyword", 12.0), _hit("d", "keyword", 2.0)]
+    fused = convex(vec, kw, vector_weight=0.5, method="minmax")
+    # a: 0.5*1 + 0.5*0 (missed by keyword: its floor 0); b: 0.5*0.5; c: 0.5*0 + 0.5*1; d: 0 + 0.5*0
+    assert [(h.chunk.id, round(h.score, 6)) for h in fused] == [("a", 0.5), ("c", 0.5), ("b", 0.25), ("d", 0.0)]
+    assert fused[1].scores == pytest.approx({"vector": 0.1, "keyword": 12.0, "score": 0.5})
+
+
+def test_zscore_convex_by_hand():
+    from reme_es.fusion import convex
+
+    vec = [_hit("a", "vector", 3.0), _hit("b", "vector", 1.0)]  # z: +1, -1
+    kw = [_hit("b", "keyword", 10.0), _hit("c", "keyword", 4.0), _hit("d", "keyword", 4.0)]  # z: +1.414, -0.707 x2
+    fused = convex(vec, kw, vector_weight=0.7, method="zscore")
+    z_hi, z_lo = 2**0.5, -(2**0.5) / 2
+    expected = {"a": 0.7 * 1 + 0.3 * z_lo, "b": 0.7 * -1 + 0.3 * z_hi, "c": 0.7 * -1 + 0.3 * z_lo}
+    assert [h.chunk.id for h in fused] == ["a", "b", "c", "d"]
+    assert {h.chunk.id: h.score for h in fused if h.chunk.id != "d"} == pytest.approx(expected)
+
+
+def test_fuse_dispatch_and_errors():
+    from reme_es.fusion import convex, fuse
+
+    vec, kw = _lists(3)
+    assert [h.chunk.id for h in fuse(vec, kw, "rrf", 0.3)] == [h.chunk.id for h in weighted_rrf(vec, kw, 0.3)]
+    assert [h.chunk.id for h in fuse(vec, kw, "zscore", 0.3)] == [h.chunk.id for h in convex(vec, kw, 0.3, "zscore")]
+    with pytest.raises(ValueError, match="fusion must be one of rrf, minmax, zscore, got 'borda'"):
+        fuse(vec, kw, "borda")
+    with pytest.raises(ValueError, match="normalises by 'minmax' or 'zscore'"):
+        convex(vec, kw, 0.5, "rrf")
+
+
+def test_proximity_and_rescore():
+    from reme_es.fusion import proximity, proximity_rescore, terms
+
+    assert terms("What did Sam name the new dog?") == ["sam", "name", "new", "dog"]
+    assert terms("小林的狗") == ["小", "林", "的", "狗"]
+    q = terms("old harbour flights")
+    assert proximity(q, "Booked flights for June, staying near the old harbour") == pytest.approx((1 + 0.5) / 2)
+    assert proximity(q, "Booked flights near the old harbour") == 1.0
+    assert proximity(q, "nothing here") == 0.0
+    hits = [
+        Hit(chunk=Chunk(id="x", path="p", text="small talk"), scores={"score": 0.9}),
+        Hit(chunk=Chunk(id="y", path="p", text="the old harbour"), scores={"score": 0.8}),
+        Hit(chunk=Chunk(id="z", path="p", text="old harbour flights"), scores={"score": 0.1}),
+    ]
+    assert [h.chunk.id for h in proximity_rescore(hits, "old harbour flights", boost=0.1)] == ["x", "y", "z"]
+    # base (min-max over the head) x 1, y 0.875, z 0; proximity x 0, y (2/3 + 1/2) / 2, z 1
+    assert [h.chunk.id for h in proximity_rescore(hits, "old harbour flights", boost=2.0)] == ["y", "z", "x"]
+    assert [h.chunk.id for h in proximity_rescore(hits, "old harbour flights", top=2, boost=2.0)] == ["y", "x", "z"]

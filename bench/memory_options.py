@@ -1,0 +1,143 @@
+"""The fusion options of bench/memory_quality.py: every way reme-es could fuse, applied to the same candidates.
+
+Per query the drop-in's two branches are fetched once (keyword and k-NN, `candidates` each, with their text); every
+client-side option fuses those same lists (reme_es.fusion), so the options differ only in fusion. The native rows
+are the server's own fusion (OpenSearch hybrid query + search pipeline) over the same depth.
+"""
+
+from __future__ import annotations
+
+from reme_es.fusion import fuse, proximity_rescore
+
+RRF_WEIGHTS = (0.3, 0.5, 0.7)
+CONVEX_WEIGHTS = (0.3, 0.5, 0.7)
+OPTIONS = (
+    ["keyword only", "vector only"]
+    + [f"rrf w_v={w}" for w in RRF_WEIGHTS]
+    + [f"minmax w_v={w}" for w in CONVEX_WEIGHTS]
+    + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
+    + [f"{base} + proximity {b}" for base in ("rrf w_v=0.5", "minmax w_v=0.5", "zscore w_v=0.5") for b in (0.1, 0.3)]
+    + ["native rrf (pipeline)", "native minmax w_v=0.7 (pipeline)", "native minmax w_v=0.5 (pipeline)"]
+)
+
+
+def client_options(vector: list, keyword: list, query: str) -> dict[str, list]:
+    """Every client-side option's fused ranking of one query's two candidate lists."""
+    out = {"keyword only": keyword, "vector only": vector}
+    for w in RRF_WEIGHTS:
+        out[f"rrf w_v={w}"] = fuse(vector, keyword, "rrf", w)
+    for method in ("minmax", "zscore"):
+        for w in CONVEX_WEIGHTS:
+            out[f"{method} w_v={w}"] = fuse(vector, keyword, method, w)
+    for base in ("rrf w_v=0.5", "minmax w_v=0.5", "zscore w_v=0.5"):
+        for b in (0.1, 0.3):
+            out[f"{base} + proximity {b}"] = proximity_rescore(out[base], query, boost=b)
+    return out
+
+
+async def native(store, kind: str, weight: float, queries: list[str], vectors: list, candidates: int, limit: int):
+    """The server-fused ranking of each query through a search pipeline of `kind` (None when it cannot)."""
+    ix = store.indices
+    saved = (ix.hybrid, ix.pipeline_kind, ix.vector_weight)
+    ix.hybrid, ix.pipeline_kind, ix.vector_weight = "native", kind, weight
+    try:
+        if not ix.native_hybrid():
+            return None
+        await ix.ensure_pipeline()
+        out = []
+        for q, v in zip(queries, vectors):
+            result = await store.search(q, v, limit, mode="hybrid", candidates=candidates)
+            out.append([h.chunk.id for h in result.hits])
+        return out
+    finally:
+        ix.hybrid, ix.pipeline_kind, ix.vector_weight = saved
+
+
+async def sweep(store, queries: list[str], vectors: list, candidates: int, limit: int) -> dict[str, list[list[str]]]:
+    """Ranked chunk ids per option and query (top `limit`)."""
+    runs: dict[str, list[list[str]]] = {}
+    for q, v in zip(queries, vectors):
+        keyword = await store.keyword_search(q, candidates)
+        vector = await store.vector_search(v, candidates)
+        for name, hits in client_options(vector, keyword, q).items():
+            runs.setdefault(name, []).append([h.chunk.id for h in hits[:limit]])
+    for name, kind, w in (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
+                          ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5)):
+        got = await native(store, kind, w, queries, vectors, candidates, limit)
+        if got is not None:
+            runs[name] = got
+    return runs
+
+
+# ------------------------------------------------------------------------------------------ BM25 variants
+
+_BASE = ["reme_english_possessive", "lowercase", "reme_link_parts"]
+ANALYZERS = {  # subfield -> filters after the standard tokenizer (the template's own filters)
+    "english": _BASE + ["reme_english_stop", "reme_english_stemmer"],
+    "nostop": _BASE + ["reme_english_stemmer"],
+    "nostem": _BASE + ["reme_english_stop"],
+    "plain": _BASE,
+    "shingles": _BASE + ["reme_english_stop", "reme_english_stemmer", "bench_shingle"],
+}
+BM25_VARIANTS = {  # name -> (field, extra should clause)
+    "english analyzer (current)": ("english", None),
+    "no stop words": ("nostop", None),
+    "no stemming": ("nostem", None),
+    "neither": ("plain", None),
+    "english + phrase slop 3": ("english", "phrase"),
+    "english + shingles": ("english", "shingles"),
+    "english, CJK queries without text.cjk": ("english", "nocjk"),
+}
+
+
+def bm25_index_body() -> dict:
+    """An index with one text subfield per analyzer variant, analysis from the chunks template."""
+    from reme_es.templates import load_template
+
+    analysis = load_template("chunks")["settings"]["analysis"]
+    analysis["filter"]["bench_shingle"] = {"type": "shingle", "min_shingle_size": 2, "max_shingle_size": 2,
+                                           "output_unigrams": False}
+    for name, filters in ANALYZERS.items():
+        analysis["analyzer"][f"bench_{name}"] = {"type": "custom", "tokenizer": "standard", "filter": filters}
+    fields = {name: {"type": "text", "analyzer": f"bench_{name}"} for name in ANALYZERS}
+    fields["cjk"] = {"type": "text", "analyzer": "reme_cjk"}
+    return {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "analysis": analysis},
+            "mappings": {"properties": {"t": {"type": "text", "analyzer": "standard", "fields": fields}}}}
+
+
+def bm25_query(variant: str, q: str, limit: int) -> dict:
+    """The keyword query of one variant (CJK queries also match t.cjk, as reme-es' auto keyword fields do)."""
+    from reme_es.adapters.base import keyword_fields_for
+
+    field, extra = BM25_VARIANTS[variant]
+    cjk = "text.cjk" in keyword_fields_for(q, None) and extra != "nocjk"
+    fields = [f"t.{field}"] + (["t.cjk"] if cjk else [])
+    should = []
+    if extra == "phrase":
+        should.append({"match_phrase": {f"t.{field}": {"query": q, "slop": 3}}})
+    if extra == "shingles":
+        should.append({"match": {"t.shingles": q}})
+    return {"size": limit, "_source": False, "query": {"bool": {
+        "must": [{"multi_match": {"query": q, "fields": fields, "type": "most_fields"}}], "should": should}}}
+
+
+async def bm25_variants(raw, index: str, chunks: list[tuple[str, str]], queries: list[str], limit: int) -> dict:
+    """Ranked chunk ids per BM25 variant and query, on a scratch index of (chunk id, text)."""
+    import json
+
+    await raw.request("PUT", f"/{index}", bm25_index_body())
+    try:
+        for i in range(0, len(chunks), 1000):
+            lines = []
+            for cid, text in chunks[i : i + 1000]:
+                lines += [json.dumps({"index": {"_index": index, "_id": cid}}), json.dumps({"t": text})]
+            await raw.request("POST", "/_bulk", "\n".join(lines) + "\n")
+        await raw.request("POST", f"/{index}/_refresh")
+        runs: dict[str, list[list[str]]] = {}
+        for variant in BM25_VARIANTS:
+            for q in queries:
+                resp = await raw.request("POST", f"/{index}/_search", bm25_query(variant, q, limit))
+                runs.setdefault(variant, []).append([h["_id"] for h in resp["hits"]["hits"]])
+        return runs
+    finally:
+        await raw.request("DELETE", f"/{index}")

@@ -1,0 +1,378 @@
+"""Retrieval quality on agent memory: ReMe's own stores against the reme-es drop-in, on a generated conversational
+memory (bench/memory_data.py) and on Cranfield, every mode in one run, one table and one plot.
+
+    python bench/memory_quality.py --url http://127.0.0.1:9200 [--backends local,faiss,opensearch]
+                                   [--cranfield /work/shared/data/cranfield] [--png bench/memory_quality.png]
+
+Both sets are indexed through ReMe's file-store interface (`upsert`, one chunk per dialog turn or per Cranfield
+document, vectors from all-MiniLM-L6-v2 handed over with the chunks; query vectors come from the same model through
+a ReMe `as_embedding` backend). Vectors are cached under ~/.cache/reme-es-bench (keyed by model file and texts), so
+only the first run embeds (~4,400 turns + 1,400 abstracts). Every search asks for the top 10:
+  keyword          file_store.keyword_search (ReMe: its BM25 index; reme-es: the cluster's BM25)
+  vector           file_store.vector_search (ReMe local: exact cosine; faiss: its index; reme-es: k-NN)
+  ReMe fusion      app.run_job("search"): ReMe's own search step (weighted RRF, vector_weight 0.7, 50 candidates
+                   per branch) over that store's branches
+  reme-es fusion   app.run_job on a job of reme-es' `es_search_step` (the store fuses: one hybrid request)
+Metrics: recall@5 and recall@10 of the evidence turns (Cranfield: of the documents judged 1-4), nDCG@10 (memory: gain
+1 per evidence turn; Cranfield: the README gains of bench/quality.py). Means over all questions. A second table sweeps
+the fusion options reme-es could use, client-side over the same two candidate lists of the drop-in (50 per branch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import Raw, Report, table  # noqa: E402
+from memory_data import generate  # noqa: E402
+from memory_options import BM25_VARIANTS, OPTIONS, bm25_variants, sweep  # noqa: E402
+from quality import GAINS, load_cranfield, path_of  # noqa: E402
+
+CACHE = Path.home() / ".cache" / "reme-es-bench"
+LIMIT = 10
+CANDIDATES = 50  # what ReMe's search step asks each branch for at limit 10
+BACKENDS = ("local", "faiss", "opensearch")
+LABELS = {"local": "ReMe local", "faiss": "ReMe faiss", "opensearch": "reme-es (OpenSearch)"}
+MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion")
+WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
+            "optimize_index_cron"]
+VECTORS: dict[str, list[float]] = {}  # text -> vector, for the bench's as_embedding backend
+EMPTY = {"R@5": math.nan, "R@10": math.nan, "nDCG@10": math.nan}  # a set not run
+CACHED: dict[str, np.ndarray] = {}  # sha256(model key, text) -> vector, from the disk cache
+
+
+@dataclass
+class Dataset:
+    """A set indexed as files of chunks, with questions and per-question gains by chunk id."""
+
+    name: str
+    files: dict[str, list[tuple[str, int, str]]]  # path -> [(chunk id, line, text)]
+    queries: list[str]
+    gains: list[dict[str, int]]  # per query: chunk id -> gain (> 0 relevant)
+    kinds: list[str]
+
+
+def memory_set() -> Dataset:
+    """The generated conversational memory."""
+    data = generate()
+    files: dict[str, list[tuple[str, int, str]]] = {}
+    for cid, path, line, text in data.chunks:
+        files.setdefault(path, []).append((cid, line, text))
+    return Dataset("memory", files, [q["question"] for q in data.questions],
+                   [{c: 1 for c in q["evidence"]} for q in data.questions], [q["kind"] for q in data.questions])
+
+
+def cranfield_set(root: Path) -> Dataset:
+    """Cranfield: one file and one chunk per document."""
+    docs, queries, qrels = load_cranfield(root)
+    files = {path_of(d): [(f"{path_of(d)}#1", 1, text)] for d, text in sorted(docs.items())}
+    gains = [{f"{path_of(d)}#1": GAINS.get(g, 0) for d, g in qrels.get(i + 1, {}).items()} for i in range(len(queries))]
+    return Dataset("cranfield", files, queries, gains, ["cranfield"] * len(queries))
+
+
+def _load_cache() -> None:
+    """Every cached vector of this bench (shards `mvec-*.npz` under CACHE: texts' sha256 keys and vectors)."""
+    for shard in sorted(CACHE.glob("mvec-*.npz")):
+        with np.load(shard) as z:
+            CACHED.update(zip(z["keys"].tolist(), z["vectors"]))
+
+
+def _single_threaded(model):
+    """The model with a one-thread ONNX session: on a shared 2-core machine two threads mostly wait on each other."""
+    import onnxruntime as ort
+
+    model._load()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    model._session = ort.InferenceSession(str(model._resolve_paths()[0]), sess_options=options,
+                                          providers=["CPUExecutionProvider"])
+    return model
+
+
+def embed_all(texts: list[str], batch: int = 256) -> None:
+    """Fill VECTORS for `texts` from the disk cache, embedding what is missing; each batch is saved as it is done
+    (a shard keyed by the model file), so an interrupted run keeps its work."""
+    from reme_es.embeddings import LocalMiniLM, default_model_path
+
+    if not CACHED:
+        _load_cache()
+    mp = default_model_path()
+    model_key = f"{mp.name if mp else ''}:{mp.stat().st_size if mp else 0}:256"
+    keyed = {t: hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in set(texts) - VECTORS.keys()}
+    todo = sorted((t for t, k in keyed.items() if k not in CACHED), key=len)  # batches of like length pad little
+    model = _single_threaded(LocalMiniLM()) if todo else None
+    t0 = time.perf_counter()
+    for i in range(0, len(todo), batch):
+        part = todo[i : i + batch]
+        vectors = np.asarray(model.embed(part), dtype=np.float32)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        keys = [keyed[t] for t in part]
+        np.savez(CACHE / f"mvec-{keys[0][:16]}.npz", keys=np.asarray(keys), vectors=vectors)
+        CACHED.update(zip(keys, vectors))
+    if todo:
+        print(f"embedded {len(todo)} texts in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    VECTORS.update({t: CACHED[k].tolist() for t, k in keyed.items()})
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+
+def recall_at(ranked: list[str], gains: dict[str, int], k: int) -> float:
+    """Share of the relevant chunks in the top k."""
+    rel = {c for c, g in gains.items() if g > 0}
+    return len(rel & set(ranked[:k])) / len(rel) if rel else 0.0
+
+
+def ndcg_at(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
+    """nDCG@k, linear gains, log2 discounts, the ideal from all judgments."""
+    dcg = sum(gains.get(c, 0) / math.log2(i + 2) for i, c in enumerate(ranked[:k]))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def scores(runs: list[list[str]], data: Dataset) -> dict[str, float]:
+    """recall@5, recall@10 and nDCG@10, means over the questions."""
+    n = len(runs)
+    return {
+        "R@5": sum(recall_at(r, g, 5) for r, g in zip(runs, data.gains)) / n,
+        "R@10": sum(recall_at(r, g, 10) for r, g in zip(runs, data.gains)) / n,
+        "nDCG@10": sum(ndcg_at(r, g) for r, g in zip(runs, data.gains)) / n,
+    }
+
+
+def by_kind(runs: list[list[str]], data: Dataset) -> dict[str, float]:
+    """recall@10 per question kind."""
+    out = {}
+    for kind in dict.fromkeys(data.kinds):
+        idx = [i for i, k in enumerate(data.kinds) if k == kind]
+        out[kind] = sum(recall_at(runs[i], data.gains[i], 10) for i in idx) / len(idx)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ ReMe apps
+
+
+def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
+    """A ReMe application on `backend` with the bench's embedding backend and the reme-es search job."""
+    from reme.config import resolve_app_config
+
+    store: dict = {"backend": backend, "embedding_store": "default"}
+    if backend == "opensearch":
+        store.update(hosts=url, index_prefix=prefix)
+    jobs: dict = {name: {"enabled": False} for name in WATCHERS}
+    jobs["search_es"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}
+    return resolve_app_config(
+        log_config=False, workspace_dir=str(ws), enable_logo=False, log_to_file=False, log_to_console=False,
+        plugins=["reme-es"],
+        components={
+            "as_embedding": {"default": {"backend": "bench-cached", "dimensions": 384}},
+            "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
+            "file_store": {"default": store},
+        },
+        jobs=jobs,
+    )
+
+
+def make_app(cfg: dict):
+    """The application, with the bench's as_embedding backend (cached MiniLM vectors) registered."""
+    from reme.application import Application
+    from reme.components.as_embedding import BaseAsEmbedding
+    from reme.components.component_registry import R
+
+    class CachedAsEmbedding(BaseAsEmbedding):
+        """all-MiniLM-L6-v2 vectors computed before the run (bench/memory_quality.py's cache)."""
+
+        def initialize_model(self) -> None:
+            """Nothing to load: the vectors are in memory."""
+
+        async def __call__(self, inputs, **kwargs):
+            """The cached vector of each input (embedded now if the run did not see it coming)."""
+            texts = [str(t) for t in inputs]
+            embed_all(texts)
+            return [VECTORS[t] for t in texts]
+
+    with R.preserve(allow_mutation=True):
+        if R.get("as_embedding", "bench-cached") is None:
+            R.register(CachedAsEmbedding, "bench-cached")
+        return Application(**cfg)
+
+
+async def index(fs, data: Dataset) -> None:
+    """Upsert every file with its chunks and vectors, 50 files a call, then dump (as ReMe's index step)."""
+    from reme.schema import FileChunk, FileNode
+
+    files = []
+    for n, (path, chunks) in enumerate(data.files.items()):
+        fcs = [FileChunk(id=cid, path=path, start_line=line, end_line=line, text=text,
+                         embedding=np.asarray(VECTORS[text], dtype=np.float32)) for cid, line, text in chunks]
+        files.append((FileNode(path=path, st_mtime=1_780_000_000.0 + n, chunk_ids=[c.id for c in fcs]), fcs))
+    for i in range(0, len(files), 50):
+        await fs.upsert(files[i : i + 50])
+    await fs.dump()
+
+
+async def run_backend(backend: str, data: Dataset, url: str, work: Path) -> tuple[dict, dict]:
+    """Ranked chunk ids per mode on one backend, and (reme-es) the fusion sweep's runs."""
+    ws = work / f"{backend}-{data.name}"
+    shutil.rmtree(ws, ignore_errors=True)
+    ws.mkdir(parents=True)
+    app = make_app(app_config(ws, backend, url, f"bench-memq-{data.name}"))
+    await app.start()
+    fs = app.context.components["file_store"]["default"]
+    runs: dict[str, list[list[str]]] = {m: [] for m in MODES}
+    swept: dict = {}
+    try:
+        if backend == "opensearch":
+            await fs.clear()
+        await index(fs, data)
+        for q in data.queries:
+            runs["keyword"].append([c.id for c in await fs.keyword_search(q, LIMIT, {})])
+            runs["vector"].append([c.id for c in await fs.vector_search(q, LIMIT, {})])
+            resp = await app.run_job("search", query=q, limit=LIMIT)
+            runs["ReMe fusion"].append([r["id"] for r in resp.metadata.get("results", [])])
+            if backend == "opensearch":
+                resp = await app.run_job("search_es", query=q, limit=LIMIT)
+                runs["reme-es fusion"].append([r["id"] for r in resp.metadata.get("results", [])])
+        if backend == "opensearch":
+            swept = await sweep(fs.store, data.queries, [VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
+            chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]
+            swept.update(await bm25_variants(Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks,
+                                             data.queries, LIMIT))
+    finally:
+        if backend == "opensearch":
+            await fs.clear()
+            await fs.store.drop()
+        await app.close()
+    return {m: r for m, r in runs.items() if r}, swept
+
+
+# ------------------------------------------------------------------------------------------ report
+
+
+def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
+    """Grouped bars: recall@10 on the memory set and nDCG@10 on Cranfield, per store and mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, (metric, key, title) in zip(axes, (("R@10", 0, "conversational memory: recall@10"),
+                                               ("nDCG@10", 1, "Cranfield: nDCG@10"))):
+        labels = [f"{b}\n{m}" for b, m, *_ in rows]
+        values = [r[2 + key][metric] for r in rows]
+        colors = ["#c44e52" if b.startswith("reme-es") else "#4c72b0" for b, *_ in rows]
+        ax.barh(range(len(rows)), values, color=colors)
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(title)
+        for i, v in enumerate(values):
+            ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
+        ax.set_xlim(0, (np.nanmax(values) if not np.all(np.isnan(values)) else 1.0) * 1.18)
+    fig.suptitle("ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/memory_quality.py)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _sweep_row(sweeps: dict, name: str) -> list:
+    """One option's row: memory R@10 and nDCG@10, Cranfield R@10 and nDCG@10."""
+    mem, cran = sweeps.get("memory", {}).get(name, EMPTY), sweeps.get("cranfield", {}).get(name, EMPTY)
+    return [name, mem["R@10"], mem["nDCG@10"], cran["R@10"], cran["nDCG@10"]]
+
+
+async def main() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--url", default="http://127.0.0.1:9200")
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--cranfield", default="/work/shared/data/cranfield", help="Cranfield's folder; 'none': skip it")
+    p.add_argument("--sets", default="memory,cranfield", help="which sets to run (default both)")
+    p.add_argument("--png", default=str(HERE / "memory_quality.png"))
+    p.add_argument("--out", default=str(HERE / "results" / "memory_quality.txt"))
+    p.add_argument("--merge", nargs="+", help="no run: tables and plot from these runs' saved JSON (out .json)")
+    args = p.parse_args()
+    report = Report()
+    if args.merge:
+        report(f"merged from {', '.join(args.merge)}")
+        return finish(report, *merged(args.merge), args)
+    wanted = args.sets.split(",")
+    sets = ([memory_set()] if "memory" in wanted else []) + (
+        [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted and args.cranfield != "none" else [])
+    for d in sets:
+        embed_all([t for chunks in d.files.values() for _, _, t in chunks] + d.queries)
+    report(", ".join(f"{d.name}: {sum(len(c) for c in d.files.values())} chunks in {len(d.files)} files, "
+                     f"{len(d.queries)} questions" for d in sets))
+    work = Path(tempfile.mkdtemp(prefix="reme-es-memq-"))
+    results: dict[tuple[str, str], dict[str, dict]] = {}
+    sweeps: dict[str, dict] = {}
+    kinds: dict[tuple[str, str], dict[str, float]] = {}
+    try:
+        for backend in args.backends.split(","):
+            for d in sets:
+                t0 = time.perf_counter()
+                runs, swept = await run_backend(backend, d, args.url, work)
+                for mode, r in runs.items():
+                    results.setdefault((LABELS[backend], mode), {})[d.name] = scores(r, d)
+                    if d.name == "memory":
+                        kinds[(LABELS[backend], mode)] = by_kind(r, d)
+                if swept:
+                    sweeps[d.name] = {name: scores(r, d) for name, r in swept.items()}
+                print(f"{backend} {d.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+                Path(args.out).with_suffix(".json").write_text(json.dumps(  # what is measured so far, as it goes
+                    {"results": [[k, v] for k, v in results.items()], "sweeps": sweeps,
+                     "kinds": [[k, v] for k, v in kinds.items()]}))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    finish(report, results, kinds, sweeps, args)
+
+
+def merged(paths: list[str]) -> tuple[dict, dict, dict]:
+    """Results, kinds and sweeps of earlier runs' JSON files (e.g. one per --sets), merged."""
+    results: dict = {}
+    kinds: dict = {}
+    sweeps: dict = {}
+    for path in paths:
+        saved = json.loads(Path(path).read_text())
+        for key, per_set in saved["results"]:
+            results.setdefault(tuple(key), {}).update(per_set)
+        kinds.update({tuple(k): v for k, v in saved["kinds"]})
+        sweeps.update(saved["sweeps"])
+    return results, kinds, sweeps
+
+
+def finish(report: Report, results: dict, kinds: dict, sweeps: dict, args) -> None:
+    """Print the tables, draw the plot, save the report."""
+    rows = [(b, m, v.get("memory", EMPTY), v.get("cranfield", EMPTY)) for (b, m), v in results.items()]
+    report(table(["store", "mode", "mem R@5", "mem R@10", "mem nDCG@10", "cran R@5", "cran R@10", "cran nDCG@10"],
+                 [[b, m, mem["R@5"], mem["R@10"], mem["nDCG@10"], cr["R@5"], cr["R@10"], cr["nDCG@10"]]
+                  for b, m, mem, cr in rows], title="\n## top 10 per query, every store and mode"))
+    names = list(next(iter(kinds.values()), {}))
+    report(table(["store", "mode", *names], [[b, m, *(v[k] for k in names)] for (b, m), v in kinds.items()],
+                 title="\n## conversational memory, recall@10 by question kind"))
+    if sweeps:
+        cols = ["mem R@10", "mem nDCG@10", "cran R@10", "cran nDCG@10"]
+        report(table(["fusion (reme-es candidates, 50 per branch)", *cols],
+                     [_sweep_row(sweeps, name) for name in OPTIONS], title="\n## fusion options"))
+        report(table(["BM25 variant (scratch index, top 10)", *cols],
+                     [_sweep_row(sweeps, name) for name in BM25_VARIANTS], title="\n## BM25 variants"))
+    plot(rows, Path(args.png))
+    report.save(args.out, "memory_quality", "opensearch")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
