@@ -54,8 +54,9 @@ def apply_min_score(hits: list[Hit], min_score: float) -> list[Hit]:
 
 FUSION_METHODS = ("rrf", "minmax", "zscore")
 # The ReMe drop-in's default, chosen by bench/memory_quality.py on both sets (README, quality section): z-score convex
-# combination at vector weight 0.5, then the top PROXIMITY_TOP re-ranked with term proximity at boost 0.3.
-DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscore", 0.5, 0.3, 20
+# combination at vector weight 0.5. The proximity re-rank of the top PROXIMITY_TOP (boost 0.3 measured best) costs one
+# more request (the head's text), so it is opt-in: es_search_step keeps its two round trips by default.
+DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscore", 0.5, 0.0, 20
 
 
 def _normalised(hits: list[Hit], method: str) -> dict[str, float]:
