@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import click
 
@@ -12,7 +13,7 @@ from ..config import Settings
 from ..errors import ConfigError, MappingError
 from ..store import MemoryStore
 from ..templates import IndexOptions
-from .base import _check_model, _client, _embedder, _err, _open, _run, _settings, common, main
+from .base import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint, main
 
 
 @main.command()
@@ -187,10 +188,10 @@ async def _templates_diff(settings: Settings) -> int:
 @common()
 def reindex(embedding, workspace, config_file, **flags):
     """Rebuild every index as <prefix>-<kind>-<n+1> from the current templates and swap the aliases."""
-    _run(lambda: _reindex(_settings(workspace, config_file, embedding=embedding, **flags)))
+    _run(lambda: _reindex(_settings(workspace, config_file, embedding=embedding, **flags), workspace))
 
 
-async def _reindex(settings: Settings) -> int:
+async def _reindex(settings: Settings, workspace=None) -> int:
     from ..maintenance import record_vectors_model, vectors_model
     from ..maintenance import reindex as run_reindex
     from ..sync.embed import describe_model, same_model
@@ -219,7 +220,8 @@ async def _reindex(settings: Settings) -> int:
     finally:
         await store.close()
     if target.dims and embedder:
-        click.echo("run `reme-es sync` to embed chunks that have no vector yet")
+        sync = hint("sync", workspace or Path("."), positional=True)
+        click.echo(f"run `{sync}` to embed chunks that have no vector yet")
     return 0
 
 

@@ -54,11 +54,14 @@ def test_the_no_vectors_hint_runs_as_printed(cli, tmp_path, monkeypatch):
         f"reme-es sync --embedding local workspace {target}",
     ]
     env = {**os.environ, "REME_ES_HOME": str(cli.home), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    for command in commands:
-        ran = subprocess.run(
-            shlex.split(command), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
-        )
-        assert ran.returncode == 0, ran.stderr
+    ran = [
+        subprocess.run(shlex.split(c), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+        for c in commands
+    ]
+    assert [r.returncode for r in ran] == [0, 0], [r.stderr for r in ran]
+    program = Path(sys.executable).parent / "reme-es"  # found on PATH: the hint names the program as it was run
+    embed = f"run `{program} sync workspace {target}` to embed chunks that have no vector yet"
+    assert ran[0].stdout.splitlines()[-1] == embed
     hybrid = cli("search", "retention", "-w", "workspace", "--limit", "1", "--json")
     assert hybrid.exit_code == 0, hybrid.stderr
     assert json.loads(hybrid.stdout)["mode"] == "hybrid" and "note:" not in hybrid.stderr
