@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from .adapters.base import ClientSettings, validate_hosts
 from .errors import ConfigError
+from .server.flavours import LOCAL_FLAVOURS
 from .store import validate_hybrid, validate_prefix
 
 CONFIG_NAME = "reme-es.yaml"
@@ -73,8 +74,8 @@ class Settings(BaseModel):
     max_file_mb: float = Field(default=20.0, gt=0)
     chunk_chars: int = Field(default=1500, ge=200)
     batch_files: int = Field(default=200, ge=1)
-    # the managed node's flavour; None: the `default` node's own if it exists, else opensearch-3 (node.flavour_of)
-    flavour: Literal["opensearch-2.19", "opensearch-3", "elasticsearch-9"] | None = None
+    # the managed node's flavour; None: the `default` node's own if it exists, else the default (node.flavour_of)
+    flavour: Literal[LOCAL_FLAVOURS] | None = None  # type: ignore[valid-type]  # the names in server/flavours.py
 
     @field_validator("engine")
     @classmethod

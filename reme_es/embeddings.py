@@ -162,6 +162,24 @@ class LocalMiniLM:
         return self.embed([text])[0]
 
 
+def local_identity() -> dict:
+    """What an index made with reme-es' local model records (the same for `reme-es sync --embedding local` and
+    ReMe's `minilm` backend)."""
+    return {"provider": "local", "model": MODEL_NAME, "dims": LocalMiniLM.dimensions}
+
+
+def same_model(a: dict, b: dict) -> bool:
+    """Whether two recorded models make the same vectors (provider, model, endpoint and dimension)."""
+    keys = ("provider", "model", "base_url", "dims", "vector_space")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def describe_model(model: dict) -> str:
+    """`local all-MiniLM-L6-v2 (384-d)`, `openai text-embedding-3-small (1536-d)`, `reme:dashscope ...`."""
+    name = " ".join(str(part) for part in (model.get("provider") or "?", model.get("model")) if part)
+    return f"{name} ({model.get('dims', '?')}-d)"
+
+
 if __name__ == "__main__":
     model = LocalMiniLM()
     vecs = model.embed(["A man is eating food.", "A man is eating a piece of bread.", "A man is riding a horse."])

@@ -30,12 +30,12 @@ async def _copy(
     copied = 0
     async for hits in store.port.scroll(old, PAGE, with_vectors=keep_vectors):
         actions = []
-        for hit in hits:
-            src = hit["_source"]
+        for doc in hits:
+            src = doc.source
             if not keep_vectors:
                 src.pop("embedding", None)
-            routing = (hit.get("_routing") or src["path"]) if kind == "chunks" else None
-            actions.append(Action("index", new, hit["_id"], src, routing=routing))
+            routing = (doc.routing or src["path"]) if kind == "chunks" else None
+            actions.append(Action("index", new, doc.id, src, routing=routing))
         # `new` is not behind the alias yet: written by its own name
         (await store.port.bulk(actions, require_alias=False)).raise_for_failures()
         copied += len(actions)

@@ -43,6 +43,11 @@ class ServerlessDialect(OpenSearchDialect):
         """What a Serverless collection offers (fixed; asks the server nothing: it has no `_nodes` API)."""
         return self.capabilities()
 
+    @classmethod
+    def detects(cls, node: dict) -> bool:
+        """Never from node info: a collection has no `_nodes` API (`resolve_engine` picks aoss from the settings)."""
+        return False
+
     @staticmethod
     def capabilities(
         node: dict | None = None, analyzers: dict[str, bool] | None = None, license_type: str | None = None

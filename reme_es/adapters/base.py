@@ -233,6 +233,12 @@ class Dialect(ABC):
         return True
 
     # --- capabilities ---------------------------------------------------------------------------
+    @classmethod
+    def detects(cls, node: dict) -> bool:
+        """Whether a `_nodes/_local` entry comes from this dialect's engine (`engine: auto`; pure). A dialect that
+        cannot be told from node info (a managed service without `_nodes`) keeps this False."""
+        return False
+
     @abstractmethod
     async def probe(self) -> Capabilities:
         """Ask the server what it can do (reads only; the dialect is not changed)."""
@@ -255,7 +261,7 @@ class Dialect(ABC):
             return False
         return True
 
-    async def _local_node(self) -> dict:
+    async def local_node(self) -> dict:
         """The `_nodes/_local/plugins` entry of the node answering."""
         nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
         return next(iter(nodes.values()))
@@ -292,7 +298,7 @@ def ensure_mapping_compatible(index: str, actual: dict, expected: dict) -> None:
 
 
 __all__ = [
-    "AWS_SERVICES", "RETRYABLE_STATUS", "SOURCE_EXCLUDES", "BulkItemFailure", "BulkOutcome", "ClientSettings", "Dialect",
+    "AWS_SERVICES", "RETRYABLE_STATUS", "knn_candidates", "SOURCE_EXCLUDES", "BulkItemFailure", "BulkOutcome", "ClientSettings", "Dialect",
     "candidates_only", "cosine_from_score", "ensure_mapping_compatible", "filter_clauses", "installed_names",
     "keyword_body", "keyword_query", "redact_host", "validate_hosts",
 ]

@@ -159,7 +159,7 @@ class ElasticsearchDialect(Dialect):
         }
 
     async def probe(self) -> Capabilities:
-        node = await self._local_node()
+        node = await self.local_node()
         license_type = None
         if "rank-rrf" in installed_names(node):
             try:
@@ -167,6 +167,11 @@ class ElasticsearchDialect(Dialect):
             except (RequestFailed, AuthError):  # no license API (or no right to read it): no licensed features
                 license_type = "basic"
         return self.capabilities(node, await self._analyzers(), license_type)
+
+    @classmethod
+    def detects(cls, node: dict) -> bool:
+        """Elasticsearch nodes report a `build_flavor` (`default`, or `integ-test` for the test zip)."""
+        return "build_flavor" in node
 
     @staticmethod
     def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:

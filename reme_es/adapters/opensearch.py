@@ -232,7 +232,12 @@ class OpenSearchDialect(Dialect):
         return body
 
     async def probe(self) -> Capabilities:
-        return self.capabilities(await self._local_node(), await self._analyzers())
+        return self.capabilities(await self.local_node(), await self._analyzers())
+
+    @classmethod
+    def detects(cls, node: dict) -> bool:
+        """OpenSearch nodes report no `build_flavor` (Elasticsearch ones do)."""
+        return "build_flavor" not in node
 
     @staticmethod
     def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:

@@ -55,6 +55,17 @@ class Action:
         return item
 
 
+@dataclass(frozen=True)
+class StoredDoc:
+    """One stored document as the port hands it up: its id, its source (None when not asked for), its version
+    (seq_no, primary_term) where the read reports one, and its routing where the doc has one."""
+
+    id: str
+    source: dict | None
+    version: tuple[int, int] | None = None
+    routing: str | None = None
+
+
 async def or_none(call: Awaitable[Any]) -> Any:
     """The call's answer, or None when the server says 404 (missing index, alias, pipeline)."""
     try:
@@ -131,6 +142,11 @@ class IndexPort:
         """The hits of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
         return [resp["hits"]["hits"] for resp in await self._msearch(searches)]
 
+    async def health_counts(self, files: str, chunks: str, links: str) -> dict[str, int]:
+        """Files, chunks, chunks with an embedding and links (as of the last refresh), in one `_msearch`."""
+        queries = [(files, None), (chunks, None), (chunks, q.with_field("embedding")), (links, None)]
+        return dict(zip(("files", "chunks", "vectors", "links"), await self.counts(queries)))
+
     async def counts(self, queries: list[tuple[str, dict | None]]) -> list[int]:
         """Documents of each (index, look-up query or None for all) in one `_msearch` (as of the last refresh)."""
         answers = await self._msearch([(index, q.count_body(query)) for index, query in queries])
@@ -166,13 +182,13 @@ class IndexPort:
                 return
             after = hits[-1]["sort"]
 
-    async def get(self, index: str, ids: list[str], source: bool = True) -> list[dict]:
-        """The found docs of these ids (real-time), with `_id`, `_source`, `_seq_no` and `_primary_term`."""
+    async def get(self, index: str, ids: list[str], source: bool = True) -> list[StoredDoc]:
+        """The found docs of these ids (real-time), with their versions; sources unless `source` is False."""
         if not ids:
             return []
         params = None if source else {"_source": "false"}
         resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(ids), params)
-        return [d for d in resp["docs"] if d.get("found")]
+        return [_stored(d) for d in resp["docs"] if d.get("found")]
 
     async def get_routed(
         self,
@@ -212,15 +228,15 @@ class IndexPort:
 
     async def scroll(
         self, index: str, page: int, keep: str = "5m", with_vectors: bool = True
-    ) -> AsyncIterator[list[dict]]:
-        """Pages of every doc's hit (`_id`, `_routing`, `_source`) in index order; the scroll is cleared at the end.
+    ) -> AsyncIterator[list[StoredDoc]]:
+        """Pages of every doc (id, source, routing) in index order; the scroll is cleared at the end.
         `with_vectors`: the sources carry their vectors (asked for where the engine keeps them out), else not."""
         source = self.dialect.source_with_vectors() if with_vectors else q.without_vectors()
         resp = await self._send("POST", f"/{index}/_search", q.scroll_body(page, source), {"scroll": keep})
         scroll_id = resp.get("_scroll_id")
         try:
             while hits := resp["hits"]["hits"]:
-                yield hits
+                yield [_stored(hit) for hit in hits]
                 resp = await self._send("POST", "/_search/scroll", {"scroll": keep, "scroll_id": scroll_id})
                 scroll_id = resp.get("_scroll_id", scroll_id)
         finally:
@@ -313,3 +329,9 @@ class IndexPort:
     async def put_meta(self, index: str, meta: dict) -> None:
         """Replace the `_meta` of an index's (or alias's) mapping."""
         await self._send("PUT", f"/{index}/_mapping", {"_meta": meta})
+
+
+def _stored(doc: dict) -> StoredDoc:
+    """A `_mget` doc or search hit as a StoredDoc."""
+    version = (doc["_seq_no"], doc["_primary_term"]) if "_seq_no" in doc else None
+    return StoredDoc(doc["_id"], doc.get("_source"), version, doc.get("_routing"))

@@ -54,3 +54,33 @@ def dialect_class(engine: str) -> type[Dialect]:
 def make_dialect(engine: str, settings: ClientSettings) -> Dialect:
     """A dialect object for an engine name."""
     return dialect_class(engine)(settings)
+
+
+def engine_for_node(node: dict) -> str:
+    """The registered engine whose dialect `detects` this `_nodes/_local` entry. Dialects registered after the
+    built-in ones are asked first, and only a dialect that defines `detects` itself is asked (a subclass of a
+    built-in dialect does not take over its parent's nodes)."""
+    for name in reversed(engine_names()):
+        cls = dialect_class(name)
+        if "detects" in vars(cls) and cls.detects(node):
+            return name
+    raise ConfigError(f"no registered dialect ({', '.join(engine_names())}) recognises the node; set engine")
+
+
+async def resolve_engine(settings: ClientSettings, engine: str = "auto") -> str:
+    """The engine to talk to: the one named (checked), else for SigV4 settings (`aws_region`) Amazon OpenSearch or,
+    with `aws_service: aoss`, Serverless (which has no `_nodes` API to ask), else the dialect that detects the
+    node answering at the first host. `open_store` and every CLI command decide the engine here."""
+    if engine != "auto":
+        dialect_class(engine)
+        return engine
+    if settings.aws_region:
+        return "aoss" if settings.aws_service == "aoss" else "opensearch"
+    from .opensearch import OpenSearchDialect  # its client does no product check, so it can ask any node
+
+    asking = OpenSearchDialect(settings)
+    try:
+        node = await asking.local_node()
+    finally:
+        await asking.close()
+    return engine_for_node(node)

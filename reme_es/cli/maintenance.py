@@ -68,7 +68,7 @@ def _size(n: int) -> str:
 
 
 async def _status(settings: Settings, as_json: bool) -> int:
-    from ..connect import detect_engine, make_dialect
+    from ..connect import make_dialect, resolve_engine
     from ..sync.sync import State, state_path
 
     cs, engine = await _client(settings)
@@ -76,7 +76,7 @@ async def _status(settings: Settings, as_json: bool) -> int:
     try:
         store = await _open(settings, create=False, client=(cs, engine))
     except MappingError:
-        engine = await detect_engine(cs) if engine == "auto" else engine
+        engine = await resolve_engine(cs, engine)
         dialect = make_dialect(engine, cs)
         try:
             caps = await dialect.probe()
@@ -235,12 +235,12 @@ def drop(yes, as_json, workspace, config_file, **flags):
 
 
 async def _drop(settings: Settings, yes: bool, as_json: bool) -> int:
-    from ..connect import detect_engine, make_dialect
+    from ..connect import make_dialect, resolve_engine
     from ..maintenance import drop_plan, drop_prefix
     from ..sync.sync import state_path
 
     cs, engine = await _client(settings)
-    engine = await detect_engine(cs) if engine == "auto" else engine
+    engine = await resolve_engine(cs, engine)
     store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
     try:
         plan = await drop_plan(store)

@@ -7,6 +7,7 @@ import json
 
 import click
 
+from ..server.flavours import DEFAULT_FLAVOUR, LOCAL_FLAVOURS
 from .base import _run, main
 
 
@@ -15,7 +16,7 @@ def server() -> None:
     """Run a local OpenSearch / Elasticsearch node (fetched from Maven Central, no Docker)."""
 
 
-_FLAVOURS = click.Choice(["opensearch-2.19", "opensearch-3", "elasticsearch-9"])
+_FLAVOURS = click.Choice(LOCAL_FLAVOURS)
 
 
 def _server_cmd(f):
@@ -37,7 +38,7 @@ def _node_view(name: str) -> dict:
 
 @server.command("start")
 @click.option("--flavour", type=_FLAVOURS, help="Default: the node's own flavour if it was started before, else "
-              "opensearch-3.")
+              f"{DEFAULT_FLAVOUR}.")
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),

@@ -117,7 +117,7 @@ def _reme_chunkers(settings: Settings, workspace: Path):
 async def _sync_store(settings: Settings, dry_run: bool):
     """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
     embedder asked for (checked against the index's recorded model), or the model the index records."""
-    from ..connect import detect_engine, make_dialect
+    from ..connect import make_dialect, resolve_engine
 
     embedder = None
     if dry_run:
@@ -125,7 +125,7 @@ async def _sync_store(settings: Settings, dry_run: bool):
         try:
             store = await _open(settings, create=False, client=(cs, engine))
         except MappingError:  # no indices yet: everything would be added
-            engine = await detect_engine(cs) if engine == "auto" else engine
+            engine = await resolve_engine(cs, engine)
             store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
     elif _embedding_given(settings):
         embedder = _embedder(settings)

@@ -17,7 +17,7 @@ from typing import Any
 
 from reme.components.as_embedding import BaseAsEmbedding
 
-from ..embeddings import LocalMiniLM
+from ..embeddings import LocalMiniLM, local_identity
 from ..errors import ConfigError
 
 BACKEND = "minilm"
@@ -78,8 +78,6 @@ class MiniLMAsEmbedding(BaseAsEmbedding):
 def vectors_identity(embedding_store: Any, dims: int) -> dict:
     """What the index records about the model behind a ReMe embedding store: reme-es' local model for `minilm`
     (so `reme-es search` can embed queries with it), else ReMe's backend, model and vector space id."""
-    from ..sync.embed import local_identity
-
     as_embedding = getattr(embedding_store, "as_embedding", None)
     if isinstance(as_embedding, MiniLMAsEmbedding):
         return local_identity()

@@ -56,6 +56,11 @@ def to_file_link(link: Link) -> FileLink:
     return FileLink(source_path=link.source, target_path=link.target, target_anchor=link.anchor or None)
 
 
+def to_file_links(by_path: dict[str, list[Link]]) -> dict[str, list[FileLink]]:
+    """Links by path as ReMe FileLinks by path."""
+    return {p: [to_file_link(x) for x in links] for p, links in by_path.items()}
+
+
 def to_file_chunk(hit: Hit) -> FileChunk:
     """A search hit as a ReMe FileChunk with the hit's scores."""
     c = hit.chunk

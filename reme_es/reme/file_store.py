@@ -5,16 +5,16 @@ its index at once: `get_nodes()` returns the stored `st_mtime`s and ReMe's start
 changed on disk. BM25 runs server-side; vectors come from ReMe's bound embedding store exactly as the local
 store gets them.
 
-The class is assembled from mixins along its seams: `vectors` (embedding, backfill), `pending` (changes kept while
-the cluster is unreachable), `health` (counts and ReMe's health views), `tags` (the tag index), `visibility` (when
-writes are refreshed: before this store's next read, at dump and close, soon after in the background); `convert` holds the
-pure ReMe <-> reme-es conversions and `keys` the configuration-key check.
+The store is composed of parts that own their state behind a small interface: `Embeddings` (vectors.py: embedding,
+vector planning through the store's one planner, backfill), `PendingChanges` (pending.py: changes kept while the
+cluster is unreachable), `HealthCounts` (health.py: the counts ReMe's health views read), `TagIndexSync` (tags.py:
+the tag index) and `DeferredRefresh` (visibility.py: when writes are refreshed: before this store's next read, at
+dump and close, soon after in the background); `convert` holds the pure ReMe <-> reme-es conversions and `keys` the
+configuration-key check.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from typing import Any
 
 from reme.components.base_component import BaseComponent
@@ -26,27 +26,25 @@ from reme.schema import FileChunk, FileLink, FileNode
 
 from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..config import default_prefix as default_index_prefix
-from ..connect import open_store
 from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
-from ..errors import ConfigError, MappingError
 from ..fusion import DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score, validate_fusion
 from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
 from ..store.shown import Shown
 from ..templates import IndexOptions
 from .convert import as_vector, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
-from .health import ChunkCounts, EsFileGraph, EsKeywordIndex, HealthViews
+from .health import EsFileGraph, HealthCounts, stand_in_for_paired
 from .keys import REME_PASS_THROUGH_KEYS, _checked_keys, file_store_keys
-from .pending import PendingChanges, _unreachable
-from .tags import TagIndexUpdates
+from .opening import HOSTS_ENV, open_matching, resolve_hosts
+from .pending import PendingChanges, unreachable
+from .tags import TagIndexSync
 from .vectors import Embeddings
 from .visibility import DeferredRefresh
 
-HOSTS_ENV = "REME_ES_HOSTS"
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
 
 
-class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, DeferredRefresh, BaseFileStore):
+class EsFileStore(BaseFileStore):
     """ReMe file store on an OpenSearch or Elasticsearch cluster.
 
     Invariants: each upserted path's chunks replace the stored ones and a search never sees both; a chunk
@@ -56,7 +54,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
     """
 
     engine = "auto"
-    flavour: str | None = None  # the managed node's; None: the `default` node's own, else opensearch-3
+    flavour: str | None = None  # the managed node's; None: the `default` node's own, else DEFAULT_FLAVOUR
 
     def __init__(
         self,
@@ -84,22 +82,25 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         super().__init__(**_checked_keys(type(self), kwargs))
         # ReMe's default pairing (`file_graph: default`, `keyword_index: default`): components this store stands in for
         self.paired = {"file_graph": kwargs.get("file_graph"), "keyword_index": kwargs.get("keyword_index")}
-        self._init_runtime_state()
-        self._init_visibility(refresh_after)
+        self.store: MemoryStore | None = None
+        self._views: list[BaseComponent] = []
+        self.refresher = DeferredRefresh(self._refresh_store, refresh_after, logger=self.logger, name=self.name)
+        self.pending = PendingChanges(self._apply_pending, logger=self.logger, name=self.name)
+        self.health = HealthCounts(self.logger, self.name)
         validate_hybrid(hybrid)
         self._bind_components(embedding_store, tag_index)
+        self.vectors = Embeddings(
+            lambda: self.embedding_store, lambda: self.store, self.refresher.visible, self.refresh_counts,
+            self._maintenance_guard, self.logger, self.name,
+        )
+        self.tags = TagIndexSync(lambda: self.tag_index, self._tagged_files, self.logger, self.name)
         self.file_graph = EsFileGraph(store=self)
         self.hosts = validate_hosts(hosts)
         self.index_prefix = index_prefix
-        self.settings_kwargs = {
-            "username": username,
-            "password": password,
-            "api_key": api_key,
-            "verify_certs": verify_certs,
-            "ca_certs": ca_certs,
-            "aws_region": aws_region,
-            "aws_service": aws_service,
-        }
+        self.settings_kwargs = dict(
+            username=username, password=password, api_key=api_key, verify_certs=verify_certs, ca_certs=ca_certs,
+            aws_region=aws_region, aws_service=aws_service,
+        )
         ClientSettings(hosts=self.hosts, **self.settings_kwargs)  # refuse conflicting auth settings at once
         self.hybrid = hybrid
         self.vector_weight = float(vector_weight)
@@ -108,33 +109,16 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         if flavour:
             self.flavour = flavour
 
-    def _init_runtime_state(self) -> None:
-        """The store's state before `start`: counts, views, kept changes, background tasks."""
-        self.file_chunks = ChunkCounts()
-        self.counts = {"files": 0, "chunks": 0, "vectors": 0, "links": 0}
-        self._views: list[BaseComponent] = []
-        self._pending_upserts: dict[str, tuple[FileNode, list[FileChunk]]] = {}
-        self._pending_deletes: set[str] = set()
-        self._retry_task: asyncio.Task | None = None
-        self.store: MemoryStore | None = None
-        self._backfill_task: asyncio.Task | None = None
-        self._embedding_rebuild_pending = False
-        self._closing = False
-
     def _bind_components(self, embedding_store: str, tag_index: str) -> None:
         """Bind ReMe's embedding store (local by default) and tag index (none unless named; `default` is local)."""
         from reme.components.embedding_store import LocalEmbeddingStore
         from reme.components.tag_index import LocalTagIndex
 
         self.embedding_store = self.bind(embedding_store, BaseEmbeddingStore, default_factory=LocalEmbeddingStore)
-        self.tag_index = self.bind(
-            tag_index,
-            BaseTagIndex,
-            default_factory=LocalTagIndex if tag_index == "default" else None,
-            optional=False,
-        )
+        local = LocalTagIndex if tag_index == "default" else None
+        self.tag_index = self.bind(tag_index, BaseTagIndex, default_factory=local, optional=False)
 
-    # -- properties --------------------------------------------------------------------------------
+    # -- parts and state --------------------------------------------------------------------------
 
     @property
     def embedding_dimensions(self) -> int:
@@ -143,96 +127,66 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
             return 0
         return max(0, int(getattr(self.embedding_store, "dimensions", 0)))
 
+    counts = property(lambda self: self.health.counts, doc="File, chunk, vector and link counts (ReMe's health views).")
+    file_chunks = property(lambda self: self.health.file_chunks, doc="What ReMe's health_check counts as chunks.")
+    pending_changes = property(lambda self: self.pending.paths(), doc="Kept upserts and deletes, by path.")
+
     def _require_store(self) -> MemoryStore:
         if self.store is None:
             raise RuntimeError(f"file store {self.name} is not started")
         return self.store
 
-    def _vectors_on(self) -> bool:
-        return (
-            self.embedding_store is not None
-            and not self._embedding_rebuild_pending
-            and self.store is not None
-            and bool(self.store.dims)
-        )
+    async def _refresh_store(self) -> bool:
+        """The deferred refresh's action: refresh the indices, then re-read the counts (False: not started)."""
+        if self.store is None:
+            return False
+        await self.store.refresh()
+        await self.refresh_counts()
+        return True
 
-    def _dim_matches(self, embedding: Any) -> bool:
-        return embedding is not None and self.store is not None and len(embedding) == self.store.dims
+    async def refresh_counts(self) -> None:
+        """Re-read the cluster's file, chunk, vector and link counts (what ReMe's sync health_check shows)."""
+        await self.health.refresh(self.store)
+
+    async def _tagged_files(self, key: str) -> list:
+        await self.refresher.visible()
+        return await self._require_store().links.with_front_matter(key)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        self._closing = False
+        self.vectors.closing = self.pending.closing = False
         await super()._start()
-        hosts = self.hosts or validate_hosts(os.environ.get(HOSTS_ENV))
-        if not hosts:
-            if self.settings_kwargs["aws_region"]:
-                raise ConfigError(f"{self.name}: aws_region is set but no hosts; give the Amazon OpenSearch endpoint")
-            from ..server import node
-
-            self.logger.info(f"{self.name}: no hosts configured and {HOSTS_ENV} unset; starting a local node")
-            info = await asyncio.to_thread(node.start, node.flavour_of("default", self.flavour))
-            hosts = [info.url]
+        aws_region = self.settings_kwargs["aws_region"]
+        hosts = await resolve_hosts(self.hosts, aws_region, self.flavour, self.logger, self.name)
         settings = ClientSettings(hosts=hosts, **self.settings_kwargs)
         prefix = self.index_prefix or default_index_prefix(self.workspace_path)
         dims = self.embedding_dimensions or None
         if self.embedding_store is not None and not dims:
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
-        self.store = await self._open(settings, prefix, IndexOptions(dims=dims, **self.index_options))
-        self.logger.info(
-            f"{self.name}: {self.store.caps.engine} {self.store.caps.version} at "
-            f"{', '.join(redact_host(h) for h in hosts)}, "
-            f"prefix={prefix}, dims={self.store.dims}"
-        )
-        if self.store.dims:
-            await self._record_vectors_model()
-        await self.store.refresh()  # what a process that stopped mid-write left unrefreshed
-        await self.refresh_counts()
-        await self._stand_in_for_paired_components()
-        await self._rebuild_tag_index("startup synchronization")
-        self._start_backfill()
-
-    async def _open(self, settings: ClientSettings, prefix: str, options: IndexOptions) -> MemoryStore:
-        """Open the store; when the stored vector dimension differs from the model's, drop and recreate it.
-
-        The index is derived from the workspace files, so ReMe's start-up scan rebuilds everything, which is
-        what the local store does with vectors of a stale dimension.
-        """
+        options = IndexOptions(dims=dims, **self.index_options)
         kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
                   "proximity": self.proximity}
-        try:
-            return await open_store(settings, prefix, self.engine, options, **kwargs)
-        except MappingError:
-            if not options.dims:
-                raise
-            probe = await open_store(settings, prefix, self.engine, IndexOptions(), create=False, hybrid="client")
-            try:
-                if probe.dims == options.dims:
-                    raise
-                self.logger.warning(
-                    f"{self.name}: index {prefix} holds {probe.dims or 'no'} vectors, the model gives "
-                    f"{options.dims}-d; dropping it so ReMe re-indexes the workspace"
-                )
-                await probe.drop()
-            finally:
-                await probe.close()
-            return await open_store(settings, prefix, self.engine, options, **kwargs)
+        self.store = await open_matching(settings, prefix, self.engine, options, self.logger, self.name, **kwargs)
+        caps, where = self.store.caps, ", ".join(redact_host(h) for h in hosts)
+        dims = self.store.dims
+        self.logger.info(f"{self.name}: {caps.engine} {caps.version} at {where}, prefix={prefix}, dims={dims}")
+        if self.store.dims:
+            await self.vectors.record_model()
+        await self.store.refresh()  # what a process that stopped mid-write left unrefreshed
+        await self.refresh_counts()
+        self._views = await stand_in_for_paired(self, self.paired)
+        await self.tags.rebuild("startup synchronization")
+        self.vectors.start_backfill()
 
     async def _close(self) -> None:
-        self._closing = True
-        await self._cancel_backfill()
-        await self._stop_refreshing()
+        self.vectors.closing = True
+        await self.vectors.cancel_backfill()
+        await self.refresher.stop()
         for view in self._views:
             await view.close()
         self._views = []
-        if self._retry_task is not None:
-            self._retry_task.cancel()
-            self._retry_task = None
-        if self._pending_upserts or self._pending_deletes:
-            self.logger.warning(
-                f"{self.name}: closing with {len(self._pending_upserts)} upsert(s) and {len(self._pending_deletes)} "
-                "delete(s) not applied (cluster unreachable); ReMe's start-up scan re-indexes them"
-            )
+        self.pending.close()
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -241,7 +195,7 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
     async def dump(self) -> None:
         """Make every write so far searchable and the health counts current (each write is durable when its call
         returns; see `visibility`)."""
-        await self._settled()
+        await self.refresher.settled()
 
     async def load(self) -> None:
         """Nothing to load: the cluster holds the state."""
@@ -258,29 +212,27 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         if not files:
             return
         try:
-            await self._before_write()
+            await self.refresher.before_write()
             await self._upsert(files)
         except Exception as e:
-            self._write_failed_now()
-            if _unreachable(e):
-                self._keep_pending(upserts=files)
+            self.refresher.write_failed()
+            if unreachable(e):
+                self.pending.keep(upserts=files)
             raise
-        for node, _ in files:
-            self._pending_upserts.pop(node.path, None)
-            self._pending_deletes.discard(node.path)
+        self.pending.applied([node.path for node, _ in files])
 
     async def _upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
         store = self._require_store()
-        unchanged = await self._vectors_for_upsert(files)
+        unchanged = await self.vectors.for_upsert(files)
         docs = []
         for node, chunks in files:
             node.chunk_ids = [c.id for c in chunks]
             vectors = [as_vector(c.embedding) if c.embedding is not None else None for c in chunks]
             docs.append((to_file_doc(node, chunks), [to_chunk(c, v) for c, v in zip(chunks, vectors)]))
-        async with self._writing():
+        async with self.refresher.writing():
             await store.upsert(docs, refresh=False, unchanged=unchanged)
-        await self._written()
-        await self._upsert_tag_nodes([node for node, _ in files])
+        await self.refresher.written()
+        await self.tags.upserted([node for node, _ in files])
 
     @BaseFileStore.serialized
     async def delete(self, path: str | list[str]) -> None:
@@ -289,50 +241,75 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         if not paths:
             return
         try:
-            await self._before_write()
-            async with self._writing():
+            await self.refresher.before_write()
+            async with self.refresher.writing():
                 deleted = await self._require_store().delete(paths, refresh=False)
         except Exception as e:
-            self._write_failed_now()
-            if _unreachable(e):
-                self._keep_pending(deletes=paths)
+            self.refresher.write_failed()
+            if unreachable(e):
+                self.pending.keep(deletes=paths)
             raise
-        for p in paths:
-            self._pending_deletes.discard(p)
-            self._pending_upserts.pop(p, None)
+        self.pending.applied(paths)
         if deleted:
-            await self._written()
-            await self._delete_tag_paths(paths)
+            await self.refresher.written()
+            await self.tags.deleted(paths)
+
+    @BaseFileStore.serialized
+    async def _apply_pending(self) -> int:
+        """Write the kept deletes and upserts (taken under the write lock, so a newer change is never undone)."""
+        deletes, batches = self.pending.take()
+        if deletes:
+            await self.delete(deletes)
+        for batch in batches:
+            await self.upsert(batch)
+        return len(deletes) + sum(len(batch) for batch in batches)
+
+    async def wait_pending(self) -> None:
+        """Wait until the changes kept while the cluster was unreachable are applied (tests, shutdown)."""
+        await self.pending.wait()
 
     @BaseFileStore.serialized
     async def clear(self) -> None:
         """Drop every file, chunk and link of this workspace's indices."""
         await self._require_store().clear()
         await self.refresh_counts()
-        if self.tag_index_enabled:
-            await self.require_tag_index().clear()
+        await self.tags.clear()
+
+    # -- embeddings (ReMe's file store API) --------------------------------------------------------
+
+    async def require_embedding_rebuild(self) -> None:
+        """Disable vector reads and writes until `reindex('embedding')` rebuilds every vector."""
+        await self.vectors.require_rebuild()
+
+    async def resume_embedding(self, *, verified: bool = False, rebuild: bool = False) -> bool:
+        """Schedule a background pass that embeds stored chunks lacking vectors (all chunks if `rebuild`)."""
+        return await self.vectors.resume(verified=verified, rebuild=rebuild)
+
+    async def wait_backfill(self) -> None:
+        """Wait for a scheduled embedding backfill to finish (tests, shutdown)."""
+        await self.vectors.wait_backfill()
 
     # -- graph -------------------------------------------------------------------------------------
 
     async def get_nodes(self, paths: list[str] | None = None) -> list[FileNode]:
         """File nodes by path (missing skipped, input order kept); None = every node, sorted by path."""
-        await self._visible()
+        await self.refresher.visible()
         store = self._require_store()
         if paths is None:
-            return [to_file_node(doc) for doc in await store.get_files(None)]
-        found = {doc.path: doc for doc in await store.get_files(list(paths))}
+            return [to_file_node(doc) for doc in await store.links.get_files(None)]
+        found = {doc.path: doc for doc in await store.links.get_files(list(paths))}
         return [to_file_node(found[p]) for p in paths if p in found]
 
     async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links written in `path`, in order; REAL targets are indexed nodes, VIRTUAL ones are not."""
-        await self._visible()
-        links = await self._require_store().get_outlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        await self.refresher.visible()
+        links = await self._require_store().links.outlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links from every indexed file to `path`, sources sorted by path."""
-        await self._visible()
-        links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        await self.refresher.visible()
+        links = await self._require_store().links.inlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def rebuild_links(self) -> None:
@@ -344,19 +321,19 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         """k-NN over chunk vectors; scores are cosine similarity."""
         if not query or limit <= 0:
             return []
-        vector = await self._query_vector(query)
+        vector = await self.vectors.query_vector(query)
         if vector is None:
             return []
-        await self._visible()
-        hits = await self._require_store().vector_search(vector, limit, search_filter)
+        await self.refresher.visible()
+        hits = await self._require_store().vectors.search(vector, limit, search_filter)
         return [to_file_chunk(h) for h in hits]
 
     async def keyword_search(self, query: str, limit: int, search_filter: dict) -> list[FileChunk]:
         """BM25 over chunk text, filtered server-side."""
         if not query or not query.strip() or limit <= 0:
             return []
-        await self._visible()
-        hits = await self._require_store().keyword_search(query.strip(), limit, search_filter)
+        await self.refresher.visible()
+        hits = await self._require_store().searches.keyword(query.strip(), limit, search_filter)
         return [to_file_chunk(h) for h in hits]
 
     def hybrid_matches(self, vector_weight: float) -> bool:
@@ -371,9 +348,9 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         (branch hit counts are 0 when fused natively: the server does not report them)."""
         if not query or not query.strip() or candidates <= 0:
             return [], {"vector": 0, "keyword": 0, "fusion": "none"}
-        vector = await self._query_vector(query)
-        await self._visible()
-        result = await self._require_store().ranked(query.strip(), vector, candidates, search_filter)
+        vector = await self.vectors.query_vector(query)
+        await self.refresher.visible()
+        result = await self._require_store().searches.ranked(query.strip(), vector, candidates, search_filter)
         counts = {"vector": result.vector_hits, "keyword": result.keyword_hits, "fusion": result.fusion}
         return [to_file_chunk(h) for h in apply_min_score(result.hits, min_score)], counts
 
@@ -388,8 +365,8 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
 
     async def optimize_index(self) -> None:
         """Expunge deleted documents where they pile up (force-merge)."""
-        await self._visible()
-        result = await self._require_store().optimize()
+        await self.refresher.visible()
+        result = await self._require_store().indices.optimize()
         self.logger.info(f"{self.name}: optimize_index merged={result['merged']}")
 
     @BaseFileStore.serialized
@@ -398,60 +375,21 @@ class EsFileStore(Embeddings, PendingChanges, HealthViews, TagIndexUpdates, Defe
         if scope not in _REINDEX_SCOPES:
             raise ValueError(f"reindex scope must be one of: {', '.join(_REINDEX_SCOPES)}")
         out: dict[str, Any] = {"scope": scope}
-        await self._visible()
+        await self.refresher.visible()
         if scope in ("all", "bm25"):
-            stats = await self._require_store().stats()
+            stats = await self._require_store().indices.stats()
             out["bm25"] = {"indexed": stats["chunks"]["docs"], "scope": "bm25"}
         if scope in ("all", "embedding"):
-            self._embedding_rebuild_pending = False
-            filled = await self.backfill_embeddings(rebuild=True)
+            self.vectors.rebuild_pending = False
+            filled = await self.vectors.backfill(rebuild=True)
             out["embedding"] = {"indexed": filled["filled"], "scope": "embedding"}
             if filled["missing"]:
                 raise RuntimeError(f"embedding reindex incomplete: {filled['missing']} chunks failed")
         if scope in ("all", "tag"):
-            if not await self._rebuild_tag_index("explicit reindex"):
+            if not await self.tags.rebuild("explicit reindex"):
                 raise RuntimeError("tag index reindex failed")
             out["tag"] = {"indexed": self.tag_index.n_files if self.tag_index_enabled else 0, "scope": "tag"}
         return out if scope == "all" else out[scope]
 
 
-class OpenSearchFileStore(EsFileStore):
-    """The file store on OpenSearch 2.x/3.x (k-NN plugin for vectors, neural-search for one-request hybrid)."""
-
-    engine = "opensearch"
-
-
-class ElasticsearchFileStore(EsFileStore):
-    """The file store on Elasticsearch 9.x (hybrid fused client-side with ReMe's RRF)."""
-
-    engine = "elasticsearch"
-    flavour = "elasticsearch-9"
-
-
-def file_store_class(engine: str) -> type[EsFileStore]:
-    """The ReMe file store of a registered engine: the two named above, or one made for another dialect."""
-    named = {"opensearch": OpenSearchFileStore, "elasticsearch": ElasticsearchFileStore}
-    if engine in named:
-        return named[engine]
-    doc = f"The file store on the registered `{engine}` dialect (hosts required)."
-    return type(f"{engine.title()}FileStore", (EsFileStore,), {"engine": engine, "__doc__": doc})
-
-
-__all__ = [
-    "REME_PASS_THROUGH_KEYS",
-    "ChunkCounts",
-    "ElasticsearchFileStore",
-    "EsFileGraph",
-    "EsFileStore",
-    "EsKeywordIndex",
-    "OpenSearchFileStore",
-    "as_vector",
-    "default_index_prefix",
-    "file_store_class",
-    "file_store_keys",
-    "to_chunk",
-    "to_file_chunk",
-    "to_file_doc",
-    "to_file_link",
-    "to_file_node",
-]
+__all__ = ["HOSTS_ENV", "REME_PASS_THROUGH_KEYS", "EsFileStore", "file_store_keys"]

@@ -3,81 +3,82 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from reme.components.base_component import BaseComponent
 from reme.components.file_graph import BaseFileGraph
+from reme.components.file_store import BaseFileStore
 from reme.components.keyword_index import BaseKeywordIndex
 from reme.enumeration import LinkScopeEnum
 from reme.schema import FileLink, FileNode
 
-from ..adapters import lookups
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from .file_store import EsFileStore
+from ..store import MemoryStore
 
 
-class HealthViews:
-    """EsFileStore's counts for ReMe's health_check and its stand-ins for the paired local components.
+class HealthCounts:
+    """The cluster's file, chunk, vector and link counts as ReMe's health_check reads them, re-read after refreshes."""
 
-    Expects `store`, `counts`, `file_chunks`, `paired` and `_views` set by the store.
-    """
+    def __init__(self, logger: Any = None, name: str = "file store"):
+        self.counts = {"files": 0, "chunks": 0, "vectors": 0, "links": 0}
+        self.file_chunks = ChunkCounts()
+        self._logger = logger or logging.getLogger(__name__)
+        self._name = name
 
-    _views: list[BaseComponent]
-
-    async def refresh_counts(self) -> None:
-        """Re-read the cluster's file, chunk, vector and link counts (what ReMe's sync health_check shows), in one
-        request."""
-        store = self.store
+    async def refresh(self, store: MemoryStore | None) -> None:
+        """Re-read the counts in one request (a failure is logged: health shows the last known ones, and no write
+        fails for it)."""
         if store is None:
             return
-        queries = {"files": ("files", None), "chunks": ("chunks", None),
-                   "vectors": ("chunks", lookups.with_field("embedding")), "links": ("links", None)}
         try:
-            self.counts = await store.counts(queries)  # one request
+            self.counts = await store.health_counts()
         except Exception as e:  # noqa: BLE001 - a count must never fail a write; health shows the last known one
-            self.logger.warning(f"{self.name}: could not refresh counts for health_check: {type(e).__name__}: {e}")
+            self._logger.warning(f"{self._name}: could not refresh counts for health_check: {type(e).__name__}: {e}")
             return
         self.file_chunks.set(self.counts["chunks"], self.counts["vectors"])
 
-    async def _stand_in_for_paired_components(self) -> None:
-        """Answer for the local file graph and keyword index ReMe's default.yaml pairs with `file_store.default`.
 
-        With `extends: default` ReMe still builds and starts `file_graph.default` (local) and `keyword_index.default`
-        (bm25) beside this store. Nothing uses them, and ReMe's `health_check` reports their empty state (0 nodes,
-        0 docs). When this store was paired with one of them (the pass-through key) and no other configured
-        component names it, the store puts a view of itself in its place in the application's component map, so
-        health_check and anything looking the component up by name see this store's counts. ReMe still closes the
-        local one it started.
-        """
-        if self.app_context is None:
-            return
-        for ctype, view_cls, local_cls in (
-            ("file_graph", EsFileGraph, "LocalFileGraph"),
-            ("keyword_index", EsKeywordIndex, "BM25Index"),
-        ):
-            name = self.paired.get(ctype)
-            group = self.app_context.components.get(ctype, {})
-            current = group.get(name) if name else None
-            if current is None or type(current).__name__ != local_cls or self._named_elsewhere(ctype, name):
+async def stand_in_for_paired(store: BaseFileStore, paired: dict[str, str | None]) -> list[BaseComponent]:
+    """Answer for the local file graph and keyword index ReMe's default.yaml pairs with `file_store.default`.
+
+    With `extends: default` ReMe still builds and starts `file_graph.default` (local) and `keyword_index.default`
+    (bm25) beside this store. Nothing uses them, and ReMe's `health_check` reports their empty state (0 nodes,
+    0 docs). When this store was paired with one of them (the pass-through key) and no other configured
+    component names it, the store puts a view of itself in its place in the application's component map, so
+    health_check and anything looking the component up by name see this store's counts. ReMe still closes the
+    local one it started. Returns the views started (the store closes them).
+    """
+    views: list[BaseComponent] = []
+    if store.app_context is None:
+        return views
+    for ctype, view_cls, local_cls in (
+        ("file_graph", EsFileGraph, "LocalFileGraph"),
+        ("keyword_index", EsKeywordIndex, "BM25Index"),
+    ):
+        name = paired.get(ctype)
+        group = store.app_context.components.get(ctype, {})
+        current = group.get(name) if name else None
+        if current is None or type(current).__name__ != local_cls or _named_elsewhere(store, ctype, name):
+            continue
+        view = view_cls(store=store, name=name, app_context=store.app_context)
+        await view.start()
+        group[name] = view
+        views.append(view)
+        store.logger.info(f"{store.name}: {ctype}.{name} now reports this store's counts (the local one is unused)")
+    return views
+
+
+def _named_elsewhere(store: BaseFileStore, ctype: str, name: str) -> bool:
+    """Whether a configured component other than this store names `ctype` component `name`."""
+    for group_type, group in store.app_context.app_config.components.items():
+        for comp_name, cfg in group.items():
+            if group_type == "file_store" and comp_name == store.name:
                 continue
-            view = view_cls(store=self, name=name, app_context=self.app_context)
-            await view.start()
-            group[name] = view
-            self._views.append(view)
-            self.logger.info(f"{self.name}: {ctype}.{name} now reports this store's counts (the local one is unused)")
-
-    def _named_elsewhere(self, ctype: str, name: str) -> bool:
-        """Whether a configured component other than this store names `ctype` component `name`."""
-        for group_type, group in self.app_context.app_config.components.items():
-            for comp_name, cfg in group.items():
-                if group_type == "file_store" and comp_name == self.name:
-                    continue
-                if (cfg.model_extra or {}).get(ctype) == name:
-                    return True
-        return False
+            if (cfg.model_extra or {}).get(ctype) == name:
+                return True
+    return False
 
 
 class ChunkCounts:
@@ -123,7 +124,7 @@ class EsFileGraph(_StoreView, BaseFileGraph):
     VIRTUAL alike: the split is decided at query time, so it is not counted; `n_virtual` is None).
     """
 
-    def __init__(self, store: EsFileStore, name: str | None = None, **kwargs):
+    def __init__(self, store: BaseFileStore, name: str | None = None, **kwargs):
         super().__init__(name=name or f"{store.name}-links", **kwargs)
         self.store = store
 
@@ -164,7 +165,7 @@ class EsFileGraph(_StoreView, BaseFileGraph):
 class EsKeywordIndex(_StoreView, BaseKeywordIndex):
     """The file store's server-side BM25 as ReMe's `keyword_index` (health_check counts its docs: the chunks)."""
 
-    def __init__(self, store: EsFileStore, name: str | None = None, **kwargs):
+    def __init__(self, store: BaseFileStore, name: str | None = None, **kwargs):
         super().__init__(name=name or f"{store.name}-bm25", **kwargs)
         self.store = store
 

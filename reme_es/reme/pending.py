@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from reme.components.file_store import BaseFileStore
 from reme.schema import FileChunk, FileNode
 
-from ..adapters.base import RETRYABLE_STATUS
+from ..engine_settings import RETRYABLE_STATUS
 from ..errors import BulkError, ConnectionFailed, RequestFailed
 
-_PENDING_BATCH = 100  # kept upserts written per request when the cluster answers again
-_RETRY_MAX_S = 30.0
+PENDING_BATCH = 100  # kept upserts written per request when the cluster answers again
+RETRY_MAX_S = 30.0
+
+Upsert = tuple[FileNode, list[FileChunk]]
+# Writes the kept deletes and upserts (the store takes its write lock, then `PendingChanges.take()`); returns how many.
+Apply = Callable[[], Awaitable[int]]
 
 
-def _unreachable(exc: BaseException) -> bool:
+def unreachable(exc: BaseException) -> bool:
     """Whether a write failed because the cluster could not take it now (down, overloaded), not because of the data."""
     if isinstance(exc, ConnectionFailed):
         return True
@@ -25,65 +31,93 @@ def _unreachable(exc: BaseException) -> bool:
     return False
 
 
-
 class PendingChanges:
-    """EsFileStore's upserts and deletes that failed because the cluster was unreachable, retried in the background.
+    """Upserts and deletes that failed because the cluster was unreachable, retried in the background.
 
-    Expects `_pending_upserts`, `_pending_deletes`, `_retry_task` and `_closing` set by the store, and its `upsert`
-    and `delete`.
+    The latest change of a path wins. `apply` is called (after 1 s, doubling up to `RETRY_MAX_S` while the cluster
+    stays unreachable) until nothing is kept; a failure for another cause drops the kept changes, logged.
     """
 
-    @property
-    def pending_changes(self) -> dict[str, list[str]]:
-        """Paths whose upsert or delete failed because the cluster was unreachable, not yet applied."""
-        return {"upserts": sorted(self._pending_upserts), "deletes": sorted(self._pending_deletes)}
+    def __init__(
+        self,
+        apply: Apply,
+        *,
+        logger: Any = None,
+        name: str = "file store",
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
+        self._apply = apply
+        self._logger = logger or logging.getLogger(__name__)
+        self._name = name
+        self._sleep = sleep
+        self._upserts: dict[str, Upsert] = {}
+        self._deletes: set[str] = set()
+        self._task: asyncio.Task | None = None
+        self.closing = False
 
-    def _keep_pending(
-        self, upserts: list[tuple[FileNode, list[FileChunk]]] = (), deletes: list[str] = ()
-    ) -> None:
-        """Remember failed changes (the latest change of a path wins) and make sure a retry loop runs."""
+    def __bool__(self) -> bool:
+        return bool(self._upserts or self._deletes)
+
+    def paths(self) -> dict[str, list[str]]:
+        """Paths whose upsert or delete is kept, not yet applied."""
+        return {"upserts": sorted(self._upserts), "deletes": sorted(self._deletes)}
+
+    def keep(self, upserts: list[Upsert] = (), deletes: list[str] = ()) -> None:
+        """Remember failed changes and make sure a retry loop runs (unless the store is closing)."""
         for node, chunks in upserts:
-            self._pending_deletes.discard(node.path)
-            self._pending_upserts[node.path] = (node, chunks)
+            self._deletes.discard(node.path)
+            self._upserts[node.path] = (node, chunks)
         for path in deletes:
-            self._pending_upserts.pop(path, None)
-            self._pending_deletes.add(path)
-        self.logger.warning(
-            f"{self.name}: cluster unreachable; keeping {len(self._pending_upserts)} upsert(s) and "
-            f"{len(self._pending_deletes)} delete(s) to apply when it answers again"
+            self._upserts.pop(path, None)
+            self._deletes.add(path)
+        self._logger.warning(
+            f"{self._name}: cluster unreachable; keeping {len(self._upserts)} upsert(s) and "
+            f"{len(self._deletes)} delete(s) to apply when it answers again"
         )
-        if not self._closing and (self._retry_task is None or self._retry_task.done()):
-            self._retry_task = asyncio.create_task(self._retry_pending(), name=f"pending-changes:{self.name}")
+        if not self.closing and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._retry(), name=f"pending-changes:{self._name}")
 
-    async def _retry_pending(self) -> None:
-        """Apply the kept changes once the cluster answers: backoff from 1 s up to `_RETRY_MAX_S`."""
+    def applied(self, paths: list[str]) -> None:
+        """These paths were written (upserted or deleted) since: nothing kept for them is applied any more."""
+        for path in paths:
+            self._upserts.pop(path, None)
+            self._deletes.discard(path)
+
+    def take(self) -> tuple[list[str], list[list[Upsert]]]:
+        """What to apply now: the kept deletes, and the kept upserts in batches of `PENDING_BATCH`."""
+        upserts = list(self._upserts.values())
+        return sorted(self._deletes), [upserts[i : i + PENDING_BATCH] for i in range(0, len(upserts), PENDING_BATCH)]
+
+    async def _retry(self) -> None:
+        """Apply the kept changes once the cluster answers: backoff from 1 s up to `RETRY_MAX_S`."""
         delay = 1.0
-        while (self._pending_upserts or self._pending_deletes) and not self._closing:
-            await asyncio.sleep(delay)
+        while self and not self.closing:
+            await self._sleep(delay)
             try:
-                applied = await self._apply_pending()
+                applied = await self._apply()
             except Exception as e:  # the loop must outlive any failure
-                if not _unreachable(e):
-                    self.logger.exception(f"{self.name}: kept changes could not be applied; giving up on them")
-                    self._pending_upserts.clear()
-                    self._pending_deletes.clear()
+                if not unreachable(e):
+                    self._logger.exception(f"{self._name}: kept changes could not be applied; giving up on them")
+                    self._upserts.clear()
+                    self._deletes.clear()
                     return
-                delay = min(delay * 2, _RETRY_MAX_S)
+                delay = min(delay * 2, RETRY_MAX_S)
                 continue
-            self.logger.info(f"{self.name}: cluster answers again; applied {applied} kept change(s)")
+            self._logger.info(f"{self._name}: cluster answers again; applied {applied} kept change(s)")
 
-    @BaseFileStore.serialized
-    async def _apply_pending(self) -> int:
-        """Write the kept deletes and upserts (taken under the write lock, so a newer change is never undone)."""
-        deletes = sorted(self._pending_deletes)
-        upserts = list(self._pending_upserts.values())
-        if deletes:
-            await self.delete(deletes)
-        for start in range(0, len(upserts), _PENDING_BATCH):
-            await self.upsert(upserts[start : start + _PENDING_BATCH])
-        return len(deletes) + len(upserts)
-
-    async def wait_pending(self) -> None:
+    async def wait(self) -> None:
         """Wait until the kept changes are applied (tests, shutdown)."""
-        if self._retry_task is not None:
-            await asyncio.shield(self._retry_task)
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def close(self) -> None:
+        """Stop retrying; warn about what is left (ReMe's start-up scan re-indexes it)."""
+        self.closing = True
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        if self:
+            self._logger.warning(
+                f"{self._name}: closing with {len(self._upserts)} upsert(s) and {len(self._deletes)} "
+                "delete(s) not applied (cluster unreachable); ReMe's start-up scan re-indexes them"
+            )

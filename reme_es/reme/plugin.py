@@ -39,7 +39,7 @@ def plugin():
     from ..adapters.registry import engine_names
     from .as_embedding import BACKEND as MINILM
     from .as_embedding import MiniLMAsEmbedding
-    from .file_store import file_store_class
+    from .backends import file_store_class
     from .search_step import EsSearchStep
 
     stores = tuple(Backend(engine, file_store_class(engine)) for engine in engine_names())  # one per dialect

@@ -2,45 +2,81 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from reme.components.tag_index import BaseTagIndex
 from reme.schema import FileNode
 
+from ..models import FileDoc
 from .convert import to_file_node
 
+# The stored files whose front matter holds a key (the store makes its writes visible first).
+TaggedFiles = Callable[[str], Awaitable[list[FileDoc]]]
 
-class TagIndexUpdates:
-    """EsFileStore's updates of its bound tag index; a failed incremental update rebuilds it from the stored nodes."""
 
-    async def _rebuild_tag_index(self, reason: str) -> bool:
-        if not self.tag_index_enabled:
+class TagIndexSync:
+    """Keeps a bound tag index in step with the store; a failed incremental update rebuilds it from the stored nodes."""
+
+    def __init__(
+        self,
+        tag_index: Callable[[], BaseTagIndex | None],
+        tagged_files: TaggedFiles,
+        logger: Any = None,
+        name: str = "file store",
+    ):
+        self._tag_index = tag_index
+        self._tagged_files = tagged_files
+        self._logger = logger or logging.getLogger(__name__)
+        self._name = name
+
+    @property
+    def tag_index(self) -> BaseTagIndex | None:
+        """The bound tag index (None: none configured), resolved when ReMe starts the file store."""
+        return self._tag_index()
+
+    async def rebuild(self, reason: str) -> bool:
+        """Rebuild the tag index from the stored nodes; False (logged, marked unhealthy) when that failed."""
+        tag_index = self.tag_index
+        if tag_index is None:
             return True
-        tag_index = self.require_tag_index()
         try:
             # Only files whose front matter holds the tag key can carry tags: one query for those, not every node
             # (a restart at 100k chunks read all 10k file docs here).
-            await self._visible()
-            tagged = await self._require_store().files_with_front_matter(tag_index.tag_key)
+            tagged = await self._tagged_files(tag_index.tag_key)
             await tag_index.rebuild([to_file_node(doc) for doc in tagged])
         except Exception:
-            self.logger.exception(f"{self.name}: tag index rebuild failed during {reason}; file store stays available")
+            what = f"{self._name}: tag index rebuild failed during {reason}"
+            self._logger.exception(f"{what}; file store stays available")
             tag_index.set_healthy(False)
             return False
         tag_index.set_healthy(True)
         return True
 
-    async def _upsert_tag_nodes(self, nodes: list[FileNode]) -> None:
-        if not self.tag_index_enabled:
+    async def upserted(self, nodes: list[FileNode]) -> None:
+        """Index the tags of written nodes."""
+        tag_index = self.tag_index
+        if tag_index is None:
             return
         try:
-            await self.require_tag_index().upsert_nodes(nodes)
+            await tag_index.upsert_nodes(nodes)
         except Exception:
-            self.logger.exception(f"{self.name}: incremental tag index update failed; rebuilding")
-            await self._rebuild_tag_index("incremental update recovery")
+            self._logger.exception(f"{self._name}: incremental tag index update failed; rebuilding")
+            await self.rebuild("incremental update recovery")
 
-    async def _delete_tag_paths(self, paths: list[str]) -> None:
-        if not self.tag_index_enabled:
+    async def deleted(self, paths: list[str]) -> None:
+        """Forget the tags of deleted paths."""
+        tag_index = self.tag_index
+        if tag_index is None:
             return
         try:
-            await self.require_tag_index().delete(paths)
+            await tag_index.delete(paths)
         except Exception:
-            self.logger.exception(f"{self.name}: incremental tag index delete failed; rebuilding")
-            await self._rebuild_tag_index("incremental delete recovery")
+            self._logger.exception(f"{self._name}: incremental tag index delete failed; rebuilding")
+            await self.rebuild("incremental delete recovery")
+
+    async def clear(self) -> None:
+        """Empty the tag index (the store was cleared)."""
+        if self.tag_index is not None:
+            await self.tag_index.clear()

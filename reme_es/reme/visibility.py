@@ -11,7 +11,7 @@ refreshes them (and re-reads its health counts) when it matters:
   writes), so other processes reading the same indices see the changes soon too;
 - before the next write when a write failed (so the write protocol sees any chunk the failed one left behind).
 
-A refresh never runs while a write call is sending its requests (both hold `_refresh_lock`), so a reader still
+A refresh never runs while a write call is sending its requests (both hold the refresh lock), so a reader still
 never sees a file's old and new chunks together: a read that needs a refresh waits for the write to finish.
 
 `refresh_after: 0` refreshes at the end of every write call, as before.
@@ -25,76 +25,114 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 MAX_DELAY_FACTOR = 10  # a steady stream of writes is refreshed at least every refresh_after x this
 
+Refresh = Callable[[], Awaitable[bool]]
+Recount = Callable[[], Awaitable[None]]
+
+
+async def _nothing() -> None:
+    return None
+
 
 class DeferredRefresh:
-    """EsFileStore's refresh scheduling. Expects `store`, `refresh_counts()`, `logger` and `name`."""
+    """The refresh schedule of one store's writes: `refresh()` makes them searchable (False: no store is open),
+    `recount()` re-reads the health counts (it never raises)."""
 
-    refresh_after: float = 1.0
-
-    def _init_visibility(self, refresh_after: float) -> None:
+    def __init__(
+        self,
+        refresh: Refresh,
+        refresh_after: float = 1.0,
+        *,
+        recount: Recount = _nothing,
+        logger: Any = None,
+        name: str = "file store",
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
         if refresh_after < 0:
             raise ValueError(f"refresh_after must be >= 0 seconds, got {refresh_after}")
         self.refresh_after = float(refresh_after)
+        self._refresh = refresh
+        self._recount = recount
+        self._logger = logger or logging.getLogger(__name__)
+        self._name = name
+        self._clock = clock
+        self._sleep = sleep
         self._unrefreshed_since: float | None = None
         self._last_write = 0.0
         self._write_failed = False
-        self._refresh_lock = asyncio.Lock()  # held by a refresh and by a write call's requests (`_writing`)
-        self._refresh_task: asyncio.Task | None = None
+        self._lock = asyncio.Lock()  # held by a refresh and by a write call's requests (`writing`)
+        self._task: asyncio.Task | None = None
         self._counts_stale = False  # a refresh showed writes the health counts do not include yet
 
-    async def _written(self) -> None:
+    @property
+    def pending(self) -> bool:
+        """Whether a write since the last refresh is not searchable yet."""
+        return self._unrefreshed_since is not None
+
+    def writing(self) -> asyncio.Lock:
+        """`async with refresher.writing():` around a write call's requests: no refresh can split them."""
+        return self._lock
+
+    async def before_write(self) -> None:
+        """Refresh first when the last write failed (what it left behind must be visible to the write protocol)."""
+        if self._write_failed:
+            await self.visible()
+            self._write_failed = False
+
+    async def written(self) -> None:
         """A write call succeeded: refresh now (refresh_after 0) or schedule the background refresh."""
-        now = time.monotonic()
+        now = self._clock()
         self._last_write = now
         if self._unrefreshed_since is None:
             self._unrefreshed_since = now
         if self.refresh_after == 0:
-            await self._settled()
-        elif self._refresh_task is None or self._refresh_task.done():
-            self._refresh_task = asyncio.create_task(self._refresh_later())
+            await self.settled()
+        elif self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._refresh_later())
 
-    def _write_failed_now(self) -> None:
+    def write_failed(self) -> None:
         """A write call raised: what it left may be unrefreshed; the next write refreshes first."""
         self._write_failed = True
         if self._unrefreshed_since is None:
-            self._unrefreshed_since = time.monotonic()
+            self._unrefreshed_since = self._clock()
 
-    def _writing(self) -> asyncio.Lock:
-        """`async with self._writing():` around a write call's requests: no refresh can split them."""
-        return self._refresh_lock
+    async def visible(self) -> None:
+        """Refresh if any write since the last refresh is not searchable yet (the counts: `settled`)."""
+        await self._make_visible()
 
-    async def _before_write(self) -> None:
-        if self._write_failed:
-            await self._visible()
-            self._write_failed = False
+    async def settled(self) -> None:
+        """`visible`, then the health counts re-read (one request) if a refresh showed writes they lack."""
+        await self._make_visible()
+        if self._counts_stale:
+            self._counts_stale = False
+            await self._recount()
 
-    async def _visible(self) -> None:
-        """Refresh the indices if any write since the last refresh is not searchable yet (counts: `_settled`)."""
-        if self._unrefreshed_since is None or self.store is None:
-            return
-        async with self._refresh_lock:
+    async def _make_visible(self) -> bool:
+        """`visible`; False when a refresh was due and nothing could refresh (no store open)."""
+        if self._unrefreshed_since is None:
+            return True
+        async with self._lock:
             if self._unrefreshed_since is None:
-                return  # another reader refreshed while this one waited
+                return True  # another reader refreshed while this one waited
             since = self._unrefreshed_since
             self._unrefreshed_since = None  # a write finishing during the refresh sets it again
             try:
-                await self.store.refresh()
+                refreshed = await self._refresh()
             except BaseException:
                 if self._unrefreshed_since is None:
                     self._unrefreshed_since = since
                 raise
-            self._counts_stale = True
-
-    async def _settled(self) -> None:
-        """`_visible`, then the health counts re-read (one request) if a refresh showed writes they lack."""
-        await self._visible()
-        if self._counts_stale:
-            self._counts_stale = False
-            await self.refresh_counts()
+            if not refreshed and self._unrefreshed_since is None:
+                self._unrefreshed_since = since  # no store open: still to do
+            self._counts_stale = self._counts_stale or refreshed
+            return refreshed
 
     async def _refresh_later(self) -> None:
         """The background refresh: after `refresh_after` s without writes, or `MAX_DELAY_FACTOR` x that at most."""
@@ -102,24 +140,26 @@ class DeferredRefresh:
             if self._unrefreshed_since is not None:
                 since = self._unrefreshed_since
                 due = min(self._last_write + self.refresh_after, since + self.refresh_after * MAX_DELAY_FACTOR)
-                delay = due - time.monotonic()
+                delay = due - self._clock()
                 if delay > 0:
-                    await asyncio.sleep(delay)
+                    await self._sleep(delay)
                     continue
             try:
-                await self._settled()
+                if not await self._make_visible():
+                    return  # no store open; the next read or write refreshes
+                await self.settled()
             except Exception as e:  # noqa: BLE001 - the next read or write refreshes; nothing is lost
-                self.logger.warning(f"{self.name}: background refresh failed: {type(e).__name__}: {e}")
+                self._logger.warning(f"{self._name}: background refresh failed: {type(e).__name__}: {e}")
                 return
 
-    async def _stop_refreshing(self) -> None:
+    async def stop(self) -> None:
         """At close: stop the background refresh and make the last writes searchable (best effort)."""
-        if self._refresh_task is not None:
-            self._refresh_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):  # its failure was logged; close refreshes below
-                await self._refresh_task
-            self._refresh_task = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # its failure was logged; refreshed below
+                await self._task
+            self._task = None
         try:
-            await self._visible()
+            await self.visible()
         except Exception as e:  # noqa: BLE001 - the writes are durable; the next refresh of anyone shows them
-            self.logger.warning(f"{self.name}: could not refresh at close: {type(e).__name__}: {e}")
+            self._logger.warning(f"{self._name}: could not refresh at close: {type(e).__name__}: {e}")

@@ -241,3 +241,15 @@ def get_flavour(name: str) -> Flavour:
         return FLAVOURS[name]
     except KeyError:
         raise ConfigError(f"unknown server flavour {name!r}; choose one of {', '.join(FLAVOURS)}") from None
+
+
+# The flavours a user starts by name (`reme-es server start --flavour`, the config's `flavour`); the secured ones
+# are for the tests. An engine whose file store must run its own flavour on the managed node names it below; the
+# others run the node's own flavour or DEFAULT_FLAVOUR (`node.flavour_of`).
+LOCAL_FLAVOURS = ("opensearch-2.19", "opensearch-3", "elasticsearch-9")
+ENGINE_FLAVOURS = {"elasticsearch": "elasticsearch-9"}
+
+
+def default_flavour(engine: str) -> str | None:
+    """The managed-node flavour an engine's file store starts (None: the node's own, else DEFAULT_FLAVOUR)."""
+    return ENGINE_FLAVOURS.get(engine)

@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import zipfile
 from pathlib import Path
 
+from ..home import reme_es_home
 from .fetch import fetch_artifacts
 from .flavours import Artifact, Flavour, Module
 
 log = logging.getLogger("reme_es.server.node")  # the managed node's one logger
 
 _MARKER = ".reme-es-install.json"
-
-
-def reme_es_home() -> Path:
-    """Root folder of the cache, installs and node folders."""
-    if env := os.environ.get("REME_ES_HOME"):
-        return Path(env).expanduser().resolve()
-    if os.geteuid() == 0:
-        return Path("/var/cache/reme-es")
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "reme-es"
 
 
 def _module_descriptor(module: Module, flavour: Flavour) -> str:

@@ -59,6 +59,22 @@ def _holds_data(name: str) -> bool:
     return data.is_dir() and any(data.iterdir())
 
 
+def _running_as(name: str, flavour: str) -> NodeInfo | None:
+    """Node `name` if it runs `flavour` already; refuses one that runs, or holds the data of, another flavour."""
+    current = read_node(name)
+    if current and _alive(current.pid):
+        if current.flavour != flavour:
+            raise ServerError(f"node {name!r} already runs {current.flavour}; stop it first (reme-es server stop)")
+        return current
+    if current and current.flavour != flavour and _holds_data(name):
+        raise ServerError(
+            f"node {name!r} holds {current.flavour} data; start it as {current.flavour} (--flavour "
+            f"{current.flavour}), start {flavour} under another --name, or remove {node_dir(name)} to start "
+            f"afresh (its indices are lost: re-index with `reme-es sync` or ReMe's start-up scan)"
+        )
+    return None
+
+
 def start(
     flavour_name: str,
     name: str = "default",
@@ -81,17 +97,8 @@ def start(
     those credentials and start-up waits for an authenticated 200 (not an open port).
     """
     flavour = get_flavour(flavour_name)
-    current = read_node(name)
-    if current and _alive(current.pid):
-        if current.flavour != flavour.name:
-            raise ServerError(f"node {name!r} already runs {current.flavour}; stop it first (reme-es server stop)")
-        return current
-    if current and current.flavour != flavour.name and _holds_data(name):
-        raise ServerError(
-            f"node {name!r} holds {current.flavour} data; start it as {current.flavour} (--flavour "
-            f"{current.flavour}), start {flavour.name} under another --name, or remove {node_dir(name)} to start "
-            f"afresh (its indices are lost: re-index with `reme-es sync` or ReMe's start-up scan)"
-        )
+    if running := _running_as(name, flavour.name):
+        return running
     java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
     http_port = _http_port(name, http_port, current)

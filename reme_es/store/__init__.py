@@ -281,14 +281,13 @@ class MemoryStore:
         return await self.vectors.set_vectors(vectors, refresh)
 
     # ----------------------------------------------------------------------------- maintenance
-    async def count(self, kind: str, query: dict | None = None) -> int:
-        """Documents of one index kind, optionally only those a look-up query (`adapters.lookups`) matches."""
-        return await self.port.count(self.index(kind), query)
+    async def count(self, kind: str) -> int:
+        """Documents of one index kind (as of the last refresh)."""
+        return await self.port.count(self.index(kind))
 
-    async def counts(self, queries: dict[str, tuple[str, dict | None]]) -> dict[str, int]:
-        """Several counts in one request: name -> (index kind, look-up query or None)."""
-        totals = await self.port.counts([(self.index(kind), query) for kind, query in queries.values()])
-        return dict(zip(queries, totals))
+    async def health_counts(self) -> dict[str, int]:
+        """Files, chunks, chunks with a vector and links (as of the last refresh), in one request."""
+        return await self.port.health_counts(self.index("files"), self.index("chunks"), self.index("links"))
 
     async def stats(self) -> dict[str, dict]:
         """Per index kind: docs, deleted docs, segments, size."""

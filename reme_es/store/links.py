@@ -23,7 +23,7 @@ class LinkGraph:
 
     async def files(self, paths: list[str]) -> list[FileDoc]:
         """The stored file docs of these paths (real-time; missing ones skipped)."""
-        return [file_from_source(d["_source"]) for d in await self.port.get(self.ix.files, [doc_id(p) for p in paths])]
+        return [file_from_source(d.source) for d in await self.port.get(self.ix.files, [doc_id(p) for p in paths])]
 
     async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
         """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
@@ -43,7 +43,7 @@ class LinkGraph:
         """Which of these paths are indexed files (one mget)."""
         paths = list(dict.fromkeys(paths))
         by_id = {doc_id(p): p for p in paths}
-        return {by_id[d["_id"]] for d in await self.port.get(self.ix.files, list(by_id), source=False)}
+        return {by_id[d.id] for d in await self.port.get(self.ix.files, list(by_id), source=False)}
 
     async def outlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
         """Links written in `path`, in order; REAL when the target is an indexed file, VIRTUAL otherwise."""

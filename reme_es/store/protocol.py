@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..adapters.port import Action
+from ..adapters.port import Action, StoredDoc
 from ..adapters.transport import BulkOutcome
 from ..errors import BulkItemFailure
 from ..models import Chunk, FileDoc, doc_id
@@ -120,10 +120,10 @@ def conflicted(outcome: BulkOutcome, written: dict[str, dict]) -> list[str]:
 def settle_conflicts(
     outcome: BulkOutcome,
     written: dict[str, dict],
-    current: dict[str, dict],
+    current: dict[str, StoredDoc],
     ix: Indices,
     final: dict[str, dict] | None = None,
-) -> tuple[dict[str, dict | None], set[str]]:
+) -> tuple[dict[str, StoredDoc | None], set[str]]:
     """Sort out the file docs of `written` that came back 409, given the `current` stored docs by id.
 
     A doc whose stored source is exactly what this writer sent is its own write, acknowledged before a retry
@@ -132,13 +132,13 @@ def settle_conflicts(
     are lost to another writer: their failures get a reason that says so, and they are returned as path -> the
     stored doc (None if it is gone). `outcome` is updated in place."""
     paths = conflicted(outcome, written)
-    lost: dict[str, dict | None] = {}
+    lost: dict[str, StoredDoc | None] = {}
     done: set[str] = set()
     for path in paths:
         doc = current.get(doc_id(path))
-        stored = doc["_source"] if doc is not None else None
+        stored = doc.source if doc is not None else None
         if stored is not None and stored == as_stored(written[path]):
-            outcome.versions[(ix.files, doc_id(path))] = (doc["_seq_no"], doc["_primary_term"])
+            outcome.versions[(ix.files, doc_id(path))] = doc.version
             outcome.succeeded += 1
         elif stored is not None and final is not None and stored == as_stored(final[path]):
             done.add(path)
@@ -222,7 +222,7 @@ def forgive_conflicts(outcome: BulkOutcome, conditional: list[Action]) -> None:
 
 
 def repair_round(
-    lost: dict[str, dict | None],
+    lost: dict[str, StoredDoc | None],
     wanted: dict[str, Wanted],
     stale: dict[str, tuple[set[str], set[str]]],
     chunks: BulkOutcome,
@@ -232,7 +232,7 @@ def repair_round(
     """Round 4: undo what this writer did to the files it lost to another writer (`lost`: path -> the stored doc)."""
     actions: list[Action] = []
     for path, current in lost.items():
-        src = current["_source"] if current else {}
+        src = current.source if current else {}
         keep_chunks = {doc_id(c) for c in src.get("chunk_ids") or []}
         keep_links = {link_from_file(path, x).id: pos for pos, x in enumerate(src.get("links") or [])}
         w = wanted[path]
@@ -246,8 +246,7 @@ def repair_round(
             or any(keep_links.get(i, pos) != pos for i, pos in my_links.items())
         )
         if current is not None and harmed:
-            version = (current["_seq_no"], current["_primary_term"])
-            actions.append(Action("index", ix.files, doc_id(path), {**src, "st_mtime": -1.0}, version=version))
+            actions.append(Action("index", ix.files, doc_id(path), {**src, "st_mtime": -1.0}, version=current.version))
     return actions
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..adapters import lookups as q
 from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score
@@ -12,6 +12,7 @@ from ..errors import CapabilityError
 from ..models import Chunk, Hit, SearchFilter, doc_id
 from .indices import IndexSet
 from .sources import check_vector, chunk_from_source
+from .vector_plan import VectorPlan, plan_vectors
 
 
 def branch_hit(branch: str, raw: float, chunk: Chunk) -> Hit:
@@ -70,6 +71,32 @@ class VectorStore:
             return set()
         query = q.with_vector_among(wanted)
         return {s["chunk_id"] async for s in self.port.scan(self.indices.ix.chunks, query, ["chunk_id"], ["chunk_id"])}
+
+    async def plan(
+        self,
+        chunks: list[Chunk],
+        stored_ids: dict[str, list[str]],
+        before_search: Callable[[], Awaitable[None]] | None = None,
+    ) -> VectorPlan:
+        """Plan the vectors of chunks about to be written (`vector_plan`), given the ids stored for their paths;
+        reusable chunks get their stored vector back here (one that cannot be read back goes to `to_embed`).
+        `before_search` runs before the index is searched for which ids have a vector (the file store refreshes)."""
+        if not self.indices.dims:
+            return VectorPlan(to_embed=list(chunks))
+        stored = await self.get_chunks(stored_ids) if any(stored_ids.values()) else {}
+        if stored and before_search is not None:
+            await before_search()
+        plan = plan_vectors(chunks, stored, await self.vector_ids(stored_ids) if stored else set())
+        if plan.reusable:
+            vectors = await self.get_chunks({c.path: [c.id] for c in plan.reusable}, with_vectors=True)
+            for chunk in plan.reusable:
+                vec = (vectors.get(chunk.id) or {}).get("embedding")
+                if vec and len(vec) == self.indices.dims:
+                    chunk.embedding = vec
+                else:
+                    plan.to_embed.append(chunk)
+            plan.reusable = [c for c in plan.reusable if c.embedding is not None]
+        return plan
 
     async def without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
         """Yield batches of stored chunks that have no embedding (for backfilling)."""

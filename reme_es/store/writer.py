@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 
 from ..adapters import lookups as q
-from ..adapters.port import Action, IndexPort
+from ..adapters.port import Action, IndexPort, StoredDoc
 from ..adapters.transport import BulkOutcome
 from ..errors import InvalidInput
 from ..models import Chunk, FileDoc, doc_id
@@ -29,8 +29,8 @@ class Writer:
         and the version of each file doc."""
         stored = p.Stored.empty(paths)
         for doc in await self.port.get(self.ix.files, [doc_id(x) for x in paths]):
-            file = file_from_source(doc["_source"])
-            stored.versions[file.path] = (doc["_seq_no"], doc["_primary_term"])
+            file = file_from_source(doc.source)
+            stored.versions[file.path] = doc.version
             stored.chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
             stored.links[file.path].update(link.id for link in file.links)
         async for s in self.port.scan(self.ix.chunks, q.any_of("path", paths), ["chunk_id", "path"], ["chunk_id"]):
@@ -54,12 +54,12 @@ class Writer:
 
     async def _settle(
         self, outcome: BulkOutcome, written: dict[str, dict], final: dict[str, dict] | None = None
-    ) -> tuple[dict[str, dict | None], set[str]]:
+    ) -> tuple[dict[str, StoredDoc | None], set[str]]:
         """Read the file docs that came back 409 and settle them (`protocol.settle_conflicts`)."""
         paths = p.conflicted(outcome, written)
         if not paths:
             return {}, set()
-        current = {d["_id"]: d for d in await self.port.get(self.ix.files, [doc_id(x) for x in paths])}
+        current = {d.id: d for d in await self.port.get(self.ix.files, [doc_id(x) for x in paths])}
         return p.settle_conflicts(outcome, written, current, self.ix, final)
 
     async def bulk_streams(self, actions: list[Action], streams: int = 2) -> BulkOutcome:

@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 from typing import Protocol
 
+from ..embeddings import describe_model, local_identity, same_model
 from ..errors import ConfigError, ReMeESError
 
 
@@ -90,26 +91,6 @@ class _CheckedLocal:
             raise ConfigError(f"embedding: local is not usable: {exc}") from None
 
 
-def local_identity() -> dict:
-    """What an index made with reme-es' local model records (the same for `reme-es sync --embedding local` and
-    ReMe's `minilm` backend)."""
-    from ..embeddings import MODEL_NAME, LocalMiniLM
-
-    return {"provider": "local", "model": MODEL_NAME, "dims": LocalMiniLM.dimensions}
-
-
-def same_model(a: dict, b: dict) -> bool:
-    """Whether two recorded models make the same vectors (provider, model, endpoint and dimension)."""
-    keys = ("provider", "model", "base_url", "dims", "vector_space")
-    return all(a.get(k) == b.get(k) for k in keys)
-
-
-def describe_model(model: dict) -> str:
-    """`local all-MiniLM-L6-v2 (384-d)`, `openai text-embedding-3-small (1536-d)`, `reme:dashscope ...`."""
-    name = " ".join(str(part) for part in (model.get("provider") or "?", model.get("model")) if part)
-    return f"{name} ({model.get('dims', '?')}-d)"
-
-
 def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
     """The embedder that makes the vectors a recorded model made; ConfigError when reme-es cannot run it."""
     provider = model.get("provider")
@@ -138,3 +119,6 @@ def make_embedder(
     if kind == "openai":
         return OpenAIEmbedder(model, base_url, api_key, dims)
     raise ConfigError(f"embedding must be none, local or openai, got {kind!r}")
+
+
+__all__ = ["Embedder", "OpenAIEmbedder", "describe_model", "embedder_for", "local_identity", "make_embedder", "same_model"]

@@ -72,7 +72,7 @@ class ReMeChunkers:
         raise ConfigError(f"no ReMe file chunker handles {path} and none is named default")
 
     async def _chunk(self, path: str, abs_path: Path) -> tuple[FileDoc, list[Chunk]]:
-        from ..reme.file_store import to_chunk, to_file_doc
+        from ..reme.convert import to_chunk, to_file_doc
 
         node, chunks = await self.chunker_for(path).chunk(abs_path)
         if node.path != path:

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..home import reme_es_home
+
 
 @dataclass
 class _Known:
@@ -39,7 +41,5 @@ class State:
 
 def state_path(prefix: str, hosts: list[str]) -> Path:
     """Where the local sync state of an index prefix on a cluster lives (below the reme-es home)."""
-    from ..server.node import reme_es_home
-
     cluster = hashlib.sha256(",".join(sorted(hosts)).encode()).hexdigest()[:8]
     return reme_es_home() / "state" / f"{prefix}@{cluster}.json"

@@ -7,7 +7,6 @@ import asyncio
 
 from ..errors import BulkError, InvalidInput
 from ..models import Chunk, FileDoc, doc_id
-from ..store.sources import stored_chunk_source
 from .report import Failure, Summary
 from .scan import LocalFile, parse, read_text
 from .state import _Known
@@ -153,44 +152,26 @@ class _Writing:
     async def _attach_vectors(self, items: list[tuple[FileDoc, list[Chunk]]], summary: Summary) -> set[str]:
         """Give the batch's chunks their vectors; returns the ids of chunks stored exactly as given with a vector.
 
-        Those are not written again and their vectors are not read (one `exists` query tells them). A chunk whose
-        id is stored with a vector but something else changed (its lines moved) gets the stored vector back; one
-        whose text a deleted file had reuses that vector; only the rest is embedded."""
+        The store's planner (`VectorStore.plan`) tells those (they are not written again and their vectors are not
+        read) and gives a chunk whose id is stored with a vector but something else changed (its lines moved) the
+        stored vector back; one whose text a deleted file had reuses that vector; only the rest is embedded."""
         known = await self._load_known()
         ids = {doc.path: known[doc.path].chunk_ids for doc, _ in items if doc.path in known}
-        stored = await self.store.get_chunks(ids) if ids else {}
-        with_vector = await self.store.vector_ids(ids) if stored else set()
-        unchanged: set[str] = set()
-        moved: list[Chunk] = []
+        plan = await self.store.vectors.plan([c for _, chunks in items for c in chunks], ids)
+        summary.reused_vectors += len(plan.unchanged) + len(plan.reusable)
         todo: list[Chunk] = []
-        for _, chunks in items:
-            for c in chunks:
-                old = stored.get(c.id) if c.id in with_vector else None
-                if old is not None and old == stored_chunk_source(c):
-                    unchanged.add(c.id)
-                    summary.reused_vectors += 1
-                elif old is not None:
-                    moved.append(c)
-                elif vec := self._reuse.get(c.hash):
-                    c.embedding = vec
-                    summary.reused_vectors += 1
-                else:
-                    todo.append(c)
-        if moved:
-            vectors = await self.store.get_chunks({c.path: [c.id] for c in moved}, with_vectors=True)
-            for c in moved:
-                vec = (vectors.get(c.id) or {}).get("embedding")
-                if vec:
-                    c.embedding = vec
-                    summary.reused_vectors += 1
-                else:
-                    todo.append(c)
+        for c in plan.to_embed:
+            if vec := self._reuse.get(c.hash):
+                c.embedding = vec
+                summary.reused_vectors += 1
+            else:
+                todo.append(c)
         if todo:
             vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in todo])
             for c, vec in zip(todo, vectors, strict=True):
                 c.embedding = vec
             summary.embedded += len(todo)
-        return unchanged
+        return plan.unchanged
 
     async def _backfill(self, summary: Summary) -> None:
         """Embed stored chunks that have no vector yet (e.g. after `reindex` to a new model)."""

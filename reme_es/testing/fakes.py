@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ..adapters.port import Action
+from ..adapters.port import Action, StoredDoc
 from ..adapters.transport import BulkOutcome, Transport
 
 
@@ -78,10 +78,14 @@ class MemoryPort:
         seq, term = self.put(a.index, a.id, source)
         return True, {a.op: {**info, "status": 201 if have is None else 200, "_seq_no": seq, "_primary_term": term}}
 
-    async def get(self, index: str, ids: list[str], source: bool = True) -> list[dict]:
-        """The found docs of these ids, with `_id`, `_source`, `_seq_no`, `_primary_term`."""
+    async def get(self, index: str, ids: list[str], source: bool = True) -> list[StoredDoc]:
+        """The found docs of these ids, with their versions (and sources unless `source` is False)."""
         docs = self.docs.get(index, {})
-        return [{"_id": i, "found": True, **docs[i]} for i in ids if i in docs]
+        return [
+            StoredDoc(i, docs[i]["_source"] if source else None, (docs[i]["_seq_no"], docs[i]["_primary_term"]))
+            for i in ids
+            if i in docs
+        ]
 
     async def scan(self, index: str, query: dict, source: Any, sort: list[str]) -> AsyncIterator[dict]:
         """Sources of the docs matching a `terms` or `term` query, sorted by the `sort` fields."""

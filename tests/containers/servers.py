@@ -108,3 +108,6 @@ def test_server(flavour: str) -> Iterator[Server]:
     finally:
         node.stop(name)
         shutil.rmtree(node.node_dir(name), ignore_errors=True)
+
+
+test_server.__test__ = False  # a helper named test_*: not a test for pytest to collect

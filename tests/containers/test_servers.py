@@ -7,13 +7,14 @@ import urllib.request
 
 import pytest
 
-from reme_es.connect import detect_engine_sync
+from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.registry import resolve_engine
 from reme_es.server import node
 from tests.containers.servers import node_name
 
 
-def test_engine_detection(server):
-    assert detect_engine_sync(server.url) == server.engine
+async def test_engine_detection(server):
+    assert await resolve_engine(ClientSettings(hosts=[server.url])) == server.engine
 
 
 def test_managed_node_status_reports_version_modules_and_capabilities(server):

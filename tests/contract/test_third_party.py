@@ -50,3 +50,58 @@ def test_the_suite_runs_from_a_separate_package_with_only_its_plugin(server, tmp
     assert "error" not in summary and "warning" not in summary, out
     if skipped:
         assert "lacks native hybrid search for the configured fusion" in out
+
+PARTNER_DIALECT = textwrap.dedent(
+    '''
+    """A dialect of another package: the {engine} dialect under its own engine name."""
+    from reme_es.adapters.{module} import {base}
+
+
+    class PartnerDialect({base}):
+        engine = "partner"
+    '''
+)
+PARTNER_TESTS = textwrap.dedent(
+    '''
+    from reme_es.testing import WriteContract
+
+
+    class TestPartnerAdapter(WriteContract):
+        async def test_the_store_runs_on_the_dialect_the_entry_point_names(self, store_factory):
+            store = await store_factory()
+            dialect = type(store.dialect)
+            assert (dialect.__module__, dialect.__name__, store.dialect.engine) == (
+                "partner_dialect", "PartnerDialect", "partner"
+            )
+    '''
+)
+
+
+def test_an_out_of_tree_dialect_plugs_in_through_the_entry_point_and_passes_a_contract_case(server, tmp_path):
+    """A package that is not reme-es registers a dialect in `reme_es.dialects`; `--reme-es-engine` names it."""
+    module, base = ("opensearch", "OpenSearchDialect") if server.engine == "opensearch" else (
+        "elasticsearch", "ElasticsearchDialect"
+    )
+    package = tmp_path / "site"
+    dist = package / "partner_dialect-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: partner-dialect\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[reme_es.dialects]\npartner = partner_dialect:PartnerDialect\n")
+    (package / "partner_dialect.py").write_text(PARTNER_DIALECT.format(engine=server.engine, module=module, base=base))
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "pytest.ini").write_text("[pytest]\n")
+    (tests / "test_partner.py").write_text(PARTNER_TESTS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_ES_TEST", "PYTEST"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "reme_es.testing.plugin",
+            "--rootdir", str(tests), "--reme-es-hosts", server.url, "--reme-es-engine", "partner",
+            "-k", "runs_on_the_dialect or upsert_then_keyword_search_finds_exactly_the_matching_chunk", str(tests),
+        ],
+        cwd=tests, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert proc.stdout.strip().splitlines()[-1].startswith("2 passed"), out

@@ -534,7 +534,7 @@ def test_config_and_connection_errors(cli, tmp_path):
 
 def test_default_prefix_comes_from_the_workspace(cli, node_url):
     from reme_es.config import default_prefix
-    from reme_es.reme.file_store import default_index_prefix
+    from reme_es.config import default_prefix as default_index_prefix
 
     prefix = default_prefix(cli.workspace)
     assert re.fullmatch(r"reme-workspace-[0-9a-f]{10}", prefix)

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from reme_es.cli import main
 from reme_es.errors import ConfigError
-from reme_es.reme.file_store import REME_PASS_THROUGH_KEYS
+from reme_es.reme.keys import REME_PASS_THROUGH_KEYS
 from tests.integration.test_reme import PATHS, app_config, make_app, write_workspace
 
 

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from opensearchpy import AsyncHttpConnection
 
 from reme_es import connect
+from reme_es.adapters.aoss import ServerlessDialect
 from reme_es.adapters.base import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
@@ -306,17 +307,41 @@ async def test_unknown_aws_profile_is_a_config_error(no_aws, monkeypatch):
         await dialect.request("GET", "/")
 
 
-async def test_auto_engine_with_sigv4_is_opensearch_without_asking_the_server(no_aws, monkeypatch):
-    async def no_detection(settings):
-        raise AssertionError("detect_engine called")
+@pytest.mark.parametrize("service,dialect", [("aoss", ServerlessDialect), ("es", OpenSearchDialect)])
+async def test_auto_engine_with_sigv4_is_chosen_from_the_settings_without_asking_the_server(
+    no_aws, monkeypatch, service, dialect
+):
+    async def no_lookup(self):
+        raise AssertionError("the node was asked which engine it runs (Serverless has no _nodes API)")
 
     async def no_connect(self, create=True):
         pass
 
-    monkeypatch.setattr(connect, "detect_engine", no_detection)
+    monkeypatch.setattr(OpenSearchDialect, "local_node", no_lookup)
     monkeypatch.setattr(connect.MemoryStore, "connect", no_connect)
-    store = await connect.open_store(_sigv4("aoss"), "notes", "auto")
-    assert isinstance(store.dialect, OpenSearchDialect)
+    store = await connect.open_store(_sigv4(service), "notes", "auto")
+    assert type(store.dialect) is dialect
+
+
+@pytest.mark.parametrize(
+    "node,dialect",
+    [
+        ({"version": "9.3.2", "build_flavor": "integ-test", "build_type": "zip"}, ElasticsearchDialect),
+        ({"version": "2.19.1", "build_type": "zip", "distribution": "opensearch"}, OpenSearchDialect),
+    ],
+    ids=["elasticsearch", "opensearch"],
+)
+async def test_auto_engine_without_sigv4_is_the_dialect_that_detects_the_node(monkeypatch, node, dialect):
+    async def local_node(self):
+        return node
+
+    async def no_connect(self, create=True):
+        pass
+
+    monkeypatch.setattr(OpenSearchDialect, "local_node", local_node)
+    monkeypatch.setattr(connect.MemoryStore, "connect", no_connect)
+    store = await connect.open_store(ClientSettings(hosts=["http://127.0.0.1:9"]), "notes", "auto")
+    assert type(store.dialect) is dialect
 
 
 def test_cli_with_aws_region_and_no_hosts_does_not_start_a_local_node(no_aws, tmp_path, monkeypatch):
@@ -333,7 +358,7 @@ def test_cli_with_aws_region_and_no_hosts_does_not_start_a_local_node(no_aws, tm
 
 def test_reme_file_store_takes_aws_settings_and_refuses_mixed_auth():
     pytest.importorskip("reme.components", reason="ReMe is not installed: pip install 'reme-es[reme]'")
-    from reme_es.reme.file_store import OpenSearchFileStore
+    from reme_es.reme.backends import OpenSearchFileStore
 
     store = OpenSearchFileStore(hosts=HOST, aws_region=REGION, aws_service="aoss", embedding_store="")
     assert ClientSettings(hosts=store.hosts, **store.settings_kwargs).aws_service == "aoss"

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from reme_es.adapters import registry
 from reme_es.adapters.aoss import ServerlessDialect
 from reme_es.adapters.base import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.adapters.registry import GROUP, dialect_class, engine_names, make_dialect
+from reme_es.adapters.registry import GROUP, dialect_class, engine_for_node, engine_names, make_dialect
 from reme_es.config import Settings
 from reme_es.errors import CapabilityError, ConfigError, RequestFailed
 from reme_es.models import SearchFilter
@@ -113,7 +114,39 @@ def test_probes_are_pure_functions_of_node_info_and_do_not_change_the_dialect():
     assert ElasticsearchDialect.capabilities(es, {}, "basic").rrf_retriever is False
     assert ElasticsearchDialect.capabilities(es, {}, "enterprise").rrf_retriever is True
     dialect = OpenSearchDialect(ClientSettings(hosts=["http://x:1"]))
-    assert not any(hasattr(dialect, a) for a in ("rrf_weights", "derived_vectors", "ef_search_param", "knn_ef_search"))
+    state = dict(vars(dialect))
+    assert dialect.capabilities({**node, "version": "3.1.0"}, {}).rrf_weights is True
+    assert dialect.capabilities(node, {}).rrf_weights is False
+    assert vars(dialect) == state  # the probe's answers live in Capabilities, never on the dialect
+
+
+class PartnerDialect(OpenSearchDialect):
+    """An out-of-tree engine built on OpenSearch's dialect, without a `detects` of its own."""
+
+    engine = "partner"
+
+
+class ForkDialect(OpenSearchDialect):
+    """An out-of-tree engine that can tell its nodes apart."""
+
+    engine = "fork"
+
+    @classmethod
+    def detects(cls, node: dict) -> bool:
+        return node.get("distribution") == "fork"
+
+
+def test_each_dialect_detects_its_own_nodes_and_a_subclass_does_not_take_them_over(monkeypatch):
+    es_node = {"version": "9.3.2", "build_flavor": "default", "build_type": "tar"}
+    os_node = {"version": "2.19.1", "build_type": "zip", "distribution": "opensearch"}
+    assert (ElasticsearchDialect.detects(es_node), ElasticsearchDialect.detects(os_node)) == (True, False)
+    assert (OpenSearchDialect.detects(os_node), OpenSearchDialect.detects(es_node)) == (True, False)
+    assert (ServerlessDialect.detects(os_node), ServerlessDialect.detects(es_node)) == (False, False)
+    assert (engine_for_node(es_node), engine_for_node(os_node)) == ("elasticsearch", "opensearch")
+    targets = {**registry._targets(), "partner": f"{__name__}:PartnerDialect", "fork": f"{__name__}:ForkDialect"}
+    monkeypatch.setattr(registry, "_targets", lambda: targets)
+    fork_node = {**os_node, "distribution": "fork"}
+    assert [engine_for_node(n) for n in (es_node, os_node, fork_node)] == ["elasticsearch", "opensearch", "fork"]
 
 
 def test_vector_source_and_ef_search_follow_the_opensearch_version():

@@ -1,0 +1,60 @@
+"""Opening the file store's cluster: which hosts (configured, the environment, or a managed local node) and an index
+whose vector dimension matches the model (a stale one is dropped: ReMe's start-up scan rebuilds it)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from ..adapters.base import validate_hosts
+from ..connect import open_store
+from ..errors import ConfigError, MappingError
+from ..store import MemoryStore
+from ..templates import IndexOptions
+
+HOSTS_ENV = "REME_ES_HOSTS"
+
+
+async def resolve_hosts(
+    hosts: list[str], aws_region: str | None, flavour: str | None, logger: Any, name: str
+) -> list[str]:
+    """The configured hosts, else `REME_ES_HOSTS`, else the managed `default` node (started here): of `flavour`, or
+    (None) of the node's own flavour, else the default one (`node.flavour_of`)."""
+    hosts = hosts or validate_hosts(os.environ.get(HOSTS_ENV))
+    if hosts:
+        return hosts
+    if aws_region:
+        raise ConfigError(f"{name}: aws_region is set but no hosts; give the Amazon OpenSearch endpoint")
+    from ..server import node
+
+    logger.info(f"{name}: no hosts configured and {HOSTS_ENV} unset; starting a local node")
+    info = await asyncio.to_thread(node.start, node.flavour_of("default", flavour))
+    return [info.url]
+
+
+async def open_matching(
+    settings: Any, prefix: str, engine: str, options: IndexOptions, logger: Any, name: str, **kwargs: Any
+) -> MemoryStore:
+    """Open the store; when the stored vector dimension differs from the model's, drop and recreate it.
+
+    The index is derived from the workspace files, so ReMe's start-up scan rebuilds everything, which is
+    what the local store does with vectors of a stale dimension.
+    """
+    try:
+        return await open_store(settings, prefix, engine, options, **kwargs)
+    except MappingError:
+        if not options.dims:
+            raise
+        probe = await open_store(settings, prefix, engine, IndexOptions(), create=False, hybrid="client")
+        try:
+            if probe.dims == options.dims:
+                raise
+            logger.warning(
+                f"{name}: index {prefix} holds {probe.dims or 'no'} vectors, the model gives "
+                f"{options.dims}-d; dropping it so ReMe re-indexes the workspace"
+            )
+            await probe.drop()
+        finally:
+            await probe.close()
+        return await open_store(settings, prefix, engine, options, **kwargs)
