@@ -13,7 +13,9 @@ import {
   Connection,
   DEFAULT_CLUSTER_CHECK_MS,
   DEFAULT_LIMITS,
+  type Engine,
   type Limits,
+  type RefreshPolicy,
   type RetryPolicy,
   type SendParams,
 } from "./transport.js";
@@ -29,8 +31,7 @@ export {
   type RetryPolicy,
 } from "./transport.js";
 
-export type Engine = "opensearch" | "elasticsearch";
-export type RefreshPolicy = "deferred" | "wait_for" | "true" | "false";
+export type { Engine, RefreshPolicy } from "./transport.js";
 export type Auth = { username: string; password: string } | { apiKey: string } | { bearer: string };
 
 /** Options every factory takes. */

@@ -4,12 +4,14 @@
  * `connection.ts`) is given; the unit tests give a scripted one.
  */
 import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
-import type { Engine, RefreshPolicy } from "./connection.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
 import { isRetryableStatus } from "./settings.js";
 import { DeferredRefresh } from "./visibility.js";
 
 export const DEFAULT_REFRESH_AFTER_MS = 1000;
+
+export type Engine = "opensearch" | "elasticsearch";
+export type RefreshPolicy = "deferred" | "wait_for" | "true" | "false";
 
 export interface RetryPolicy {
   retries: number;
