@@ -7,7 +7,7 @@
  * an extra request per call: before the first request after `intervalMs` without a check, after a connection
  * failure (a node went away), and when an index turns out to be missing.
  */
-import type { Engine } from "./connection.js";
+import type { Engine } from "./types.js";
 
 /** The UUID in a cluster-state answer (`metadata.cluster_uuid`), or undefined when there is none. */
 export function clusterUuidOf(body: unknown): string | undefined {

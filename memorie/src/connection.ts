@@ -13,12 +13,11 @@ import {
   Connection,
   DEFAULT_CLUSTER_CHECK_MS,
   DEFAULT_LIMITS,
-  type Engine,
   type Limits,
-  type RefreshPolicy,
   type RetryPolicy,
   type SendParams,
 } from "./transport.js";
+import type { Engine, RefreshPolicy } from "./types.js";
 
 export {
   backoffDelay,
@@ -31,7 +30,7 @@ export {
   type RetryPolicy,
 } from "./transport.js";
 
-export type { Engine, RefreshPolicy } from "./transport.js";
+export type { Engine, RefreshPolicy } from "./types.js";
 export type Auth = { username: string; password: string } | { apiKey: string } | { bearer: string };
 
 /** Options every factory takes. */

@@ -6,12 +6,10 @@
 import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
 import { isRetryableStatus } from "./settings.js";
+import type { Engine, RefreshPolicy } from "./types.js";
 import { DeferredRefresh } from "./visibility.js";
 
 export const DEFAULT_REFRESH_AFTER_MS = 1000;
-
-export type Engine = "opensearch" | "elasticsearch";
-export type RefreshPolicy = "deferred" | "wait_for" | "true" | "false";
 
 export interface RetryPolicy {
   retries: number;

@@ -4,6 +4,10 @@
  * `createMemoryEngine` as they are.
  */
 
+/** The engines a store talks to, and when a write becomes searchable (`ConnectionOptions.refresh`). */
+export type Engine = "opensearch" | "elasticsearch";
+export type RefreshPolicy = "deferred" | "wait_for" | "true" | "false";
+
 export type MemoryState = "active" | "updated" | "superseded" | "merged" | "archived" | "expired" | "deleted";
 
 export interface Memory {
