@@ -84,7 +84,9 @@ class EsFileStore(BaseFileStore):
         self.paired = {"file_graph": kwargs.get("file_graph"), "keyword_index": kwargs.get("keyword_index")}
         self.store: MemoryStore | None = None
         self._views: list[BaseComponent] = []
-        self.refresher = DeferredRefresh(self._refresh_store, refresh_after, logger=self.logger, name=self.name)
+        self.refresher = DeferredRefresh(
+            self._refresh_store, refresh_after, recount=self.refresh_counts, logger=self.logger, name=self.name
+        )
         self.pending = PendingChanges(self._apply_pending, logger=self.logger, name=self.name)
         self.health = HealthCounts(self.logger, self.name)
         validate_hybrid(hybrid)
@@ -130,6 +132,11 @@ class EsFileStore(BaseFileStore):
     counts = property(lambda self: self.health.counts, doc="File, chunk, vector and link counts (ReMe's health views).")
     file_chunks = property(lambda self: self.health.file_chunks, doc="What ReMe's health_check counts as chunks.")
     pending_changes = property(lambda self: self.pending.paths(), doc="Kept upserts and deletes, by path.")
+    refresh_after = property(
+        lambda self: self.refresher.refresh_after,
+        lambda self, seconds: setattr(self.refresher, "refresh_after", float(seconds)),
+        doc="Seconds after the last write that the background refresh runs (0: at the end of every write).",
+    )
 
     def _require_store(self) -> MemoryStore:
         if self.store is None:
@@ -137,11 +144,10 @@ class EsFileStore(BaseFileStore):
         return self.store
 
     async def _refresh_store(self) -> bool:
-        """The deferred refresh's action: refresh the indices, then re-read the counts (False: not started)."""
+        """The deferred refresh's action: refresh the indices (False: not started; the counts: `refresh_counts`)."""
         if self.store is None:
             return False
         await self.store.refresh()
-        await self.refresh_counts()
         return True
 
     async def refresh_counts(self) -> None:
