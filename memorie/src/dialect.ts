@@ -3,12 +3,14 @@
  * The stores do I/O only; these builders are tested without a server (test/unit.test.ts).
  */
 import type { Engine } from "./connection.js";
-import { HNSW, knnCandidates, readDataFile, vectorMapping as sharedVectorMapping } from "./settings.js";
+import { metadataClauses, metadataTerms } from "./metadata.js";
+import { HNSW, readDataFile, vectorMapping as sharedVectorMapping } from "./settings.js";
 import type { Memory, MemoryFilters, MemoryRelation, RangeFilter, SearchQuery } from "./types.js";
 
 export type IndexKind = "memories" | "vectors" | "relations";
 
 export { HNSW };
+export { canonicalJson, metadataClauses, metadataTerms } from "./metadata.js";
 
 /** A fresh copy of one template (`memorie/templates/<kind>.json`, copied into dist/templates). */
 export function loadTemplate(kind: IndexKind): { version: number; settings: any; mappings: any } {
@@ -58,44 +60,6 @@ export function indexNames(prefix: string, kind: IndexKind): { alias: string; in
   const alias = `${prefix}-memorie-${kind}`;
   const version = loadTemplate(kind).version;
   return { alias, index: `${alias}-v${version}`, version };
-}
-
-// ------------------------------------------------------------------------------------------ metadata terms
-
-/** JSON with object keys sorted, so equal values give equal terms. */
-export function canonicalJson(value: unknown): string {
-  if (value === undefined) return "null";
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-}
-
-const SEP = "\u001f";
-
-/** The indexed form of metadata: each top-level key, and each key with its value (typed: 5 is not "5"). */
-export function metadataTerms(metadata: Record<string, unknown> | undefined): { meta_keys: string[]; meta_kv: string[] } {
-  const meta_keys: string[] = [];
-  const meta_kv: string[] = [];
-  for (const [key, value] of Object.entries(metadata ?? {})) {
-    if (value === undefined) continue;
-    meta_keys.push(key);
-    meta_kv.push(`${key}${SEP}${canonicalJson(value)}`);
-  }
-  return { meta_keys, meta_kv };
-}
-
-/** Exact match on top-level metadata keys; a key whose wanted value is `undefined` must be absent. */
-export function metadataClauses(filter: Record<string, unknown>): { filter: any[]; must_not: any[] } {
-  const out = { filter: [] as any[], must_not: [] as any[] };
-  for (const [key, value] of Object.entries(filter)) {
-    if (value === undefined) out.must_not.push({ term: { meta_keys: key } });
-    else out.filter.push({ term: { meta_kv: `${key}${SEP}${canonicalJson(value)}` } });
-  }
-  return out;
 }
 
 // --------------------------------------------------------------------------------------- search store

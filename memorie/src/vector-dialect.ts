@@ -1,6 +1,6 @@
 /** Request bodies of the vector store (k-NN search, documents, filters, scores), as pure functions (see dialect.ts). */
 import type { Engine } from "./connection.js";
-import { metadataClauses, metadataTerms } from "./dialect.js";
+import { metadataClauses, metadataTerms } from "./metadata.js";
 import { knnCandidates } from "./settings.js";
 
 /** The document of one vector entry; a zero vector is stored without a vector (cosine is undefined for it). */

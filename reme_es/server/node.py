@@ -101,7 +101,7 @@ def start(
         return running
     java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
-    http_port = _http_port(name, http_port, current)
+    http_port = _http_port(name, http_port, read_node(name))
     if flavour.engine == "elasticsearch":
         ensure_analysis_plugin(home, java_home, flavour.version)  # the .security index needs it (API keys)
     if flavour.knn_guard:
