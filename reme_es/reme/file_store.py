@@ -104,8 +104,7 @@ class EsFileStore(BaseFileStore):
             aws_region=aws_region, aws_service=aws_service,
         )
         ClientSettings(hosts=self.hosts, **self.settings_kwargs)  # refuse conflicting auth settings at once
-        self.hybrid = hybrid
-        self.vector_weight = float(vector_weight)
+        self.hybrid, self.vector_weight = hybrid, float(vector_weight)
         self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
         self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
         if flavour:
@@ -133,8 +132,7 @@ class EsFileStore(BaseFileStore):
     file_chunks = property(lambda self: self.health.file_chunks, doc="What ReMe's health_check counts as chunks.")
     pending_changes = property(lambda self: self.pending.paths(), doc="Kept upserts and deletes, by path.")
     refresh_after = property(
-        lambda self: self.refresher.refresh_after,
-        lambda self, seconds: setattr(self.refresher, "refresh_after", float(seconds)),
+        lambda self: self.refresher.refresh_after, lambda self, s: setattr(self.refresher, "refresh_after", float(s)),
         doc="Seconds after the last write that the background refresh runs (0: at the end of every write).",
     )
 
