@@ -12,7 +12,7 @@
 // - add: engine.add() = searchStore.index(m) then vectorStore.upsert(id, vec, {tenantId, namespace, subjectId}),
 //   one memory at a time, default options (reme-es: the deferred refresh); p50/p95 ms and adds/s. "add+search":
 //   an add followed at once by the engine's two searches (the read that pays the deferred refresh).
-// - bulk load of the size: indexMany + upsertMany (reme-es, both streams at once) vs one SQLite transaction plus a
+// - bulk load of the size: one indexMany + one upsertMany (reme-es, both at once, default options) vs one SQLite transaction plus a
 //   loop of in-memory upserts; "merge s": after the load, time until the node reports no merge running.
 // - keyword: a two-word query of a stored memory, scoped to its tenant + namespace, limit 10; filters only: tenant +
 //   namespace + type + state, limit 10; vector: topK 50 (max(limit x 5, 50) for limit 10), no filter, recall@10
@@ -43,6 +43,8 @@ const label = args.label ?? "";
 // --tune 50,100,200: also send the vector queries with these HNSW candidate counts (same body otherwise) and report
 // recall@10 and p50 of each, to choose KNN in memorie/src/dialect.ts by measurement.
 const tune = args.tune ? args.tune.split(",").map(Number) : [];
+// --page 1000 --concurrency 2: indexMany/upsertMany options (default: the package's)
+const loadOptions = { pageSize: args.page ? Number(args.page) : undefined, concurrency: args.concurrency ? Number(args.concurrency) : undefined };
 
 const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 const stats = (xs) => ({ p50: q(xs, 0.5), p95: q(xs, 0.95), n: xs.length });
@@ -119,12 +121,7 @@ async function runSet(set, row) {
       for (const e of entries) await brute.upsert(e.id, e.embedding, e.metadata);
       const baseLoadS = (ms() - t) / 1000;
       t = ms();
-      for (let i = 0; i < batch.length; i += 5000) {
-        await Promise.all([
-          es.search.indexMany(batch.slice(i, i + 5000)),
-          es.vectors.upsertMany(entries.slice(i, i + 5000)),
-        ]);
-      }
+      await Promise.all([es.search.indexMany(batch, loadOptions), es.vectors.upsertMany(entries, loadOptions)]);
       const esLoadS = (ms() - t) / 1000;
       const mergeS = await waitMerges([es.search.info.alias, `${prefix}-memorie-vectors`]);
       loaded = size;

@@ -1,5 +1,6 @@
-import { type BulkFailure, connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
-import { knnBody, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
+import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
+import { connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { knnBody, loadTemplate, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
 import { VectorStoreError } from "./errors.js";
 import { allIds, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
 import type { MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
@@ -17,10 +18,13 @@ export interface VectorStoreOptions extends ConnectionOptions {
 
 export interface OpenSearchVectorStore extends VectorStore {
   listIds(): Promise<string[]>;
-  /** Upsert many entries with bulk requests (500 a page; 429/5xx items retried), then refresh per the policy. */
+  /**
+   * Upsert many entries with bulk requests (1000 a page, 2 in flight; 429/5xx items retried), the index's scheduled
+   * refresh off meanwhile (restored after, also on failure), then refresh per the policy.
+   */
   upsertMany(
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
-    options?: { refresh?: RefreshPolicy; pageSize?: number },
+    options?: LoadOptions & { refresh?: RefreshPolicy },
   ): Promise<void>;
   /** A view of the same index with a fixed scope inside k-NN (see `VectorStoreOptions.scope`). */
   scoped(scope: MemoryScope): OpenSearchVectorStore;
@@ -149,35 +153,32 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
 
   async upsertMany(
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
-    options: { refresh?: RefreshPolicy; pageSize?: number } = {},
+    options: LoadOptions & { refresh?: RefreshPolicy } = {},
   ): Promise<void> {
-    const pageSize = options.pageSize ?? 500;
     const conn = this.idx.conn;
-    const failures: BulkFailure[] = [];
-    let total = 0;
-    let page: { action: "index"; id: string; doc: unknown }[] = [];
-    let alias: string | undefined;
-    const flush = async () => {
-      if (page.length === 0 || !alias) return;
-      const ops = page;
-      page = [];
-      failures.push(...(await conn.bulk(alias, ops, `upsert ${ops.length} vectors`)));
+    const iterator = entries[Symbol.iterator]();
+    const first = iterator.next();
+    if (first.done) return;
+    const entry = (e: { id: string; embedding: number[]; metadata?: Record<string, unknown> }) => {
+      checkVector(e.embedding, `upsert ${e.id}`);
+      this.idx.checkDims(e.embedding, `upsert ${e.id}`);
+      return { action: "index" as const, id: e.id, doc: vectorDoc(e.id, e.embedding, this.metadataFor(e.id, e.metadata)) };
+    };
+    const head = entry(first.value);
+    const alias = (await this.idx.ensure(first.value.embedding.length)).alias;
+    const ops = function* () {
+      yield head;
+      for (let next = iterator.next(); !next.done; next = iterator.next()) yield entry(next.value);
     };
     try {
-      for (const e of entries) {
-        checkVector(e.embedding, `upsert ${e.id}`);
-        this.idx.checkDims(e.embedding, `upsert ${e.id}`);
-        alias ??= (await this.idx.ensure(e.embedding.length)).alias;
-        this.idx.checkDims(e.embedding, `upsert ${e.id}`);
-        page.push({ action: "index", id: e.id, doc: vectorDoc(e.id, e.embedding, this.metadataFor(e.id, e.metadata)) });
-        total++;
-        if (page.length >= pageSize) await flush();
-      }
-      await flush();
+      const fallback = loadTemplate("vectors").settings.index.refresh_interval ?? null;
+      const { failures, total } = await withoutScheduledRefresh(conn, alias, fallback, () =>
+        sendPages(conn, alias, ops(), (n) => `upsert ${n} vectors`, options),
+      );
+      conn.throwBulkFailures("upsertMany", failures, total);
     } finally {
-      if (alias) await conn.afterBulk(alias, options.refresh);
+      await conn.afterBulk(alias, options.refresh);
     }
-    conn.throwBulkFailures("upsertMany", failures, total);
   }
 
   async search(embedding: number[], options: VectorSearchOptions = {}): Promise<VectorSearchResult[]> {

@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// Where the time of one engine.add() goes: searchStore.index(m) then vectorStore.upsert(id, vec, scope), one at a
+// time, against one node, with index-setting variants side by side (each on its own pair of indices, adds
+// alternating between the variants call by call so all see the same load):
+//   - default: the package as shipped (deferred refresh, the templates' settings);
+//   - refresh 1s: the indices' refresh_interval set to 1s explicitly (the templates before issue 21);
+//   - refresh unset: the node's default (1 s, but none while the shard has had no search for 30 s: search-idle);
+//   - refresh -1: no scheduled refresh at all (only the client's deferred refreshes);
+//   - translog async: index.translog.durability async (NOT durable: a crash loses up to 5 s of acknowledged writes;
+//     here only to show what the per-write translog fsync costs);
+//   - raw fetch: the same two PUTs sent with fetch (keep-alive), no adapter, default settings.
+// Also: fdatasync of a 4 KiB write on the node's disk (what each durable write waits for at least once).
+//
+//   node bench/memorie_add.mjs --url http://127.0.0.1:9250 [--adds 300] [--preload 2000] [--datadir <node data dir>]
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
+import { memoryDoc, vectorDoc } from "../memorie/dist/src/dialect.js";
+import { embedder, makeMemory } from "./memorie_data.mjs";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+const url = args.url ?? process.env.REME_ES_MEMORIE_OPENSEARCH_URL ?? "http://127.0.0.1:9250";
+const adds = Number(args.adds ?? 300);
+const preload = Number(args.preload ?? 2000);
+const embed = embedder("hash256");
+
+const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+const ms = () => performance.now();
+const scopeOf = (m) => ({ tenantId: m.tenantId, namespace: m.namespace, subjectId: m.subjectId });
+
+function fsyncP50(dir, n = 200) {
+  const d = mkdtempSync(join(dir, "fsync-"));
+  const fd = openSync(join(d, "f"), "w");
+  const buf = Buffer.alloc(4096, 7);
+  const t = [];
+  for (let i = 0; i < n; i++) {
+    const s = ms();
+    writeSync(fd, buf);
+    fdatasyncSync(fd);
+    t.push(ms() - s);
+  }
+  closeSync(fd);
+  rmSync(d, { recursive: true, force: true });
+  return q(t, 0.5);
+}
+
+async function put(path, body) {
+  const r = await fetch(url + path, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const out = await r.json();
+  if (!r.ok) throw new Error(`${path}: ${JSON.stringify(out).slice(0, 300)}`);
+  return out;
+}
+
+const VARIANTS = [
+  { name: "default (as shipped)", settings: null },
+  { name: "refresh_interval 1s", settings: { refresh_interval: "1s" } },
+  { name: "refresh_interval unset (1s, search-idle)", settings: { refresh_interval: null } },
+  { name: "refresh_interval -1", settings: { refresh_interval: "-1" } },
+  { name: "translog async (not durable)", settings: { "translog.durability": "async" } },
+  { name: "raw fetch, no adapter", settings: null, raw: true },
+];
+
+const stores = [];
+try {
+  for (const [i, v] of VARIANTS.entries()) {
+    const prefix = `bench-add-${process.pid}-${i}`;
+    const search = await createSearchStore({ url, indexPrefix: prefix });
+    const vectors = await createVectorStore({ url, indexPrefix: prefix, dimensions: embed.dims });
+    const aliases = [search.info.alias, `${prefix}-memorie-vectors`];
+    if (v.settings) for (const a of aliases) await put(`/${a}/_settings`, { index: v.settings });
+    const batch = Array.from({ length: preload }, (_, k) => makeMemory(i * 1_000_000 + k));
+    await search.indexMany(batch);
+    await vectors.upsertMany(batch.map((m) => ({ id: m.id, embedding: embed(m.content), metadata: scopeOf(m) })));
+    await search.refresh();
+    await vectors.refresh();
+    stores.push({ ...v, search, vectors, aliases, next: i * 1_000_000 + preload, index: [], upsert: [], add: [] });
+  }
+  const one = async (s) => {
+    const m = makeMemory(s.next++);
+    const vec = embed(m.content);
+    const t0 = ms();
+    if (s.raw) await put(`/${s.aliases[0]}/_doc/${m.id}?refresh=false&require_alias=true`, memoryDoc(m));
+    else await s.search.index(m);
+    const t1 = ms();
+    if (s.raw) await put(`/${s.aliases[1]}/_doc/${m.id}?refresh=false&require_alias=true`, vectorDoc(m.id, vec, scopeOf(m)));
+    else await s.vectors.upsert(m.id, vec, scopeOf(m));
+    const t2 = ms();
+    return [t1 - t0, t2 - t1, t2 - t0];
+  };
+  for (let w = 0; w < 20; w++) for (const s of stores) await one(s);
+  for (let k = 0; k < adds; k++) {
+    for (const s of k % 2 ? [...stores].reverse() : stores) {
+      const [a, b, c] = await one(s);
+      s.index.push(a);
+      s.upsert.push(b);
+      s.add.push(c);
+    }
+  }
+  const f = (x) => x.toFixed(2);
+  const dir = args.datadir ?? tmpdir();
+  console.log(`engine.add() on ${stores[0].search.engine} ${url}, ${adds} adds per variant after ${preload} loaded; ms`);
+  console.log(`fdatasync of a 4 KiB write in ${dir}: p50 ${f(fsyncP50(dir))} ms\n`);
+  console.log("| variant | index p50 | upsert p50 | add p50 / p95 | adds/s |\n|---|--:|--:|--:|--:|");
+  for (const s of stores) {
+    const p50 = q(s.add, 0.5);
+    console.log(`| ${s.name} | ${f(q(s.index, 0.5))} | ${f(q(s.upsert, 0.5))} | ${f(p50)} / ${f(q(s.add, 0.95))} | ${Math.round(1000 / p50)} |`);
+  }
+} finally {
+  for (const s of stores) {
+    await s.search.drop();
+    await s.vectors.drop();
+    await s.search.close();
+    await s.vectors.close();
+  }
+}
