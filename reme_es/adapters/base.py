@@ -19,6 +19,7 @@ from ..errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError
 from ..models import RRF_K, Capabilities, SearchFilter
 from .transport import (
     AWS_SERVICES,
+    BULK_REQUEST_BYTES,
     BulkOutcome,
     ClientSettings,
     Transport,
@@ -153,7 +154,7 @@ class Dialect(ABC):
         return await self.transport.request(method, path, body, params)
 
     async def bulk(
-        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20, require_alias: bool = False
+        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = BULK_REQUEST_BYTES, require_alias: bool = False
     ) -> BulkOutcome:
         """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported
         (`require_alias`: an item whose index is not an alias fails; no index is created for it)."""

@@ -34,6 +34,10 @@ from ..errors import (
 log = logging.getLogger(__name__)
 
 AWS_SERVICES = ("es", "aoss")
+# One bulk request carries at most this many bytes (and 2,000 actions). The writer sends two streams at once, so one
+# writer keeps at most ~8 MiB of bulk bodies on the node (10 MiB requests: ~20 MiB), well inside a 512 MiB heap's
+# indexing-pressure limit (10% of the heap, shared by every writer). Not slower than 10 MiB (bench/settle.py).
+BULK_REQUEST_BYTES = 4 << 20
 
 # How a connection failed, from the exception objects the client raised (see `connection_kind`).
 REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE = "refused", "unknown host", "tls", "timeout", "unreachable"
@@ -287,7 +291,7 @@ class Transport(ABC):
         return error_from_info(info, what, ", ".join(redact_host(h) for h in self.settings.hosts), exc)
 
     async def bulk(
-        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = 10 << 20, require_alias: bool = False
+        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = BULK_REQUEST_BYTES, require_alias: bool = False
     ) -> BulkOutcome:
         """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported.
         `require_alias`: every item's index must be an alias (a missing one fails the item; none is auto-created)."""
