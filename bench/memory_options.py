@@ -10,12 +10,14 @@ from __future__ import annotations
 from reme_es.fusion import fuse, proximity_rescore
 
 RRF_WEIGHTS = (0.3, 0.5, 0.7)
-CONVEX_WEIGHTS = (0.3, 0.5, 0.7)
+CONVEX_WEIGHTS = (0.3, 0.5, 0.55, 0.6, 0.7)
+FEEDBACK_WEIGHTS = (0.5, 0.55, 0.6)
 OPTIONS = (
-    ["keyword only", "vector only"]
+    ["keyword only", "vector only", "keyword + feedback", "vector + feedback"]
     + [f"rrf w_v={w}" for w in RRF_WEIGHTS]
     + [f"minmax w_v={w}" for w in CONVEX_WEIGHTS]
     + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
+    + [f"{m} w_v={w} + feedback" for m in ("rrf", "zscore") for w in FEEDBACK_WEIGHTS]
     + [f"{base} + proximity {b}" for base in ("rrf w_v=0.5", "minmax w_v=0.5", "zscore w_v=0.5") for b in (0.1, 0.3)]
     + ["native rrf (pipeline)", "native minmax w_v=0.7 (pipeline)", "native minmax w_v=0.5 (pipeline)"]
 )
@@ -55,11 +57,19 @@ async def native(store, kind: str, weight: float, queries: list[str], vectors: l
 
 async def sweep(store, queries: list[str], vectors: list, candidates: int, limit: int) -> dict[str, list[list[str]]]:
     """Ranked chunk ids per option and query (top `limit`)."""
+    from reme_es.models import SearchFilter
+
     runs: dict[str, list[list[str]]] = {}
     for q, v in zip(queries, vectors):
         keyword = await store.keyword_search(q, candidates)
         vector = await store.vector_search(v, candidates)
-        for name, hits in client_options(vector, keyword, q).items():
+        options = client_options(vector, keyword, q)
+        # the store's pseudo-relevance feedback pass (SearchStore._feedback) over the same first-pass lists
+        fb_k, fb_v = await store.searches._feedback(q, v, candidates, SearchFilter(), keyword, vector)
+        options.update({"keyword + feedback": fb_k, "vector + feedback": fb_v})
+        for m in ("rrf", "zscore"):
+            options.update({f"{m} w_v={w} + feedback": fuse(fb_v, fb_k, m, w) for w in FEEDBACK_WEIGHTS})
+        for name, hits in options.items():
             runs.setdefault(name, []).append([h.chunk.id for h in hits[:limit]])
     for name, kind, w in (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
                           ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5)):

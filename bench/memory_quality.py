@@ -46,7 +46,7 @@ LIMIT = 10
 CANDIDATES = 50  # what ReMe's search step asks each branch for at limit 10
 BACKENDS = ("local", "faiss", "opensearch")
 LABELS = {"local": "ReMe local", "faiss": "ReMe faiss", "opensearch": "reme-es (OpenSearch)"}
-MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion")
+MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion", "reme-es fusion, feedback off")
 WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
             "optimize_index_cron"]
 VECTORS: dict[str, list[float]] = {}  # text -> vector, for the bench's as_embedding backend
@@ -247,6 +247,10 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path) -> tupl
             if backend == "opensearch":
                 resp = await app.run_job("search_es", query=q, limit=LIMIT)
                 runs["reme-es fusion"].append([r["id"] for r in resp.metadata.get("results", [])])
+                fs.store.indices.feedback, saved = 0, fs.store.indices.feedback  # the same step without feedback
+                resp = await app.run_job("search_es", query=q, limit=LIMIT)
+                fs.store.indices.feedback = saved
+                runs["reme-es fusion, feedback off"].append([r["id"] for r in resp.metadata.get("results", [])])
         if backend == "opensearch":
             swept = await sweep(fs.store, data.queries, [VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
             chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]

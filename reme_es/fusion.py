@@ -56,7 +56,12 @@ FUSION_METHODS = ("rrf", "minmax", "zscore")
 # The ReMe drop-in's default, chosen by bench/memory_quality.py on both sets (README, quality section): z-score convex
 # combination at vector weight 0.5. The proximity re-rank of the top PROXIMITY_TOP (boost 0.3 measured best) costs one
 # more request (the head's text), so it is opt-in: es_search_step keeps its two round trips by default.
-DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscore", 0.5, 0.0, 20
+DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscore", 0.55, 0.0, 20
+# Pseudo-relevance feedback (issue 22): a second pass of both branches, each expanded by its own top
+# DEFAULT_FEEDBACK hit(s): the k-NN query moved toward the top vector hit (Rocchio, FEEDBACK_BETA), the BM25 query
+# OR-ed with a more_like_this of the top keyword hit (FEEDBACK_TERMS terms at FEEDBACK_BOOST). Chosen on both sets
+# of bench/memory_quality.py with z-score fusion at 0.55 (README, quality section); it costs two more round trips.
+DEFAULT_FEEDBACK, FEEDBACK_BETA, FEEDBACK_TERMS, FEEDBACK_BOOST = 1, 0.2, 10, 0.5
 
 
 def _normalised(hits: list[Hit], method: str) -> dict[str, float]:
@@ -168,3 +173,27 @@ def validate_fusion(value: str | None) -> str | None:
     from .errors import ConfigError
 
     raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)} (or left out), got {value!r}")
+
+
+def rocchio(query: list[float], feedback: list[list[float]], beta: float = FEEDBACK_BETA) -> list[float]:
+    """The query vector moved toward its feedback vectors: unit(unit(q) + beta x mean of unit(v)); with no feedback
+    (or beta 0) the query itself."""
+    def unit(v: list[float]) -> list[float]:
+        n = sum(x * x for x in v) ** 0.5
+        return [x / n for x in v] if n > 0 else list(v)
+
+    usable = [unit(v) for v in feedback if v and len(v) == len(query)]
+    if not usable or beta <= 0:
+        return list(query)
+    q = unit(query)
+    moved = [x + beta * sum(v[i] for v in usable) / len(usable) for i, x in enumerate(q)]
+    return unit(moved)
+
+
+def validate_feedback(value) -> int:
+    """A feedback depth (hits per branch used as feedback; 0 turns feedback off), or ConfigError."""
+    from .errors import ConfigError
+
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or int(value) != value:
+        raise ConfigError(f"feedback must be a whole number of hits >= 0 (0: off), got {value!r}")
+    return int(value)

@@ -1,9 +1,8 @@
 """ReMe file store backed by OpenSearch or Elasticsearch (a drop-in for ReMe's `local` file store).
 
-Nodes, chunks, links and vectors live in the cluster (`reme_es.store.MemoryStore`), so a restarted ReMe sees
-its index at once: `get_nodes()` returns the stored `st_mtime`s and ReMe's start-up scan re-indexes only what
-changed on disk. BM25 runs server-side; vectors come from ReMe's bound embedding store exactly as the local
-store gets them.
+Nodes, chunks, links and vectors live in the cluster (`reme_es.store.MemoryStore`), so a restarted ReMe sees its
+index at once: `get_nodes()` returns the stored `st_mtime`s and ReMe's start-up scan re-indexes only what changed
+on disk. BM25 runs server-side; vectors come from ReMe's bound embedding store exactly as the local store gets them.
 
 The store is composed of parts that own their state behind a small interface: `Embeddings` (vectors.py: embedding,
 vector planning through the store's one planner, backfill), `PendingChanges` (pending.py: changes kept while the
@@ -27,7 +26,8 @@ from reme.schema import FileChunk, FileLink, FileNode
 from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..config import default_prefix as default_index_prefix
 from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
-from ..fusion import DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score, validate_fusion
+from ..fusion import DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score
+from ..fusion import validate_feedback, validate_fusion
 from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
 from ..store.shown import Shown
@@ -73,6 +73,7 @@ class EsFileStore(BaseFileStore):
         vector_weight: float = DEFAULT_VECTOR_WEIGHT,
         fusion: str | None = DEFAULT_FUSION,
         proximity: float = DEFAULT_PROXIMITY,
+        feedback: int = DEFAULT_FEEDBACK,
         hnsw_m: int = HNSW_M,
         hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
         flavour: str | None = None,
@@ -106,6 +107,7 @@ class EsFileStore(BaseFileStore):
         ClientSettings(hosts=self.hosts, **self.settings_kwargs)  # refuse conflicting auth settings at once
         self.hybrid, self.vector_weight = hybrid, float(vector_weight)
         self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
+        self.feedback = validate_feedback(feedback)
         self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
         if flavour:
             self.flavour = flavour
@@ -170,7 +172,7 @@ class EsFileStore(BaseFileStore):
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
         options = IndexOptions(dims=dims, **self.index_options)
         kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
-                  "proximity": self.proximity}
+                  "proximity": self.proximity, "feedback": self.feedback}
         self.store = await open_matching(settings, prefix, self.engine, options, self.logger, self.name, **kwargs)
         caps, where = self.store.caps, ", ".join(redact_host(h) for h in hosts)
         dims = self.store.dims
@@ -208,11 +210,9 @@ class EsFileStore(BaseFileStore):
 
     @BaseFileStore.serialized
     async def upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> None:
-        """Store files with their chunks; unchanged chunks keep their stored vectors.
-
-        When the cluster cannot be reached the files are kept and written as soon as it answers again (the error
-        is raised all the same, so ReMe reports the failure).
-        """
+        """Store files with their chunks; unchanged chunks keep their stored vectors. When the cluster cannot be
+        reached the files are kept and written as soon as it answers again (the error is raised all the same, so ReMe
+        reports the failure)."""
         if not files:
             return
         try:

@@ -28,6 +28,7 @@ from typing import Self
 from ..adapters.base import Dialect
 from ..adapters.port import IndexPort
 from ..adapters.transport import BulkOutcome
+from ..fusion import validate_feedback
 from ..models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..templates import IndexOptions
 from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
@@ -52,11 +53,12 @@ class MemoryStore:
         vector_weight: float = 0.7,
         keyword_fields: tuple[str, ...] | None = None,
         proximity: float = 0.0,
+        feedback: int = 0,
     ):
         self.dialect = dialect
         self.port = IndexPort(dialect)
         self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight)
-        self.indices.proximity = float(proximity)
+        self.indices.proximity, self.indices.feedback = float(proximity), validate_feedback(feedback)
         self.vectors = VectorStore(self.indices)
         self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)

@@ -62,6 +62,7 @@ class IndexSet:
         self.pipeline_kind = pipeline
         self.vector_weight = vector_weight
         self.proximity = 0.0  # client-side fusion: boost of the term-proximity re-rank of the head (0: none)
+        self.feedback = 0  # client-side fusion: top hits per branch used for pseudo-relevance feedback (0: none)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))

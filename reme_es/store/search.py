@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, keyword_body
+from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body
 from ..errors import CapabilityError, ConfigError, RequestFailed
-from ..fusion import PROXIMITY_TOP, apply_min_score, candidate_depth, fuse, proximity_rescore
+from ..fusion import (
+    FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth, fuse,
+    proximity_rescore, rocchio,
+)
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .indices import IndexSet
 from .sources import chunk_from_source
@@ -138,17 +141,43 @@ class SearchStore:
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
-        answers = await self.port.ranked_many(self.indices.ix.chunks, bodies)
-        keyword, vec = (
-            [branch_hit(branch, score, Chunk(id=cid, path=path, text="")) for score, cid, path in ranked]
-            for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if vector else []))
-        )
+        keyword, vec = await self._branches(bodies)
+        if keyword and vec and self.indices.feedback:
+            keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec)
         if keyword and vec:
             method = self.indices.pipeline_kind or "rrf"
             fused, fusion = fuse(vec, keyword, method, self.indices.vector_weight), "client"
         else:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
         return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
+
+    async def _branches(self, bodies: list[dict]) -> tuple[list[Hit], list[Hit]]:
+        """The keyword and (when a second body is given) vector candidates of one `_msearch`."""
+        answers = await self.port.ranked_many(self.indices.ix.chunks, bodies)
+        keyword, vec = (
+            [branch_hit(branch, score, Chunk(id=cid, path=path, text="")) for score, cid, path in ranked]
+            for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if len(answers) > 1 else []))
+        )
+        return keyword, vec
+
+    async def _feedback(
+        self, query: str, vector: list[float], candidates: int, f: SearchFilter, keyword: list[Hit], vec: list[Hit]
+    ) -> tuple[list[Hit], list[Hit]]:
+        """Both branches again, each expanded by its own top `feedback` hits (pseudo-relevance feedback): the k-NN
+        query moved toward their stored vectors (Rocchio), the BM25 query OR-ed with a more_like_this of them. Two
+        more round trips: the top vector hits' `_mget`, then one `_msearch`. The hits are ranked by the expanded
+        queries' scores but show the original query's branch score wherever the first pass found them."""
+        n = self.indices.feedback
+        stored = await self.vectors.get_chunks(_by_path(vec[:n]), with_vectors=True)
+        moved = rocchio(vector, [s.get("embedding") or [] for s in stored.values()], FEEDBACK_BETA)
+        like = [(doc_id(h.chunk.id), h.chunk.path) for h in keyword[:n]]
+        bodies = [
+            feedback_keyword_body(self.indices.ix.chunks, query, like, candidates, f, self.keyword_fields,
+                                  FEEDBACK_TERMS, FEEDBACK_BOOST),
+            self.vectors.knn_body(moved, candidates, f),
+        ]
+        again_k, again_v = await self._branches(bodies)
+        return _shown_as(again_k, keyword, "keyword") or keyword, _shown_as(again_v, vec, "vector") or vec
 
     async def _native(self, query: str, vector: list[float], candidates: int, f: SearchFilter) -> SearchResult:
         """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""
@@ -174,3 +203,18 @@ class SearchStore:
                 type="unfused_response",
             )
         return SearchResult(hits=hits, fusion="native")
+
+
+def _by_path(hits: list[Hit]) -> dict[str, list[str]]:
+    """Chunk ids by path, in hit order."""
+    out: dict[str, list[str]] = {}
+    for h in hits:
+        out.setdefault(h.chunk.path, []).append(h.chunk.id)
+    return out
+
+
+def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:
+    """The second pass's hits (ranked by its `score`) showing the first pass's `branch` score where it had one."""
+    before = {h.chunk.id: h.scores[branch] for h in first}
+    return [h.model_copy(update={"scores": {**h.scores, branch: before[h.chunk.id]}}) if h.chunk.id in before else h
+            for h in again]

@@ -146,6 +146,39 @@ class HybridContract:
             round(h.scores["proximity"], 6) for h in expected
         ]
 
+    async def test_client_fusion_with_feedback_reaches_a_chunk_only_the_top_hit_explains(self, store_factory):
+        # "hohmann transfer budget" shares no term with the query: only the more_like_this of the top keyword hit
+        # (which holds "hohmann transfer") brings it into the keyword branch; the k-NN query moves toward the top
+        # vector hit's stored vector.
+        from ..adapters.base import feedback_keyword_body
+        from ..fusion import FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, convex, rocchio
+        from ..models import SearchFilter
+
+        store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
+        texts = ["orbital orbital hohmann transfer"] + [f"orbital mechanics filler{i}" for i in range(1, 6)]
+        pairs = [file_with(f"digest/f{i}.md", [chunk(f"digest/f{i}.md", t, vector=unit_vector(1, 0.2 * i))])
+                 for i, t in enumerate(texts)]
+        far = chunk("digest/x.md", "hohmann transfer budget", vector=unit_vector(0, 1))
+        pairs.append(file_with("digest/x.md", [far]))
+        await store.upsert(pairs)
+        query, vector = "orbital", unit_vector(1, 0.5)
+        plain = await store.search(query, vector, 7, candidates=7)
+        store.indices.feedback = 1
+        result = await store.search(query, vector, 7, candidates=7)
+        assert (plain.keyword_hits, result.keyword_hits) == (6, 7)  # digest/x.md: found through feedback only
+        first_k, first_v = await store.keyword_search(query, 7), await store.vector_search(vector, 1, k=7)
+        assert [h.chunk.path for h in first_k[:1]] == ["digest/f0.md"]  # the most "orbital" chunk
+        moved = rocchio(vector, [(await store.vectors.get_chunks(
+            {first_v[0].chunk.path: [first_v[0].chunk.id]}, with_vectors=True))[first_v[0].chunk.id]["embedding"]],
+            FEEDBACK_BETA)
+        body = feedback_keyword_body(store.indices.ix.chunks, query, [(doc_id(first_k[0].chunk.id), "digest/f0.md")],
+                                     7, SearchFilter(), None, FEEDBACK_TERMS, FEEDBACK_BOOST)
+        keyword = [h for h in await store.searches._candidates(body, "keyword")]
+        assert "digest/x.md" in [h.chunk.path for h in keyword]
+        expected = convex(await store.vector_search(moved, 7, k=7), keyword, 0.55, "zscore")
+        assert _ids(result.hits) == _ids(expected[:7])
+        assert [round(h.score, 6) for h in result.hits] == [round(h.score, 6) for h in expected[:7]]
+
     async def test_a_response_that_bypassed_the_pipeline_fails_loudly(self, store_factory):
         from ..errors import RequestFailed
 

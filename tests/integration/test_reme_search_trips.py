@@ -2,7 +2,9 @@
 
 `es_search_step` answers in two round trips: the ranked candidates (one hybrid request, or both branches in one
 `_msearch`), then one `_msearch` for the shown texts, the hit files' links and their indexed outlink targets; only
-inlink sources that are neither hit files nor outlink targets cost a third request, for their front matter. A read
+inlink sources that are neither hit files nor outlink targets cost a third request, for their front matter. The
+pseudo-relevance feedback of client fusion (`feedback: 1`, the drop-in's default since issue 22) costs exactly two
+more between them: the top vector hit's stored vector (`_mget`) and both expanded branches (one `_msearch`). A read
 right after a write sends one refresh before it and no counts; the health counts come in one request at `dump()`.
 Every request the store's client sends is recorded, so an extra round trip fails the test.
 """
@@ -63,14 +65,26 @@ def trips(sent: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-async def test_es_search_step_answers_in_two_round_trips(app):
+FEEDBACK_TRIPS = ["chunks/_mget", "_msearch"]  # the top vector hit's vector, then both branches expanded
+
+
+def feedback_trips(fs, feedback: int) -> list[str]:
+    """Set the store's feedback depth; the round trips it adds to a client-fused search."""
+    assert fs.feedback == 1  # the drop-in's default
+    fs.store.indices.feedback = feedback
+    return FEEDBACK_TRIPS if feedback and not fs.store.native_hybrid_available() else []
+
+
+@pytest.mark.parametrize("feedback", [0, 1], ids=["feedback-off", "feedback-default"])
+async def test_es_search_step_answers_in_two_round_trips(app, feedback):
     fs = app.context.components["file_store"]["default"]
+    extra = feedback_trips(fs, feedback)
     sent = record(fs)
     resp = await app.run_job("search_native", query="Discussed the opensearch migration plan with Alice", limit=1)
     assert resp.success, resp.answer
     assert [r["path"] for r in resp.metadata["results"]] == ["daily/2026-05-18/standup.md"]
     first = "chunks/_search" if fs.store.native_hybrid_available() else "_msearch"
-    assert trips(sent) == [first, "_msearch"]
+    assert trips(sent) == [first, *extra, "_msearch"]
     # standup.md links to opensearch.md (REAL) and missing.md (virtual); opensearch.md links back to it
     expansion = resp.metadata["link_expansion"]["daily/2026-05-18/standup.md"]
     neighbour = {"path": "digest/opensearch.md", "meta": {"name": "OpenSearch",
@@ -79,14 +93,16 @@ async def test_es_search_step_answers_in_two_round_trips(app):
     assert "Discussed the opensearch migration plan" in resp.answer
 
 
-async def test_inlink_sources_that_were_not_fetched_cost_one_more_request(app):
+@pytest.mark.parametrize("feedback", [0, 1], ids=["feedback-off", "feedback-default"])
+async def test_inlink_sources_that_were_not_fetched_cost_one_more_request(app, feedback):
     fs = app.context.components["file_store"]["default"]
+    extra = feedback_trips(fs, feedback)
     sent = record(fs)
     resp = await app.run_job("search_native", query="Reciprocal rank fusion weights the vector branch", limit=1)
     assert resp.success, resp.answer
     assert [r["path"] for r in resp.metadata["results"]] == ["digest/ranking.md"]
     first = "chunks/_search" if fs.store.native_hybrid_available() else "_msearch"
-    assert trips(sent) == [first, "_msearch", "files/_mget"]  # retro.md links here and is neither hit nor target
+    assert trips(sent) == [first, *extra, "_msearch", "files/_mget"]  # retro.md links here and is neither hit nor target
     expansion = resp.metadata["link_expansion"]["digest/ranking.md"]
     assert [n["path"] for n in expansion["outlinks"]] == ["digest/opensearch.md"]
     assert [(n["path"], n["meta"]) for n in expansion["inlinks"]] == [

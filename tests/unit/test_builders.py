@@ -177,3 +177,23 @@ def test_candidates_only_keeps_the_query_and_drops_stored_fields():
     assert body["query"] == keyword_body("orbital mechanics", 50, FILTER)["query"]
     assert (body["size"], body["_source"], body["stored_fields"]) == (50, False, "_none_")
     assert body["docvalue_fields"] == ["chunk_id", "path"]
+
+
+def test_feedback_keyword_body_ors_the_query_with_a_more_like_this_of_the_top_hits_under_the_same_filter():
+    from reme_es.adapters.base import feedback_keyword_body
+
+    body = feedback_keyword_body("p-chunks", "moon 月球", [("d1", "daily/a.md")], 50, FILTER, terms=10, boost=0.5)
+    plain = keyword_body("moon 月球", 50, FILTER)["query"]["bool"]
+    assert body["query"]["bool"] == {
+        "should": [
+            *plain["must"],  # the query as keyword_body asks it (text + text.cjk here: CJK characters)
+            {"more_like_this": {
+                "fields": ["text", "text.cjk"], "like": [{"_index": "p-chunks", "_id": "d1", "routing": "daily/a.md"}],
+                "min_term_freq": 1, "min_doc_freq": 1, "max_query_terms": 10, "include": True, "boost": 0.5,
+            }},
+        ],
+        "minimum_should_match": 1,  # with a filter clause a bare should would match everything the filter lets in
+        "filter": plain["filter"],
+    }
+    assert (body["size"], body["track_total_hits"], body["_source"]) == (50, False, {"excludes": ["embedding"]})
+    assert "query_string" not in json.dumps(body)

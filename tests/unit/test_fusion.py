@@ -109,3 +109,33 @@ def test_proximity_and_rescore():
     # base (min-max over the head) x 1, y 0.875, z 0; proximity x 0, y (2/3 + 1/2) / 2, z 1
     assert [h.chunk.id for h in proximity_rescore(hits, "old harbour flights", boost=2.0)] == ["y", "z", "x"]
     assert [h.chunk.id for h in proximity_rescore(hits, "old harbour flights", top=2, boost=2.0)] == ["y", "x", "z"]
+
+
+# ------------------------------------------------------------------------------ pseudo-relevance feedback
+
+
+def test_rocchio_moves_the_query_toward_the_mean_of_its_unit_feedback_vectors():
+    from reme_es.fusion import rocchio
+
+    # q = (2, 0) -> (1, 0); feedback (0, 3) and (0, 1) -> both (0, 1); (1, 0) + 0.5 x (0, 1) = (1, 0.5) -> unit
+    moved = rocchio([2.0, 0.0], [[0.0, 3.0], [0.0, 1.0]], beta=0.5)
+    assert moved == pytest.approx([1 / 1.25**0.5, 0.5 / 1.25**0.5])
+    assert sum(x * x for x in moved) == pytest.approx(1.0)
+
+
+def test_rocchio_without_usable_feedback_keeps_the_query():
+    from reme_es.fusion import rocchio
+
+    assert rocchio([0.6, 0.8], []) == [0.6, 0.8]
+    assert rocchio([0.6, 0.8], [[1.0, 0.0, 0.0], []]) == [0.6, 0.8]  # another dimension, an empty vector: ignored
+    assert rocchio([0.6, 0.8], [[1.0, 0.0]], beta=0.0) == [0.6, 0.8]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True, None])
+def test_feedback_depth_is_a_whole_number_of_hits(bad):
+    from reme_es.errors import ConfigError
+    from reme_es.fusion import validate_feedback
+
+    assert validate_feedback(0) == 0 and validate_feedback(2) == 2 and validate_feedback(3.0) == 3
+    with pytest.raises(ConfigError, match="feedback must be a whole number of hits >= 0"):
+        validate_feedback(bad)
