@@ -67,7 +67,11 @@ class Settings(BaseModel):
     embedding_api_key: SecretStr | None = Field(default=None, exclude=True)
     dims: int | None = Field(default=None, gt=0, le=16000)
     hybrid: str = "auto"  # auto | native | client (checked by reme_es.store.validate_hybrid)
-    vector_weight: float = Field(default=0.7, ge=0.0, le=1.0)
+    # hybrid fusion as the ReMe drop-in's (issue 22, chosen on both quality sets): z-score at vector weight 0.55 with
+    # pseudo-relevance feedback from each branch's top hit; `fusion: rrf`, `feedback: 0` give the earlier RRF search
+    vector_weight: float = Field(default=0.55, ge=0.0, le=1.0)
+    fusion: Literal["rrf", "minmax", "zscore"] = "zscore"
+    feedback: int = Field(default=1, ge=0, le=10)
     dirs: list[str] = Field(default_factory=lambda: list(REME_DIRS))
     suffixes: list[str] = Field(default_factory=lambda: list(REME_SUFFIXES))
     chunker: Literal["auto", "reme", "builtin"] = "auto"

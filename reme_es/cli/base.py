@@ -200,6 +200,8 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
         create=create,
         hybrid=settings.hybrid,
         vector_weight=settings.vector_weight,
+        pipeline=settings.fusion,
+        feedback=settings.feedback,
     )
 
 

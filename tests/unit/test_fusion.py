@@ -139,3 +139,19 @@ def test_feedback_depth_is_a_whole_number_of_hits(bad):
     assert validate_feedback(0) == 0 and validate_feedback(2) == 2 and validate_feedback(3.0) == 3
     with pytest.raises(ConfigError, match="feedback must be a whole number of hits >= 0"):
         validate_feedback(bad)
+
+
+def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
+    from reme_es.config import load_settings
+    from reme_es.errors import ConfigError
+    from reme_es.fusion import DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT
+
+    s = load_settings(tmp_path, environ={})
+    assert (s.fusion, s.vector_weight, s.feedback) == (DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_FEEDBACK)
+    env = {"REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7"}
+    s = load_settings(tmp_path, environ=env)
+    assert (s.fusion, s.vector_weight, s.feedback) == ("rrf", 0.7, 0)
+    with pytest.raises(ConfigError, match="fusion"):
+        load_settings(tmp_path, environ={"REME_ES_FUSION": "borda"})
+    with pytest.raises(ConfigError, match="feedback"):
+        load_settings(tmp_path, environ={"REME_ES_FEEDBACK": "-1"})
