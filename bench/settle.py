@@ -1,0 +1,215 @@
+"""Settling after a load: how long a bulk load through ReMe's file store takes until the node stops merging, and how
+fast the index then answers, per load strategy (issue 20 item 2).
+
+    python bench/settle.py --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
+                           [--strategies default,merge2,forcemerge] [--queries 30] [--json PATH]
+
+Every strategy loads the same `--size` chunks of the workload (bench/workloads.py: the `hash` shape upserts 500 files
+per call, the issue's shape) into a fresh prefix through ReMe's file store (upsert calls, then `dump()`), then waits
+until the chunks index runs no merge, then measures. Strategies (one index setting or step each, all else default):
+
+  default      the store as it is
+  refresh30    the file store's `refresh_after` 30 s (no background refresh during the load: fewer, bigger segments)
+  merge2       `index.merge.scheduler.max_thread_count: 2` on the chunks index (a second merge thread)
+  tier20       `index.merge.policy.segments_per_tier: 20` (fewer merges during the load, more segments after)
+  forcemerge   default, measured, then `_forcemerge?max_num_segments=1` once the node stopped merging (timed) and
+               measured again
+  bulk4mb      bulk requests of at most 4 MiB (bulk10mb: 10 MiB), whatever the store's own bound
+  nomerge+fm   no merges during the load (`segments_per_tier` and `max_merge_at_once` 100),
+               then the defaults back and one `_forcemerge?max_num_segments=1`
+
+Per strategy: upsert + dump s, bulk items the node rejected (429/5xx, retried), merging after s, force-merge s,
+ingest to steady state s (their sum), segments of the chunks index, the node's total merge time, and p50 of keyword /
+vector / date-filtered vector search (limit 50, as bench/reme_backends.py, after 20 warm-up queries) with recall@10
+beside them (the top 10 of each vector search against the exact top 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import reme_backends as rb  # noqa: E402
+from workloads import DIMS, SHAPES, Corpus  # noqa: E402
+
+NO_MERGE = {"index.merge.policy.segments_per_tier": 100, "index.merge.policy.max_merge_at_once": 100}
+MERGE_DEFAULTS = {key: None for key in NO_MERGE}
+STRATEGIES = {
+    "default": {},
+    "refresh30": {"refresh_after": 30.0},
+    "merge2": {"settings": {"index.merge.scheduler.max_thread_count": 2}},
+    "tier20": {"settings": {"index.merge.policy.segments_per_tier": 20}},
+    "forcemerge": {"forcemerge": 1},
+    "nomerge+fm": {"settings": NO_MERGE, "after": MERGE_DEFAULTS, "forcemerge": 1},
+    "bulk4mb": {"bulk_bytes": 4 << 20},
+    "bulk10mb": {"bulk_bytes": 10 << 20},
+}
+MODES = ("keyword", "vector", "vector filtered")
+
+
+class Rejections(logging.Handler):
+    """Counts the bulk rounds the node rejected in part or whole (429/5xx, retried by the transport)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.rounds = 0
+        self.items = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("bulk:") and record.args:
+            self.rounds += 1
+            self.items += int(record.args[0])
+
+
+def bound_bulk(transport, chunk_bytes: int) -> None:
+    """Make every bulk of this transport use `chunk_bytes` per request."""
+    bulk = transport.bulk
+
+    def bounded(actions, max_retries=8, _chunk_bytes=None, require_alias=False):
+        return bulk(actions, max_retries, chunk_bytes, require_alias)
+
+    transport.bulk = bounded
+
+
+async def chunks_stats(raw, index: str) -> dict:
+    stats = (await raw.request("GET", f"/{index}/_stats/merge,segments,docs"))["_all"]["primaries"]
+    return {"segments": stats["segments"]["count"], "docs": stats["docs"]["count"],
+            "merge_total_s": stats["merges"]["total_time_in_millis"] / 1000}
+
+
+async def measure(fs, corpus: Corpus, queries: list[str], vectors) -> dict:
+    ops = {
+        "keyword": lambda q: fs.keyword_search(q, rb.LIMIT, {}),
+        "vector": lambda q: fs.vector_search(q, rb.LIMIT, {}),
+        "vector filtered": lambda q: fs.vector_search(q, rb.LIMIT, dict(rb.MONTH)),
+    }
+    out = {}
+    for mode in MODES:
+        await rb.timed(ops[mode], queries[: rb.WARMUP])
+        out[mode] = rb.summarise(await rb.timed(ops[mode], queries[rb.WARMUP :]))["p50"]
+    ann = [[int(c.id.split("-")[1]) for c in await fs.vector_search(q, rb.LIMIT, {})][:10]
+           for q in queries[rb.WARMUP :]]
+    exact = rb.exact_top(vectors, np.stack([corpus.embed_text(q) for q in queries[rb.WARMUP :]]))
+    out["recall_at_10"] = float(np.mean([len(set(a) & set(e)) / 10 for a, e in zip(ann, exact)]))
+    return out
+
+
+async def run(strategy: str, args, work: Path) -> dict:
+    from common import Raw
+
+    spec = STRATEGIES[strategy]
+    rb._CORPUS = corpus = Corpus(args.workload)
+    ws = work / strategy
+    ws.mkdir(parents=True)
+    cfg = rb.app_config(ws, "opensearch-3" if "opensearch" in args.engine else "elasticsearch-9", args.url,
+                        f"{args.prefix}-{strategy.replace('+', '-')}", spec.get("refresh_after"))
+    vectors = np.lib.format.open_memmap(ws / "vectors.npy", mode="w+", dtype=np.float32, shape=(args.size, DIMS))
+    app = rb.make_app(cfg)
+    await app.start()
+    fs = rb.file_store(app)
+    raw = Raw(fs.store.dialect)
+    index = fs.store.index("chunks")
+    result: dict = {"strategy": strategy, "size": args.size, "workload": args.workload}
+    rejections = Rejections()
+    logging.getLogger("reme_es.adapters.transport").addHandler(rejections)
+    try:
+        await fs.clear()
+        if spec.get("bulk_bytes"):
+            bound_bulk(fs.store.dialect.transport, spec["bulk_bytes"])
+        if spec.get("settings"):
+            await raw.request("PUT", f"/{index}/_settings", spec["settings"])
+        result["upsert_s"], result["dump_s"] = await rb.upsert_all(fs, corpus, args.size, vectors)
+        result["rejected_rounds"], result["rejected_items"] = rejections.rounds, rejections.items
+        result["merge_s"] = await rb.settle(fs)
+        vectors.flush()
+        queries = corpus.queries(rb.WARMUP + args.queries)
+        if spec.get("after"):
+            await raw.request("PUT", f"/{index}/_settings", spec["after"])
+        result["forcemerge_s"] = 0.0
+        if spec.get("forcemerge") and not spec.get("after"):  # the index as the load left it, then force-merged
+            result["before"] = {**await chunks_stats(raw, index), **await measure(fs, corpus, queries, vectors)}
+        if spec.get("forcemerge"):
+            t = time.perf_counter()
+            await raw.request("POST", f"/{index}/_forcemerge", params={"max_num_segments": spec["forcemerge"]})
+            await fs.store.indices.refresh()
+            result["forcemerge_s"] = time.perf_counter() - t + await rb.settle(fs)
+        result["steady_s"] = result["upsert_s"] + result["dump_s"] + result["merge_s"] + result["forcemerge_s"]
+        result.update(await chunks_stats(raw, index))
+        result.update(await measure(fs, corpus, queries, vectors))
+    finally:
+        logging.getLogger("reme_es.adapters.transport").removeHandler(rejections)
+        await fs.clear()
+        await fs.store.drop()
+        await app.close()
+    return result
+
+
+def table(results: list[dict]) -> str:
+    from common import table as render
+
+    def row(r: dict, name: str, fm: float, m: dict) -> list[str]:
+        return [name, rb.fmt(r["upsert_s"] + r["dump_s"]), str(r["rejected_items"]), rb.fmt(r["merge_s"]), rb.fmt(fm),
+                rb.fmt(r["upsert_s"] + r["dump_s"] + r["merge_s"] + fm), str(m["segments"]),
+                rb.fmt(m["merge_total_s"]), *(rb.fmt(m[x]) for x in MODES), rb.fmt(m["recall_at_10"], 3)]
+
+    rows = []
+    for r in results:
+        if "before" in r:  # the same load before its force-merge: the default
+            rows.append(row(r, "default (that load, before its force-merge)", 0.0, r["before"]))
+        rows.append(row(r, r["strategy"], r["forcemerge_s"], r))
+    head = ["strategy", "upsert + dump s", "429-retried items", "merging after s", "force-merge s",
+            "ingest to steady state s",
+            "segments", "node merge time s", *(f"{m} p50 ms" for m in MODES), "recall@10"]
+    r0 = results[0]
+    return render(head, rows, title=f"{r0['size']:,} chunks, workload {r0['workload']}, {r0['engine']}, limit "
+                  f"{rb.LIMIT}: load strategies")
+
+
+async def engine_of(url: str) -> str:
+    from reme_es.adapters.base import ClientSettings
+    from reme_es.connect import detect_engine
+
+    return await detect_engine(ClientSettings(hosts=[url]))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--url", required=True, help="the node to load (a managed node of your own)")
+    p.add_argument("--size", default="100k", help="chunks per load (default 100k)")
+    p.add_argument("--workload", default="hash", choices=SHAPES)
+    p.add_argument("--strategies", default=",".join(STRATEGIES), help=f"any of {', '.join(STRATEGIES)}")
+    p.add_argument("--queries", type=int, default=30, help="measured queries per mode (after 20 warm-up ones)")
+    p.add_argument("--prefix", default="perf-settle")
+    p.add_argument("--json", default=str(HERE / "results" / "settle.json"), help="results, merged by strategy")
+    args = p.parse_args()
+    args.size = rb.parse_size(args.size)
+    args.engine = asyncio.run(engine_of(args.url))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="reme-settle-") as tmp:
+        for strategy in [s.strip() for s in args.strategies.split(",") if s.strip()]:
+            print(f"# {strategy} ...", file=sys.stderr, flush=True)
+            res = asyncio.run(run(strategy, args, Path(tmp)))
+            res["engine"] = args.engine
+            print(json.dumps(res), file=sys.stderr, flush=True)
+            results.append(res)
+    print(table(results))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    previous = json.loads(out.read_text()) if out.exists() else []
+    key = lambda r: (r["strategy"], r["size"], r["workload"], r.get("engine"))  # noqa: E731
+    out.write_text(json.dumps([r for r in previous if key(r) not in {key(x) for x in results}] + results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
