@@ -13,7 +13,7 @@
 //
 //   node bench/memorie_add.mjs --url http://127.0.0.1:9250 [--adds 300] [--preload 2000] [--datadir <node data dir>]
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
@@ -103,7 +103,7 @@ try {
   const f = (x) => x.toFixed(2);
   const dir = args.datadir ?? tmpdir();
   console.log(`engine.add() on ${stores[0].search.engine} ${url}, ${adds} adds per variant after ${preload} loaded; ms`);
-  console.log(`fdatasync of a 4 KiB write in ${dir}: p50 ${f(fsyncP50(dir))} ms\n`);
+  console.log(`fdatasync of a 4 KiB write in ${dir}: p50 ${f(fsyncP50(dir))} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
   console.log("| variant | index p50 | upsert p50 | add p50 / p95 | adds/s |\n|---|--:|--:|--:|--:|");
   for (const s of stores) {
     const p50 = q(s.add, 0.5);

@@ -22,7 +22,7 @@
 // vectors shaped like sentence-transformer output (a shared mean direction, topic clusters, word components), see
 // bench/memorie_data.mjs. Not uniform random vectors: no user has those, and they are HNSW's worst case.
 import { writeFileSync, mkdirSync, rmSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
@@ -217,7 +217,7 @@ async function runSet(set, row) {
       await es.vectors.search(vq[0], { topK: 50 });
       const esReopenS = (ms() - t) / 1000;
 
-      const common = { set, dims, size, engine, loadN: batch.length };
+      const common = { set, dims, size, engine, loadN: batch.length, loadAvg: loadavg()[1] };
       results.push(
         { ...common, backend: "fts5 + brute force", add: aBase, addSearch: asBase, loadS: baseLoadS, mergeS: 0, rywMisses: misses[0],
           keyword: kBase, filters: fBase, vector: vBase, recall: 1, reopenS: baseReopenS },
@@ -242,15 +242,15 @@ async function runSet(set, row) {
 const f = (x, d = 2) => (x >= 100 ? x.toFixed(0) : x.toFixed(d));
 const HEADER =
   "| set | memories | backend | add p50 / p95 ms (adds/s) | add + search p50 | bulk load s (memories/s) | merge s | " +
-  "keyword p50 / p95 | filters only p50 | vector topK 50 p50 / p95 | recall@10 | reopen s |\n" +
-  "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|";
+  "keyword p50 / p95 | filters only p50 | vector topK 50 p50 / p95 | recall@10 | reopen s | load avg (5 min) |\n" +
+  "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|";
 function printRows(rows) {
   for (const r of rows) {
     console.log(
       `| ${r.set} | ${r.size.toLocaleString("en")} | ${r.backend} | ${f(r.add.p50)} / ${f(r.add.p95)} (${Math.round(1000 / r.add.p50).toLocaleString("en")}) | ` +
         `${f(r.addSearch.p50)} | ${f(r.loadS, 1)} (${Math.round(r.loadN / r.loadS || 0).toLocaleString("en")}) | ${f(r.mergeS, 1)} | ` +
         `${f(r.keyword.p50)} / ${f(r.keyword.p95)} | ${f(r.filters.p50)} | ${f(r.vector.p50)} / ${f(r.vector.p95)} | ` +
-        `${r.recall.toFixed(3)} | ${f(r.reopenS, 3)} |`,
+        `${r.recall.toFixed(3)} | ${f(r.reopenS, 3)} | ${r.loadAvg.toFixed(1)} |`,
     );
   }
 }

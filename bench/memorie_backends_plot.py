@@ -26,10 +26,15 @@ def main(sources: list[str], png: str) -> None:
     import matplotlib.pyplot as plt
 
     rows: list[dict] = []
+    nodes: list[str] = []
     for src in sources:
         with open(src, encoding="utf-8") as f:
             data = json.load(f)
-        rows += data["rows"]
+        node = f"{data.get('distribution', '')} {data['version']}"
+        nodes.append(node)
+        for r in data["rows"]:
+            same = r["backend"].startswith("reme-es") or len(sources) == 1
+            rows.append(r if same else {**r, "backend": f"{r['backend']} (run with {node})"})
     series: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         series.setdefault((r["backend"], r["set"]), []).append(r)
@@ -48,8 +53,8 @@ def main(sources: list[str], png: str) -> None:
         ax.grid(True, which="both", alpha=0.3)
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(
-        f"Memorie's stores: reme-es ({data.get('distribution', '')} {data['version']}) vs FTS5 + brute-force cosine "
-        "(medians; one run; a shared 2-core machine)"
+        f"Memorie's stores: reme-es ({', '.join(nodes)}) vs FTS5 + brute-force cosine "
+        "(medians; baselines from the same run as each node's rows; a 2-core machine)"
     )
     fig.tight_layout()
     fig.savefig(png, dpi=90)
