@@ -100,11 +100,27 @@ try {
       s.add.push(c);
     }
   }
+  // The floor of any request: a round trip that writes nothing (GET of one document by id, realtime), through the
+  // adapter's connection and with fetch.
+  const conn = stores[0].search.conn;
+  const alias = stores[0].aliases[0];
+  const get = (raw) => raw
+    ? fetch(`${url}/${alias}/_doc/${stores[0].next - 1}`).then((r) => r.arrayBuffer())
+    : conn.request({ method: "GET", path: `/${alias}/_doc/m${stores[0].next - 1}`, accept: [404], what: "get" });
+  const floor = [[], []];
+  for (let k = 0; k < adds + 20; k++) {
+    for (const j of [0, 1]) {
+      const t = ms();
+      await get(j === 1);
+      if (k >= 20) floor[j].push(ms() - t);
+    }
+  }
   const f = (x) => x.toFixed(2);
   const dir = args.datadir ?? tmpdir();
   console.log(`engine.add() on ${stores[0].search.engine} ${url}, ${adds} adds per variant after ${preload} loaded; ms`);
   console.log(`fdatasync of a 4 KiB write in ${dir}: p50 ${f(fsyncP50(dir))} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
   console.log("| variant | index p50 | upsert p50 | add p50 / p95 | adds/s |\n|---|--:|--:|--:|--:|");
+  console.log(`| a GET by id (no write): adapter connection / fetch | ${f(q(floor[0], 0.5))} | ${f(q(floor[1], 0.5))} | | |`);
   for (const s of stores) {
     const p50 = q(s.add, 0.5);
     console.log(`| ${s.name} | ${f(q(s.index, 0.5))} | ${f(q(s.upsert, 0.5))} | ${f(p50)} / ${f(q(s.add, 0.95))} | ${Math.round(1000 / p50)} |`);
