@@ -52,7 +52,7 @@ def free_port() -> int:
 
 def serve(args) -> None:
     """Ingest, then serve ReMe's Application over HTTP as `reme start` does (blocks until terminated)."""
-    rb._CORPUS = corpus = Corpus(args.workload)
+    corpus = rb.set_corpus(Corpus(args.workload))
     ws = Path(args.workdir) / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
     cfg = rb.app_config(ws, args.worker, args.url, args.prefix)

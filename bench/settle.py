@@ -109,7 +109,7 @@ async def run(strategy: str, args, work: Path) -> dict:
     from common import Raw
 
     spec = STRATEGIES[strategy]
-    rb._CORPUS = corpus = Corpus(args.workload)
+    corpus = rb.set_corpus(Corpus(args.workload))
     ws = work / strategy
     ws.mkdir(parents=True)
     cfg = rb.app_config(ws, "opensearch-3" if "opensearch" in args.engine else "elasticsearch-9", args.url,
