@@ -44,6 +44,8 @@ const label = args.label ?? "";
 // recall@10 and p50 of each, to choose KNN in memorie/src/dialect.ts by measurement.
 const tune = args.tune ? args.tune.split(",").map(Number) : [];
 // --page 1000 --concurrency 2: indexMany/upsertMany options (default: the package's)
+// --hnsw 32,200: create the vector index with HNSW m 32, ef_construction 200 (default: the package's)
+const hnsw = args.hnsw ? { m: Number(args.hnsw.split(",")[0]), efConstruction: Number(args.hnsw.split(",")[1]) } : undefined;
 const loadOptions = { pageSize: args.page ? Number(args.page) : undefined, concurrency: args.concurrency ? Number(args.concurrency) : undefined };
 
 const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
@@ -88,7 +90,7 @@ function scopeOf(m) {
 
 async function openEs(prefix, dims) {
   const search = await createSearchStore({ url, indexPrefix: prefix });
-  const vectors = await createVectorStore({ url, indexPrefix: prefix, dimensions: dims });
+  const vectors = await createVectorStore({ url, indexPrefix: prefix, dimensions: dims, hnsw });
   return { search, vectors };
 }
 

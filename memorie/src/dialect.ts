@@ -25,11 +25,18 @@ export function textAnalyzer(stemming: boolean): Record<string, unknown> {
 }
 
 /** The vector field (shared settings): HNSW cosine; lucene on OpenSearch, `dense_vector` hnsw on Elasticsearch. */
-export function vectorMapping(engine: Engine, dims: number): Record<string, unknown> {
-  return sharedVectorMapping(engine, dims);
+export function vectorMapping(engine: Engine, dims: number, hnsw: HnswOptions = {}): Record<string, unknown> {
+  return sharedVectorMapping(engine, dims, hnsw.m ?? HNSW.m, hnsw.efConstruction ?? HNSW.efConstruction);
+}
+
+/** HNSW build settings of a new vector index (default: the shared `reme_es/engine_settings.json`). */
+export interface HnswOptions {
+  m?: number;
+  efConstruction?: number;
 }
 
 export interface RenderOptions {
+  hnsw?: HnswOptions;
   stemming?: boolean;
   dims?: number;
 }
@@ -47,8 +54,9 @@ export function renderIndex(kind: IndexKind, engine: Engine, alias: string, o: R
   }
   if (kind === "vectors") {
     if (!o.dims) throw new Error("a vectors index needs its dimension");
-    props.embedding = vectorMapping(engine, o.dims);
+    props.embedding = vectorMapping(engine, o.dims, o.hnsw);
     meta.dims = o.dims;
+    meta.hnsw = { m: o.hnsw?.m ?? HNSW.m, ef_construction: o.hnsw?.efConstruction ?? HNSW.efConstruction };
     if (engine === "opensearch") settings.index.knn = true;
   }
   body.mappings._meta = { reme_es: meta };

@@ -14,6 +14,12 @@ export interface VectorStoreOptions extends ConnectionOptions {
    * the engine searches with no filter, so without a scope other tenants' neighbours can fill the top K.
    */
   scope?: MemoryScope;
+  /**
+   * HNSW build settings of the index when this store creates it (default: m 16, ef_construction 64, the shared
+   * settings). Larger values build a better graph (higher recall at the same search width) at a slower load and
+   * more merging; an existing index keeps the settings it was created with.
+   */
+  hnsw?: { m?: number; efConstruction?: number };
 }
 
 export interface OpenSearchVectorStore extends VectorStore {
@@ -66,6 +72,7 @@ class VectorIndex {
   constructor(
     readonly conn: Connection,
     readonly prefix: string,
+    readonly hnsw: { m?: number; efConstruction?: number } = {},
   ) {}
 
   get dims(): number | undefined {
@@ -75,7 +82,7 @@ class VectorIndex {
   /** The index, created with `dims` if missing. */
   async ensure(dims: number): Promise<IndexInfo> {
     if (this.info) return this.info;
-    this.creating ??= ensureIndex(this.conn, this.prefix, "vectors", () => ({ dims })).finally(() => {
+    this.creating ??= ensureIndex(this.conn, this.prefix, "vectors", () => ({ dims, hnsw: this.hnsw })).finally(() => {
       this.creating = null;
     });
     this.info = await this.creating;
@@ -279,9 +286,16 @@ export async function createVectorStore(o: VectorStoreOptions): Promise<OpenSear
   if (o.dimensions !== undefined && (!Number.isInteger(o.dimensions) || o.dimensions < 1 || o.dimensions > 4096)) {
     throw new VectorStoreError(`dimensions must be a whole number from 1 to 4096, not ${o.dimensions}`);
   }
+  for (const [key, value] of Object.entries(o.hnsw ?? {})) {
+    const max = { m: 512, efConstruction: 3200 }[key];
+    if (max === undefined) throw new VectorStoreError(`hnsw.${key} is not an option: use hnsw.m and hnsw.efConstruction`);
+    if (!Number.isInteger(value) || (value as number) < 2 || (value as number) > max) {
+      throw new VectorStoreError(`hnsw.${key} must be a whole number from 2 to ${max}, not ${String(value)}`);
+    }
+  }
   const conn = await connect(o, VectorStoreError);
   try {
-    const idx = new VectorIndex(conn, o.indexPrefix);
+    const idx = new VectorIndex(conn, o.indexPrefix, o.hnsw);
     idx.info = await findIndex(conn, o.indexPrefix, "vectors");
     if (idx.info && o.dimensions !== undefined && idx.info.meta.dims !== o.dimensions) {
       throw new VectorStoreError(

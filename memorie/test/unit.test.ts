@@ -169,7 +169,7 @@ describe("vector bodies", () => {
   it("an index body carries its alias and _meta", () => {
     const body = renderIndex("vectors", "opensearch", "p-memorie-vectors", { dims: 4 });
     assert.deepEqual(body.aliases, { "p-memorie-vectors": {} });
-    assert.deepEqual(body.mappings._meta, { reme_es: { kind: "memorie-vectors", template_version: 1, dims: 4 } });
+    assert.deepEqual(body.mappings._meta, { reme_es: { kind: "memorie-vectors", template_version: 1, dims: 4, hnsw: { m: 16, ef_construction: 64 } } });
     assert.equal(body.settings.index.knn, true);
     assert.equal(renderIndex("vectors", "elasticsearch", "a", { dims: 4 }).settings.index.knn, undefined);
   });
