@@ -1,8 +1,10 @@
 """Where the test servers come from, in order of preference:
 
 1. an external cluster: `REME_ES_TEST_HOSTS` (comma list) with `REME_ES_TEST_FLAVOUR` naming what it runs;
-2. testcontainers with the official image, when a Docker engine answers;
-3. the managed local node (`reme_es.server`), fetched from Maven Central and started as an unprivileged user.
+2. a managed node `./run test` started for the whole run (`REME_ES_TEST_URLS`, `flavour=url` comma list), shared
+   with the TypeScript tests that run after pytest: used as it is, and stopped by `./run`, not here;
+3. testcontainers with the official image, when a Docker engine answers;
+4. the managed local node (`reme_es.server`), fetched from Maven Central and started as an unprivileged user.
 
 Each flavour is started once per test session and stopped at the end, failure or not.
 """
@@ -86,6 +88,12 @@ def node_name(flavour: str) -> str:
     return f"{os.environ.get('REME_ES_TEST_NODE_PREFIX', f'test-{os.getpid()}')}-{flavour}"
 
 
+def run_nodes() -> dict[str, str]:
+    """The nodes `./run test` started for the whole run, by flavour (`REME_ES_TEST_URLS`)."""
+    pairs = (p.split("=", 1) for p in os.environ.get("REME_ES_TEST_URLS", "").split(",") if "=" in p)
+    return {flavour.strip(): url.strip() for flavour, url in pairs}
+
+
 @contextmanager
 def test_server(flavour: str) -> Iterator[Server]:
     """Provide a server of `flavour` for the duration of the block."""
@@ -93,6 +101,9 @@ def test_server(flavour: str) -> Iterator[Server]:
     external = os.environ.get("REME_ES_TEST_HOSTS")
     if external and os.environ.get("REME_ES_TEST_FLAVOUR", "opensearch-2.19") == flavour:
         yield Server(external.split(",")[0].strip(), flavour, engine, "external")
+        return
+    if url := run_nodes().get(flavour):
+        yield Server(url, flavour, engine, "managed")
         return
     if _docker_available():
         with _container(flavour) as server:

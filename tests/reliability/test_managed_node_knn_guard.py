@@ -1,5 +1,6 @@
 """The managed OpenSearch node refuses k-NN engines it cannot run, and starts with a red index (issue 15, defect 7);
-a restart keeps its port (issue 18, defect 12).
+a restart keeps its port (issue 18, defect 12). The refusals are checked on the run's own node of every OpenSearch
+flavour under test; the restarts on a node of the managed default's flavour of their own.
 
 Its k-NN plugin comes from Maven Central without native libraries: a faiss or nmslib field (or one on the default
 engine) used to kill the JVM on its first write, and every restart died again replaying it. The node must refuse
@@ -25,6 +26,7 @@ import pytest
 from reme_es.errors import ServerError
 from reme_es.server import knn_guard, node
 from reme_es.server.flavours import FLAVOURS, get_flavour
+from tests.containers.servers import selected_flavours
 from tests.reliability.conftest import free_port
 
 FLAVOUR = "opensearch-2.19"
@@ -58,42 +60,68 @@ def node_name():
         shutil.rmtree(node.node_dir(name), ignore_errors=True)
 
 
-@pytest.mark.parametrize("flavour", ["opensearch-2.19", "opensearch-3"])  # 3.x: the guard built for Java 21
-def test_faiss_and_nmslib_are_refused_and_a_red_index_does_not_stop_the_node(node_name, flavour):
-    info = node.start(flavour, name=node_name, http_port=free_port(), heap="256m", timeout=240)
-    url = info.url
-    assert info.red_indices == {}
-
+def assert_the_guard_refuses_faiss_and_nmslib(url: str, prefix: str) -> None:
+    """faiss, nmslib and engine-less k-NN fields are refused (new index, added field, template) with the lucene
+    hint, and the node stays up with k-NN on lucene working end to end. Leaves the index `{prefix}-lucene`."""
     refused = {
         "faiss": {"name": "hnsw", "engine": "faiss", "space_type": "l2"},
         "nmslib": {"name": "hnsw", "engine": "nmslib", "space_type": "l2"},
         "default": None,  # no engine named: the plugin's default is faiss (nmslib for some spaces)
     }
     for label, method in refused.items():
-        status, body = call(f"{url}/guard-{label}", "PUT", knn_index(method))
+        status, body = call(f"{url}/{prefix}-{label}", "PUT", knn_index(method))
         assert status == 400, (label, body)
         reason = body["error"]["reason"]
         assert "cannot run k-NN engines faiss or nmslib" in reason, reason
         assert '"engine": "lucene"' in reason, reason
         assert "field [v]" in reason, reason
     # The same field added later to an existing k-NN index, and in an index template, is refused too.
-    status, _ = call(f"{url}/guard-lucene", "PUT", knn_index({"name": "hnsw", "engine": "lucene", "space_type": "l2"}))
+    lucene = f"{url}/{prefix}-lucene"
+    status, _ = call(lucene, "PUT", knn_index({"name": "hnsw", "engine": "lucene", "space_type": "l2"}))
     assert status == 200
-    status, body = call(f"{url}/guard-lucene/_mapping", "PUT",
+    status, body = call(f"{lucene}/_mapping", "PUT",
                         {"properties": {"w": {"type": "knn_vector", "dimension": 4, "method": refused["faiss"]}}})
     assert status == 400 and "engine [faiss]" in body["error"]["reason"], body
-    status, body = call(f"{url}/_index_template/guard-template", "PUT",
-                        {"index_patterns": ["guard-tpl-*"], "template": knn_index(refused["nmslib"])})
+    status, body = call(f"{url}/_index_template/{prefix}-template", "PUT",
+                        {"index_patterns": [f"{prefix}-tpl-*"], "template": knn_index(refused["nmslib"])})
     assert status == 400 and "engine [nmslib]" in body["error"]["reason"], body
 
     # The node is still up and k-NN on lucene works end to end (write, refresh, search).
-    status, _ = call(f"{url}/guard-lucene/_doc/1?refresh=true", "PUT", {"v": [1.0, 0.0, 0.0, 0.0]})
+    status, _ = call(f"{lucene}/_doc/1?refresh=true", "PUT", {"v": [1.0, 0.0, 0.0, 0.0]})
     assert status == 201
-    status, body = call(f"{url}/guard-lucene/_search", "POST",
-                        {"query": {"knn": {"v": {"vector": [1.0, 0.0, 0.0, 0.0], "k": 1}}}})
+    status, body = call(f"{lucene}/_search", "POST", {"query": {"knn": {"v": {"vector": [1.0, 0.0, 0.0, 0.0], "k": 1}}}})
     assert status == 200 and [h["_id"] for h in body["hits"]["hits"]] == ["1"]
-    status, body = call(f"{url}/_cat/indices/guard-*?format=json&h=index")
-    assert sorted(i["index"] for i in body) == ["guard-lucene"]
+    status, body = call(f"{url}/_cat/indices/{prefix}-*?format=json&h=index")
+    assert sorted(i["index"] for i in body) == [f"{prefix}-lucene"]
+
+
+# The session servers of OpenSearch under test (secured flavours have servers of their own).
+MANAGED_OPENSEARCH = [
+    f for f in selected_flavours() if get_flavour(f).engine == "opensearch" and get_flavour(f).security_plugin is None
+]
+
+
+@pytest.mark.parametrize("flavour", MANAGED_OPENSEARCH)
+def test_the_run_s_opensearch_node_refuses_faiss_and_nmslib(servers, flavour):
+    """The guard in every managed OpenSearch flavour under test, on the run's own node of that flavour."""
+    server = servers.get(flavour)
+    if server.source != "managed":
+        pytest.skip(f"server comes from {server.source}: the guard is part of the managed node only")
+    prefix = f"guard-{uuid.uuid4().hex[:8]}"
+    try:
+        assert_the_guard_refuses_faiss_and_nmslib(server.url, prefix)
+    finally:
+        call(f"{server.url}/{prefix}-lucene", "DELETE")
+
+
+def test_on_opensearch_3_the_guard_holds_and_a_red_index_does_not_stop_the_node(node_name):
+    """The managed default (OpenSearch 3, the guard built for Java 21) on a node of its own: the guard refuses, and
+    restarts with a red index and with the node's port taken behave as the launcher promises."""
+    flavour = "opensearch-3"
+    info = node.start(flavour, name=node_name, http_port=free_port(), heap="256m", timeout=240)
+    url = info.url
+    assert info.red_indices == {}
+    assert_the_guard_refuses_faiss_and_nmslib(url, "guard")
 
     # A red index: its only primary may be allocated to no node. Restarting must not wait out the health timeout
     # (which used to stop the node): the start returns, naming the index, and the other indices answer.
