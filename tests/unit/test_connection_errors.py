@@ -67,6 +67,20 @@ def test_three_causes_give_three_messages_and_only_tls_mentions_ca_certs(dialect
     assert ("does not resolve" in message) == (kind == UNKNOWN_HOST)
 
 
+def _connection_failure(dialect) -> ConnectionFailed:
+    """The ConnectionFailed of one `GET /` through a real client (closed afterwards)."""
+
+    async def call() -> None:
+        try:
+            await dialect.request("GET", "/")
+        finally:
+            await dialect.close()
+
+    with pytest.raises(ConnectionFailed) as err:
+        asyncio.run(call())
+    return err.value
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,32 +90,15 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("dialect_class", [OpenSearchDialect, ElasticsearchDialect])
 def test_a_real_closed_port_is_reported_as_refused_without_a_tls_hint(dialect_class):
     url = f"http://127.0.0.1:{_closed_port()}"
-    dialect = dialect_class(ClientSettings(hosts=[url], timeout=2.0, max_retries=0))
-
-    async def call() -> None:
-        try:
-            await dialect.request("GET", "/")
-        finally:
-            await dialect.close()
-
-    with pytest.raises(ConnectionFailed) as err:
-        asyncio.run(call())
-    message = str(err.value)
-    assert err.value.kind == REFUSED
+    err = _connection_failure(dialect_class(ClientSettings(hosts=[url], timeout=2.0, max_retries=0)))
+    message = str(err)
+    assert err.kind == REFUSED
     assert "connection was refused: nothing listens on that host and port" in message
     assert TLS_HINT not in message and "handshake" not in message
 
 
 def test_a_real_unknown_host_is_reported_as_such_without_a_tls_hint():
-    dialect = OpenSearchDialect(ClientSettings(hosts=["http://no-such-host.invalid:9200"], timeout=3.0, max_retries=0))
-
-    async def call() -> None:
-        try:
-            await dialect.request("GET", "/")
-        finally:
-            await dialect.close()
-
-    with pytest.raises(ConnectionFailed) as err:
-        asyncio.run(call())
-    assert err.value.kind == UNKNOWN_HOST
-    assert "the host name does not resolve" in str(err.value) and TLS_HINT not in str(err.value)
+    settings = ClientSettings(hosts=["http://no-such-host.invalid:9200"], timeout=3.0, max_retries=0)
+    err = _connection_failure(OpenSearchDialect(settings))
+    assert err.kind == UNKNOWN_HOST
+    assert "the host name does not resolve" in str(err) and TLS_HINT not in str(err)
