@@ -56,25 +56,22 @@ class TagIndexSync:
 
     async def upserted(self, nodes: list[FileNode]) -> None:
         """Index the tags of written nodes."""
-        tag_index = self.tag_index
-        if tag_index is None:
-            return
-        try:
-            await tag_index.upsert_nodes(nodes)
-        except Exception:
-            self._logger.exception(f"{self._name}: incremental tag index update failed; rebuilding")
-            await self.rebuild("incremental update recovery")
+        await self._incremental("update", lambda tag_index: tag_index.upsert_nodes(nodes))
 
     async def deleted(self, paths: list[str]) -> None:
         """Forget the tags of deleted paths."""
+        await self._incremental("delete", lambda tag_index: tag_index.delete(paths))
+
+    async def _incremental(self, what: str, change: Callable[[BaseTagIndex], Awaitable[Any]]) -> None:
+        """Apply one change to the bound tag index; when it fails, rebuild the index from the stored nodes."""
         tag_index = self.tag_index
         if tag_index is None:
             return
         try:
-            await tag_index.delete(paths)
+            await change(tag_index)
         except Exception:
-            self._logger.exception(f"{self._name}: incremental tag index delete failed; rebuilding")
-            await self.rebuild("incremental delete recovery")
+            self._logger.exception(f"{self._name}: incremental tag index {what} failed; rebuilding")
+            await self.rebuild(f"incremental {what} recovery")
 
     async def clear(self) -> None:
         """Empty the tag index (the store was cleared)."""

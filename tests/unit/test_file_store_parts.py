@@ -10,7 +10,9 @@ import pytest
 from reme.schema import FileNode
 
 from reme_es.errors import BulkError, BulkItemFailure, ConnectionFailed, InvalidInput, RequestFailed
+from reme_es.models import FileDoc
 from reme_es.reme.pending import PENDING_BATCH, RETRY_MAX_S, PendingChanges, unreachable
+from reme_es.reme.tags import TagIndexSync
 from reme_es.reme.visibility import MAX_DELAY_FACTOR, DeferredRefresh
 
 
@@ -310,3 +312,61 @@ async def test_close_stops_retrying_and_keeps_no_new_loop():
 )
 def test_which_failures_mean_the_cluster_is_unreachable(exc, kept):
     assert unreachable(exc) is kept
+
+
+# ------------------------------------------------------------------------------------------- tag index
+
+
+class FakeTagIndex:
+    """A tag index whose incremental calls fail while `fail` is set; records every call and its health."""
+
+    tag_key = "memory_tags"
+
+    def __init__(self) -> None:
+        self.fail = False
+        self.calls: list[tuple] = []
+        self.healthy: list[bool] = []
+
+    async def upsert_nodes(self, nodes: list[FileNode]) -> None:
+        self.calls.append(("upsert", [n.path for n in nodes]))
+        if self.fail:
+            raise RuntimeError("tag index down")
+
+    async def delete(self, paths: list[str]) -> None:
+        self.calls.append(("delete", paths))
+        if self.fail:
+            raise RuntimeError("tag index down")
+
+    async def rebuild(self, nodes: list[FileNode]) -> None:
+        self.calls.append(("rebuild", [n.path for n in nodes]))
+
+    def set_healthy(self, healthy: bool) -> None:
+        self.healthy.append(healthy)
+
+
+async def test_a_failed_incremental_tag_update_or_delete_rebuilds_the_tag_index_from_the_tagged_files(caplog):
+    index, asked = FakeTagIndex(), []
+
+    async def tagged_files(key: str) -> list[FileDoc]:
+        asked.append(key)
+        return [FileDoc(path="digest/tagged.md", st_mtime=1.0, front_matter={"memory_tags": ["a"]})]
+
+    tags = TagIndexSync(lambda: index, tagged_files, name="fs")
+    await tags.upserted([node("digest/a.md")])
+    await tags.deleted(["digest/b.md"])
+    assert (index.calls, asked, index.healthy) == ([("upsert", ["digest/a.md"]), ("delete", ["digest/b.md"])], [], [])
+    index.fail, index.calls = True, []
+    await tags.upserted([node("digest/a.md")])
+    await tags.deleted(["digest/b.md"])
+    assert index.calls == [
+        ("upsert", ["digest/a.md"]), ("rebuild", ["digest/tagged.md"]),
+        ("delete", ["digest/b.md"]), ("rebuild", ["digest/tagged.md"]),
+    ]
+    assert (asked, index.healthy) == (["memory_tags", "memory_tags"], [True, True])
+    assert [r.getMessage() for r in caplog.records if r.name == "reme_es.reme.tags"] == [
+        "fs: incremental tag index update failed; rebuilding", "fs: incremental tag index delete failed; rebuilding",
+    ]
+    untagged = TagIndexSync(lambda: None, tagged_files)  # no tag index configured: nothing to keep in step
+    await untagged.upserted([node("digest/a.md")])
+    await untagged.deleted(["digest/b.md"])
+    assert asked == ["memory_tags", "memory_tags"]
