@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -34,6 +33,8 @@ from reme_es.errors import MappingError
 from reme_es.maintenance import vectors_model
 from reme_es.models import LinkScope, chunk_id
 from reme_es.store import MemoryStore
+
+from tests.integration.nodes import Proxy, exists
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
 BUILTIN = ["--chunker", "builtin", "--dirs", "daily,digest,resource", "--suffix", "md,jsonl"]
@@ -91,6 +92,13 @@ class Cli:
     def store(self, fn):
         return asyncio.run(_with_store(self.url, self.prefix, fn))
 
+    def watch(self, url: str, stderr) -> subprocess.Popen:
+        """`reme-es sync --watch` of the workspace against `url` in a child process (stdout piped, text)."""
+        env = {**os.environ, "REME_ES_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(self.workspace), *BUILTIN, "--watch",
+               "--hosts", url, "--index-prefix", self.prefix]
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+
 
 @pytest.fixture
 def node_url(server) -> str:
@@ -118,15 +126,6 @@ def _touch(path: Path, text: str) -> None:
     before = path.stat().st_mtime if path.exists() else 0
     path.write_text(text, encoding="utf-8")
     os.utime(path, (time.time(), max(time.time(), before + 1)))
-
-
-def _alias_exists(url: str, name: str) -> bool:
-    try:
-        urllib.request.urlopen(f"{url}/_alias/{name}", timeout=10)
-    except urllib.error.HTTPError as exc:
-        assert exc.code == 404
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------------------------- sync
@@ -233,7 +232,7 @@ def test_dry_run_writes_nothing(cli, node_url):
         *(f"would add {p}" for p in EXAMPLE_FILES),
         "would sync: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped",
     ]
-    assert not _alias_exists(node_url, f"{cli.prefix}-files")
+    assert not exists(node_url, f"_alias/{cli.prefix}-files")
 
     assert cli.sync().exit_code == 0
     _touch(cli.workspace / "digest/search.md", "# Search\n\nchanged\n")
@@ -371,21 +370,7 @@ def test_a_120_mb_file_is_skipped_by_the_default_limit_without_being_read(cli):
 
 
 def test_watch_picks_up_changes(cli, node_url):
-    env = {**os.environ, "REME_ES_HOME": str(cli.home), "PYTHONUNBUFFERED": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "reme_es.cli",
-        "sync",
-        str(cli.workspace),
-        *BUILTIN,
-        "--watch",
-        "--hosts",
-        node_url,
-        "--index-prefix",
-        cli.prefix,
-    ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli.watch(node_url, subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         lines = []
@@ -469,7 +454,7 @@ def test_reindex_swaps_aliases_and_keeps_documents(cli, node_url):
         f"{cli.prefix}-files: {cli.prefix}-files-1 -> {cli.prefix}-files-2 (7 docs)",
         f"{cli.prefix}-links: {cli.prefix}-links-1 -> {cli.prefix}-links-2 (11 docs)",
     ]
-    assert not _alias_exists(node_url, f"{cli.prefix}-chunks-1")
+    assert not exists(node_url, f"_alias/{cli.prefix}-chunks-1")
     assert cli.search("force-merge") == [("digest/project-atlas.md", 7, 20)]
     assert _summary(cli.sync()) == "synced: 0 added, 0 modified, 0 deleted, 0 failed, 7 unchanged, 0 skipped"
     diff = cli("templates", "diff")
@@ -648,91 +633,12 @@ def test_local_embeddings_are_computed_once(cli):
 # ------------------------------------------------------------------------------------ server outage
 
 
-class _Proxy:
-    """A TCP forwarder to the node that can be taken down and brought back on the same port."""
-
-    def __init__(self, target: str):
-        import socket
-        import threading
-
-        self._socket, self._threading = socket, threading
-        host, port = target.split("//", 1)[1].rsplit(":", 1)
-        self.target = (host, int(port))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._conns: list = []
-        self._server = None
-
-    def start(self) -> None:
-        s = self._socket.socket()
-        s.setsockopt(self._socket.SOL_SOCKET, self._socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", self.port))
-        s.listen(16)
-        self._server = s
-        self._threading.Thread(target=self._accept, args=(s,), daemon=True).start()
-
-    def _accept(self, server) -> None:
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return
-            upstream = self._socket.create_connection(self.target)
-            self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                self._threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a, b) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.close()
-                except OSError:
-                    pass
-
-    def stop(self) -> None:
-        try:
-            self._server.shutdown(self._socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-        except OSError:
-            pass
-        self._server.close()
-        for c in self._conns:
-            try:
-                c.shutdown(self._socket.SHUT_RDWR)
-                c.close()
-            except OSError:
-                pass
-        self._conns = []
-
-
 def test_watch_survives_a_server_outage(cli, node_url):
-    proxy = _Proxy(node_url)
+    proxy = Proxy(node_url)
     proxy.start()
-    env = {**os.environ, "REME_ES_HOME": str(cli.home), "PYTHONUNBUFFERED": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "reme_es.cli",
-        "sync",
-        str(cli.workspace),
-        *BUILTIN,
-        "--watch",
-        "--hosts",
-        proxy.url,
-        "--index-prefix",
-        cli.prefix,
-    ]
     err_file = cli.home.parent / "watch.err"
     with err_file.open("w") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = cli.watch(proxy.url, err)
         try:
             while not (line := proc.stdout.readline()).startswith("watching "):
                 assert line, err_file.read_text()
@@ -842,7 +748,7 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
             f"aliases {', '.join(f'{cli.prefix}-{k}' for k in ('chunks', 'files', 'links'))}; "
             f"pipelines {', '.join(own_pipes) or 'none'}. Nothing was deleted: run again with --yes to delete them.\n"
         )
-        assert _alias_exists(node_url, f"{cli.prefix}-chunks")
+        assert exists(node_url, f"_alias/{cli.prefix}-chunks")
 
         dropped = cli("drop", "--yes", "--json")
         assert dropped.exit_code == 0, dropped.stderr
@@ -850,8 +756,8 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         assert _indices(node_url, cli.prefix) == _indices(node_url, neighbour.prefix)  # only the neighbour's left
         assert _pipelines(node_url, server.engine, cli.prefix) == [p for p in pipelines if p not in own_pipes]
         for kind in ("chunks", "files", "links"):
-            assert not _alias_exists(node_url, f"{cli.prefix}-{kind}")
-            assert _alias_exists(node_url, f"{neighbour.prefix}-{kind}")
+            assert not exists(node_url, f"_alias/{cli.prefix}-{kind}")
+            assert exists(node_url, f"_alias/{neighbour.prefix}-{kind}")
         assert neighbour.search("retention", "--mode", "keyword") != []
 
         again = cli("drop", "--yes")

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 from reme_es.cli import main
 
 from . import test_cli
-from .test_cli import BUILTIN, _local_model_installed, _Proxy
+from .nodes import Proxy
+from .test_cli import BUILTIN, _local_model_installed
 
 cli, node_url = test_cli.cli, test_cli.node_url  # the fixtures: each test runs on every flavour's test node
 
@@ -67,7 +68,7 @@ def test_the_no_vectors_hint_runs_as_printed(cli, tmp_path, monkeypatch):
     assert json.loads(hybrid.stdout)["mode"] == "hybrid" and "note:" not in hybrid.stderr
 
 
-class _DyingProxy(_Proxy):
+class _DyingProxy(Proxy):
     """Forwards to the node until `at_once` requests for `path` are in flight together (held, never forwarded),
     then dies under all of them and stops listening: the node killed while two batches are being written."""
 
@@ -75,16 +76,9 @@ class _DyingProxy(_Proxy):
         super().__init__(target)
         self.path, self.at_once, self.held, self._lock = path, at_once, 0, threading.Lock()
 
-    def _accept(self, server) -> None:
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return
-            upstream = self._socket.create_connection(self.target)
-            self._conns += [client, upstream]
-            threading.Thread(target=self._requests, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+    def _serve(self, client, upstream) -> None:
+        threading.Thread(target=self._requests, args=(client, upstream), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
     def _requests(self, client, upstream) -> None:
         holding = False

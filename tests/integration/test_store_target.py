@@ -8,9 +8,6 @@ forwarder plays the URL whose port another node took: first the OpenSearch test 
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
-
 import pytest
 
 from reme_es.adapters import identity
@@ -20,16 +17,7 @@ from reme_es.connect import open_store
 from reme_es.errors import ClusterChanged, ConnectionFailed, IndexMissing
 from reme_es.models import Chunk, FileDoc
 from reme_es.testing.data import chunk, file_with
-from tests.integration.test_cli import _Proxy
-
-
-def _exists(url: str, name: str) -> bool:
-    try:
-        urllib.request.urlopen(f"{url}/{name}", timeout=10)
-    except urllib.error.HTTPError as exc:
-        assert exc.code == 404
-        return False
-    return True
+from tests.integration.nodes import Proxy, exists
 
 
 def _file(path: str, text: str) -> tuple[FileDoc, list[Chunk]]:
@@ -51,10 +39,10 @@ async def test_a_write_to_a_dropped_index_is_refused_and_creates_nothing(server,
             f"or {server.url} now reaches another cluster. Nothing was written in its place. Run `reme-es sync` (or "
             "restart ReMe) to create the indices again, or point the hosts at the cluster that holds them."
         )
-        assert not _exists(server.url, links)
+        assert not exists(server.url, links)
         with pytest.raises(IndexMissing) as missing:  # an upsert reads what is stored first: the same error
             await store.upsert([_file("digest/b.md", "the tide tables")])
-        assert missing.value.index == links and not _exists(server.url, links)
+        assert missing.value.index == links and not exists(server.url, links)
         await store.ensure_indices()  # what the error says to do works: the index is back behind its alias
         assert await store.port.concrete(links) == [f"{links}-1"]
     finally:
@@ -63,7 +51,7 @@ async def test_a_write_to_a_dropped_index_is_refused_and_creates_nothing(server,
 
 async def test_the_store_notices_when_its_url_reaches_another_cluster(servers, prefix, monkeypatch):
     opensearch, elasticsearch = servers.get("opensearch-2.19"), servers.get("elasticsearch-9")
-    proxy = _Proxy(opensearch.url)
+    proxy = Proxy(opensearch.url)
     proxy.start()
     store = await open_store(ClientSettings([proxy.url]), prefix, "opensearch")
     try:
@@ -77,7 +65,7 @@ async def test_the_store_notices_when_its_url_reaches_another_cluster(servers, p
         with pytest.raises(ClusterChanged) as changed:
             await store.upsert([_file("digest/b.md", "the tide tables")])
         assert str(changed.value).startswith(f"{proxy.url} now reaches another cluster (uuid ")
-        assert not _exists(elasticsearch.url, store.index("files"))  # nothing reached the other cluster
+        assert not exists(elasticsearch.url, store.index("files"))  # nothing reached the other cluster
 
         # An idle store asks again before its next request, without a failed connection in between.
         proxy.stop()
