@@ -24,14 +24,13 @@ import numpy as np
 from reme.application import Application
 from reme.components.as_embedding import BaseAsEmbedding
 from reme.components.component_registry import R
-from reme.config import resolve_app_config
 from reme.enumeration import LinkScopeEnum
+
+from tests.integration.reme_app import index_once_job, quiet_config
 
 pytestmark = pytest.mark.asyncio
 
 DIMS = 64
-WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
-            "optimize_index_cron"]
 
 
 class HashAsEmbedding(BaseAsEmbedding):
@@ -125,34 +124,18 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
     store: dict = {"backend": backend, "embedding_store": "default"}
     if backend != "local":
         store.update(hosts=url, index_prefix=prefix)
-    jobs: dict = {name: {"enabled": False} for name in WATCHERS}
-    jobs["index_once"] = {
-        "backend": "base",
-        "watch_dirs": ["daily_dir", "digest_dir", "resource_dir"],
-        "watch_suffixes": ["md", "jsonl"],
-        "steps": [
-            {"backend": "init_changes_step", "monitor_type": "file_store", "dispatch_steps": ["update_index_step"]}
-        ],
-    }
+    jobs = {"index_once": index_once_job(["daily_dir", "digest_dir", "resource_dir"], ["md", "jsonl"])}
     if backend != "local":
         # The same job answered by the reme-es step (one hybrid request); `search` keeps ReMe's search_step.
         jobs["search_native"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}
-    return resolve_app_config(
-        log_config=False,
-        workspace_dir=str(ws),
-        enable_logo=False,
-        log_to_file=False,
-        log_to_console=False,
-        plugins=["reme-es"],
-        components={
-            "as_embedding": {"default": {"backend": "hash", "dimensions": DIMS}},
-            "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
-            "file_store": {"default": store},
-            # Small chunks, so an edited file keeps some chunks unchanged (their vectors must be reused).
-            "file_chunker": {"markdown": {"chunk_byte_size": 160}},
-        },
-        jobs=jobs,
-    )
+    components = {
+        "as_embedding": {"default": {"backend": "hash", "dimensions": DIMS}},
+        "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
+        "file_store": {"default": store},
+        # Small chunks, so an edited file keeps some chunks unchanged (their vectors must be reused).
+        "file_chunker": {"markdown": {"chunk_byte_size": 160}},
+    }
+    return quiet_config(ws, components, jobs)
 
 
 def make_app(cfg: dict) -> Application:
@@ -217,6 +200,15 @@ async def observe(app: Application, ws: Path) -> dict:
     return obs
 
 
+async def index_once(app: Application, ws: Path) -> tuple[dict, list[str], dict]:
+    """Run ReMe's index job: its counts, the texts embedded since `HashAsEmbedding.texts` was last emptied (read
+    before `observe`, whose searches embed their queries), and what ReMe then sees."""
+    indexed = await app.run_job("index_once")
+    assert indexed.success, indexed.answer
+    embedded = list(HashAsEmbedding.texts)
+    return indexed.metadata["counts"], embedded, await observe(app, ws)
+
+
 async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
     """Index, search, edit + delete + re-index, restart; what ReMe saw at each stage."""
     write_workspace(ws)
@@ -226,11 +218,8 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
     app = make_app(cfg)
     await app.start()
     try:
-        first = await app.run_job("index_once")
-        assert first.success, first.answer
-        out["first_counts"] = first.metadata["counts"]
-        out["first_embedded"] = len(HashAsEmbedding.texts)
-        out["initial"] = await observe(app, ws)
+        out["first_counts"], embedded, out["initial"] = await index_once(app, ws)
+        out["first_embedded"] = len(embedded)
         if backend != "local":
             native = await app.run_job("search_native", query="opensearch migration plan", limit=20)
             assert native.success, native.answer
@@ -246,11 +235,8 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
         standup.write_text(standup.read_text() + "\n## Followup\n\nAlice will benchmark kibana queries.\n")
         (ws / "daily/2026-05-20/retro.md").unlink()
         HashAsEmbedding.texts = []
-        second = await app.run_job("index_once")
-        assert second.success, second.answer
-        out["second_counts"] = second.metadata["counts"]
-        out["second_embedded"] = sorted(HashAsEmbedding.texts)
-        out["edited"] = await observe(app, ws)
+        out["second_counts"], embedded, out["edited"] = await index_once(app, ws)
+        out["second_embedded"] = sorted(embedded)
     finally:
         await app.close()
 
@@ -261,11 +247,8 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
         fs = app.context.components["file_store"]["default"]
         if backend != "local":
             await fs.wait_backfill()
-        third = await app.run_job("index_once")
-        assert third.success, third.answer
-        out["restart_counts"] = third.metadata["counts"]
-        out["restart_embedded"] = len(HashAsEmbedding.texts)
-        out["restarted"] = await observe(app, ws)
+        out["restart_counts"], embedded, out["restarted"] = await index_once(app, ws)
+        out["restart_embedded"] = len(embedded)
     finally:
         await app.close()
     return out

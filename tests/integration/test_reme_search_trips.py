@@ -75,16 +75,23 @@ def feedback_trips(fs, feedback: int) -> list[str]:
     return FEEDBACK_TRIPS if feedback and not fs.store.native_hybrid_available() else []
 
 
-@pytest.mark.parametrize("feedback", [0, 1], ids=["feedback-off", "feedback-default"])
-async def test_es_search_step_answers_in_two_round_trips(app, feedback):
+async def search_native(app, feedback: int, query: str) -> tuple:
+    """Run the `search_native` job (limit 1) at feedback depth `feedback`: its response, the round trips it sent,
+    and the ones expected before the shown texts (the ranked candidates, then those the feedback adds)."""
     fs = app.context.components["file_store"]["default"]
     extra = feedback_trips(fs, feedback)
     sent = record(fs)
-    resp = await app.run_job("search_native", query="Discussed the opensearch migration plan with Alice", limit=1)
+    resp = await app.run_job("search_native", query=query, limit=1)
     assert resp.success, resp.answer
-    assert [r["path"] for r in resp.metadata["results"]] == ["daily/2026-05-18/standup.md"]
     first = "chunks/_search" if fs.store.native_hybrid_available() else "_msearch"
-    assert trips(sent) == [first, *extra, "_msearch"]
+    return resp, trips(sent), [first, *extra]
+
+
+@pytest.mark.parametrize("feedback", [0, 1], ids=["feedback-off", "feedback-default"])
+async def test_es_search_step_answers_in_two_round_trips(app, feedback):
+    resp, sent, ranked = await search_native(app, feedback, "Discussed the opensearch migration plan with Alice")
+    assert [r["path"] for r in resp.metadata["results"]] == ["daily/2026-05-18/standup.md"]
+    assert sent == [*ranked, "_msearch"]
     # standup.md links to opensearch.md (REAL) and missing.md (virtual); opensearch.md links back to it
     expansion = resp.metadata["link_expansion"]["daily/2026-05-18/standup.md"]
     neighbour = {"path": "digest/opensearch.md", "meta": {"name": "OpenSearch",
@@ -95,14 +102,9 @@ async def test_es_search_step_answers_in_two_round_trips(app, feedback):
 
 @pytest.mark.parametrize("feedback", [0, 1], ids=["feedback-off", "feedback-default"])
 async def test_inlink_sources_that_were_not_fetched_cost_one_more_request(app, feedback):
-    fs = app.context.components["file_store"]["default"]
-    extra = feedback_trips(fs, feedback)
-    sent = record(fs)
-    resp = await app.run_job("search_native", query="Reciprocal rank fusion weights the vector branch", limit=1)
-    assert resp.success, resp.answer
+    resp, sent, ranked = await search_native(app, feedback, "Reciprocal rank fusion weights the vector branch")
     assert [r["path"] for r in resp.metadata["results"]] == ["digest/ranking.md"]
-    first = "chunks/_search" if fs.store.native_hybrid_available() else "_msearch"
-    assert trips(sent) == [first, *extra, "_msearch", "files/_mget"]  # retro.md links here and is neither hit nor target
+    assert sent == [*ranked, "_msearch", "files/_mget"]  # retro.md links here and is neither hit nor target
     expansion = resp.metadata["link_expansion"]["digest/ranking.md"]
     assert [n["path"] for n in expansion["outlinks"]] == ["digest/opensearch.md"]
     assert [(n["path"], n["meta"]) for n in expansion["inlinks"]] == [
