@@ -3,31 +3,15 @@
 // the scoped vector store.
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 
 import { createSearchStore, createVectorStore, type OpenSearchStore, type OpenSearchVectorStore } from "../src/index.js";
 import { makeMemory, rejectsWithCode } from "../src/contract/common.js";
-import { freshPrefix, targets } from "./targets.js";
-
-async function http(url: string, method: string, path: string, body?: unknown): Promise<any> {
-  const r = await fetch(url + path, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: r.status, body: await r.json().catch(() => null) };
-}
+import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
 
 for (const { engine, url } of targets) {
   describe(`reme-es-memorie on ${engine} ${url}`, () => {
-    const open: { drop(): Promise<void>; close(): Promise<void> }[] = [];
-    const track = <T extends { drop(): Promise<void>; close(): Promise<void> }>(s: T) => (open.push(s), s);
-    after(async () => {
-      for (const s of open) {
-        await s.drop().catch(() => {});
-        await s.close().catch(() => {});
-      }
-    });
+    const track = dropAfterSuite();
 
     it("detects the engine, and refuses an explicit engine the node does not run", async () => {
       const s = track(await createSearchStore({ url, indexPrefix: freshPrefix("detect") }));

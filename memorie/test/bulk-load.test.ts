@@ -2,7 +2,7 @@
 // when the load fails; pages go out `concurrency` at a time. First with a scripted sender (the request order), then
 // on the real nodes (the setting restored on the node after a failed load, the stored part kept).
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 
 import { sendPages, withoutScheduledRefresh } from "../src/bulk-load.js";
 import { Connection } from "../src/connection.js";
@@ -10,7 +10,7 @@ import { makeMemory } from "../src/contract/common.js";
 import { SearchError, VectorStoreError } from "../src/errors.js";
 import { createSearchStore, createVectorStore } from "../src/index.js";
 import type { SendParams } from "../src/transport.js";
-import { freshPrefix, targets } from "./targets.js";
+import { dropAfterSuite, freshPrefix, targets } from "./targets.js";
 
 function scripted(interval: string | null, status = 200) {
   const seen: string[] = [];
@@ -93,19 +93,12 @@ async function intervalOf(url: string, alias: string): Promise<unknown> {
 
 for (const { engine, url } of targets) {
   describe(`bulk load on ${engine} ${url}`, () => {
-    const stores: { drop(): Promise<void>; close(): Promise<void> }[] = [];
-    after(async () => {
-      for (const s of stores) {
-        await s.drop().catch(() => {});
-        await s.close().catch(() => {});
-      }
-    });
+    const track = dropAfterSuite();
 
     it("a failed indexMany/upsertMany restores the refresh interval; what was sent before the failure is kept", async () => {
       const prefix = freshPrefix("bulk");
-      const search = await createSearchStore({ url, indexPrefix: prefix });
-      const vectors = await createVectorStore({ url, indexPrefix: prefix, dimensions: 4 });
-      stores.push(search, vectors);
+      const search = track(await createSearchStore({ url, indexPrefix: prefix }));
+      const vectors = track(await createVectorStore({ url, indexPrefix: prefix, dimensions: 4 }));
       const vAlias = `${prefix}-memorie-vectors`;
       assert.deepEqual([await intervalOf(url, search.info.alias), await intervalOf(url, vAlias)], ["1s", "1s"]);
       const ms = Array.from({ length: 260 }, (_, i) => makeMemory({ id: `m${String(i).padStart(3, "0")}`, content: `bulk cedar ${i}` }));
@@ -127,8 +120,7 @@ for (const { engine, url } of targets) {
 
     it("a load after one that was killed (interval left at -1) restores the template's 1s", async () => {
       const prefix = freshPrefix("bulk-left");
-      const search = await createSearchStore({ url, indexPrefix: prefix });
-      stores.push(search);
+      const search = track(await createSearchStore({ url, indexPrefix: prefix }));
       const alias = search.info.alias;
       await fetch(`${url}/${alias}/_settings`, {
         method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ index: { refresh_interval: "-1" } }),

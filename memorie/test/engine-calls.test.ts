@@ -6,12 +6,12 @@
 //                 vectorStore.search(embed(text), { topK: limit ? max(limit * 5, 50) : 50 }) with no filter
 //   reindex    -> every memory, 500 a page, into searchStore.index; reconcile -> listIds
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 
 import { createSearchStore, createVectorStore } from "../src/index.js";
 import { makeMemory } from "../src/contract/common.js";
 import type { Memory, SearchQuery, SearchStore, VectorStore } from "../src/types.js";
-import { freshPrefix, targets } from "./targets.js";
+import { dropAfterSuite, freshPrefix, targets } from "./targets.js";
 
 /** A bag-of-words hashing embedder like Memorie's reference one: text without [a-z0-9] gives the zero vector. */
 function embed(text: string, dims = 64): number[] {
@@ -63,18 +63,11 @@ class EngineCalls {
 
 for (const { engine, url } of targets) {
   describe(`engine-style calls on ${engine} ${url}`, () => {
-    const stores: { drop(): Promise<void>; close(): Promise<void> }[] = [];
-    after(async () => {
-      for (const s of stores) {
-        await s.drop().catch(() => {});
-        await s.close().catch(() => {});
-      }
-    });
+    const track = dropAfterSuite();
     const open = async () => {
       const prefix = freshPrefix("engine");
-      const search = await createSearchStore({ url, indexPrefix: prefix });
-      const vectors = await createVectorStore({ url, indexPrefix: prefix });
-      stores.push(search, vectors);
+      const search = track(await createSearchStore({ url, indexPrefix: prefix }));
+      const vectors = track(await createVectorStore({ url, indexPrefix: prefix }));
       return { search, vectors, engine: new EngineCalls(search, vectors) };
     };
 
@@ -126,9 +119,8 @@ for (const { engine, url } of targets) {
 
     it("deferred refresh: another store object sees a write after the background refresh, without reading first", async () => {
       const prefix = freshPrefix("background");
-      const writer = await createSearchStore({ url, indexPrefix: prefix, refreshAfterMs: 50 });
-      const reader = await createSearchStore({ url, indexPrefix: prefix, refresh: "false" });
-      stores.push(writer, reader);
+      const writer = track(await createSearchStore({ url, indexPrefix: prefix, refreshAfterMs: 50 }));
+      const reader = track(await createSearchStore({ url, indexPrefix: prefix, refresh: "false" }));
       const m = makeMemory({ content: "background medlar" });
       await writer.index(m);
       for (let waited = 0; writer.deferredRefreshes === 0 && waited < 20000; waited += 10) {

@@ -7,29 +7,13 @@ import { after, describe, it } from "node:test";
 import { createGraphStore, createSearchStore, createVectorStore } from "../src/index.js";
 import { makeMemory, makeRelation, rejectsWithCode } from "../src/contract/common.js";
 import { Forwarder } from "./forwarder.js";
-import { freshPrefix, targets } from "./targets.js";
-
-async function http(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(url + path, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: r.status, body: await r.json().catch(() => null) };
-}
+import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
 
 const KINDS = ["memories", "vectors", "relations"] as const;
 
 for (const { engine, url } of targets) {
   describe(`writes that could go astray on ${engine} ${url}`, () => {
-    const open: { drop(): Promise<void>; close(): Promise<void> }[] = [];
-    const track = <T extends { drop(): Promise<void>; close(): Promise<void> }>(s: T) => (open.push(s), s);
-    after(async () => {
-      for (const s of open) {
-        await s.drop().catch(() => {});
-        await s.close().catch(() => {});
-      }
-    });
+    const track = dropAfterSuite();
 
     it("a write after another process deleted the index is refused, says what to do, and creates no index", async () => {
       const prefix = freshPrefix("gone");

@@ -1,12 +1,12 @@
 // The vector store's `hnsw` option: the build settings of a new index, in its mapping and `_meta` (pure, then on the
 // real nodes), and bad values refused before anything is sent.
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 
 import { renderIndex } from "../src/dialect.js";
 import { VectorStoreError } from "../src/errors.js";
 import { createVectorStore } from "../src/index.js";
-import { freshPrefix, targets } from "./targets.js";
+import { dropAfterSuite, freshPrefix, targets } from "./targets.js";
 
 const paramsOf = (engine: string, field: any) =>
   engine === "opensearch" ? field.method.parameters : { m: field.index_options.m, ef_construction: field.index_options.ef_construction };
@@ -33,18 +33,11 @@ describe("hnsw option, pure", () => {
 
 for (const { engine, url } of targets) {
   describe(`hnsw option on ${engine} ${url}`, () => {
-    const stores: { drop(): Promise<void>; close(): Promise<void> }[] = [];
-    after(async () => {
-      for (const s of stores) {
-        await s.drop().catch(() => {});
-        await s.close().catch(() => {});
-      }
-    });
+    const track = dropAfterSuite();
 
     it("a new index gets the given m and ef_construction; nearest neighbour still first", async () => {
       const prefix = freshPrefix("hnsw");
-      const store = await createVectorStore({ url, indexPrefix: prefix, dimensions: 3, hnsw: { m: 32, efConstruction: 200 } });
-      stores.push(store);
+      const store = track(await createVectorStore({ url, indexPrefix: prefix, dimensions: 3, hnsw: { m: 32, efConstruction: 200 } }));
       const body: any = await (await fetch(`${url}/${prefix}-memorie-vectors/_mapping`)).json();
       const mapping = (Object.values(body)[0] as any).mappings;
       assert.deepEqual(paramsOf(engine, mapping.properties.embedding), { m: 32, ef_construction: 200 });
