@@ -5,9 +5,10 @@ memory (bench/memory_data.py) and on Cranfield, every mode in one run, one table
                                    [--cranfield /work/shared/data/cranfield] [--png bench/memory_quality.png]
 
 Both sets are indexed through ReMe's file-store interface (`upsert`, one chunk per dialog turn or per Cranfield
-document, vectors from all-MiniLM-L6-v2 handed over with the chunks; query vectors come from the same model through
-a ReMe `as_embedding` backend). Vectors are cached under ~/.cache/reme-es-bench (keyed by model file and texts), so
-only the first run embeds (~4,400 turns + 1,400 abstracts). Every search asks for the top 10:
+document, vectors handed over with the chunks; query vectors come from the same model through a ReMe `as_embedding`
+backend; `--model minilm` (default, all-MiniLM-L6-v2) or `e5` (multilingual-e5-small): bench/memory_models.py).
+Vectors are cached under ~/.cache/reme-es-bench (keyed by model and texts), so only each model's first run embeds
+(~4,400 turns + 1,400 abstracts). Every search asks for the top 10:
   keyword          file_store.keyword_search (ReMe: its BM25 index; reme-es: the cluster's BM25)
   vector           file_store.vector_search (ReMe local: exact cosine; faiss: its index; reme-es: k-NN)
   ReMe fusion      app.run_job("search"): ReMe's own search step (weighted RRF, vector_weight 0.7, 50 candidates
@@ -38,6 +39,7 @@ sys.path.insert(0, str(HERE))
 
 from common import Raw, Report, table  # noqa: E402
 from memory_data import generate  # noqa: E402
+from memory_models import MODELS, embedder  # noqa: E402
 from memory_options import BM25_VARIANTS, OPTIONS, bm25_variants, sweep  # noqa: E402
 from quality import GAINS, load_cranfield, path_of  # noqa: E402
 
@@ -90,34 +92,21 @@ def _load_cache() -> None:
             CACHED.update(zip(z["keys"].tolist(), z["vectors"]))
 
 
-def _single_threaded(model):
-    """The model with a one-thread ONNX session: on a shared 2-core machine two threads mostly wait on each other."""
-    import onnxruntime as ort
-
-    model._load()
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
-    model._session = ort.InferenceSession(str(model._resolve_paths()[0]), sess_options=options,
-                                          providers=["CPUExecutionProvider"])
-    return model
+MODEL = {"name": "minilm"}  # --model: which encoder makes every vector of the run (bench/memory_models.py)
 
 
 def embed_all(texts: list[str], batch: int = 256) -> None:
     """Fill VECTORS for `texts` from the disk cache, embedding what is missing; each batch is saved as it is done
-    (a shard keyed by the model file), so an interrupted run keeps its work."""
-    from reme_es.embeddings import LocalMiniLM, default_model_path
-
+    (a shard keyed by the model), so an interrupted run keeps its work."""
     if not CACHED:
         _load_cache()
-    mp = default_model_path()
-    model_key = f"{mp.name if mp else ''}:{mp.stat().st_size if mp else 0}:256"
+    model_key, embed = embedder(MODEL["name"])
     keyed = {t: hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in set(texts) - VECTORS.keys()}
     todo = sorted((t for t, k in keyed.items() if k not in CACHED), key=len)  # batches of like length pad little
-    model = _single_threaded(LocalMiniLM()) if todo else None
     t0 = time.perf_counter()
     for i in range(0, len(todo), batch):
         part = todo[i : i + batch]
-        vectors = np.asarray(model.embed(part), dtype=np.float32)
+        vectors = embed(part)
         CACHE.mkdir(parents=True, exist_ok=True)
         keys = [keyed[t] for t in part]
         np.savez(CACHE / f"mvec-{keys[0][:16]}.npz", keys=np.asarray(keys), vectors=vectors)
@@ -188,13 +177,13 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
 
 
 def make_app(cfg: dict):
-    """The application, with the bench's as_embedding backend (cached MiniLM vectors) registered."""
+    """The application, with the bench's as_embedding backend (cached vectors) registered."""
     from reme.application import Application
     from reme.components.as_embedding import BaseAsEmbedding
     from reme.components.component_registry import R
 
     class CachedAsEmbedding(BaseAsEmbedding):
-        """all-MiniLM-L6-v2 vectors computed before the run (bench/memory_quality.py's cache)."""
+        """The run's model's vectors, computed before the run (bench/memory_quality.py's cache)."""
 
         def initialize_model(self) -> None:
             """Nothing to load: the vectors are in memory."""
@@ -306,6 +295,7 @@ async def main() -> None:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--cranfield", default="/work/shared/data/cranfield", help="Cranfield's folder; 'none': skip it")
     p.add_argument("--sets", default="memory,cranfield", help="which sets to run (default both)")
+    p.add_argument("--model", default="minilm", choices=MODELS, help="the encoder of every vector (default minilm)")
     p.add_argument("--png", default=str(HERE / "memory_quality.png"))
     p.add_argument("--out", default=str(HERE / "results" / "memory_quality.txt"))
     p.add_argument("--merge", nargs="+", help="no run: tables and plot from these runs' saved JSON (out .json)")
@@ -314,6 +304,8 @@ async def main() -> None:
     if args.merge:
         report(f"merged from {', '.join(args.merge)}")
         return finish(report, *merged(args.merge), args)
+    MODEL["name"] = args.model
+    report(f"embedding model: {args.model}")
     wanted = args.sets.split(",")
     sets = ([memory_set()] if "memory" in wanted else []) + (
         [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted and args.cranfield != "none" else [])

@@ -6,7 +6,7 @@
     username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
     aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
     aws_service: es                          # es (OpenSearch Service) | aoss (OpenSearch Serverless)
-    embedding: none                          # none | local (all-MiniLM-L6-v2, 384-d) | openai
+    embedding: none                          # none | local (all-MiniLM-L6-v2, 384-d) | e5 | openai
     dirs: [daily, digest]                    # ReMe's file-store file set; add resource (and jsonl) to index more
     suffixes: [md]
     chunker: auto                            # auto (ReMe's chunkers when reme-ai is installed) | reme | builtin
@@ -61,7 +61,7 @@ class Settings(BaseModel):
     timeout: float = Field(default=30.0, gt=0)
     aws_region: str | None = None
     aws_service: Literal["es", "aoss"] = "es"
-    embedding: Literal["none", "local", "openai"] = "none"
+    embedding: Literal["none", "local", "e5", "openai"] = "none"
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str = "https://api.openai.com/v1"
     embedding_api_key: SecretStr | None = Field(default=None, exclude=True)

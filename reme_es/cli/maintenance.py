@@ -182,7 +182,7 @@ async def _templates_diff(settings: Settings) -> int:
 @main.command()
 @click.option(
     "--embedding",
-    type=click.Choice(["none", "local", "openai"]),
+    type=click.Choice(["none", "local", "e5", "openai"]),
     help="Rebuild for this embedder's dimension (vectors are dropped when it changes).",
 )
 @common()

@@ -41,7 +41,7 @@ from .base import (
 @click.option("--links/--no-links", default=True, help="Show outlinks/inlinks of each hit's file.")
 @click.option(
     "--embedding",
-    type=click.Choice(["none", "local", "openai"]),
+    type=click.Choice(["none", "local", "e5", "openai"]),
     help="Query embedder (default: the model the index records for its vectors).",
 )
 @click.option("--json", "as_json", is_flag=True)
@@ -134,7 +134,7 @@ async def _query_vector(
             return (await asyncio.to_thread(embedder.embed, [query]))[0]
         raise ConfigError(
             f"index {chunks} holds {store.dims}-d vectors but does not record which model made them: pass "
-            "--embedding local|openai (the model you synced with), or --mode keyword"
+            "--embedding local|e5|openai (the model you synced with), or --mode keyword"
         )
     if asked:
         raise ConfigError(f"--mode {mode} needs vectors, but {reason}: run {fix}, or use --mode keyword")

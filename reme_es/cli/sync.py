@@ -36,7 +36,7 @@ from .base import (
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option(
     "--embedding",
-    type=click.Choice(["none", "local", "openai"]),
+    type=click.Choice(["none", "local", "e5", "openai"]),
     help="Embed chunks (default: the model the index records, else none).",
 )
 @click.option(

