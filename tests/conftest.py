@@ -4,6 +4,7 @@ Flavours under test (tests.containers.servers.selected_flavours): opensearch-2.1
 opensearch-3 when REME_ES_TEST_OPENSEARCH3=1; `REME_ES_TEST_FLAVOURS=a,b` picks. Secured flavours need TLS
 material and users, so the `server` fixture leaves them to tests/reliability/test_secured_opensearch.py.
 Every store gets its own index prefix and is dropped afterwards, so tests never see each other's data.
+Dedicated nodes some tests need are started in the background once collection is over (tests/containers/early.py).
 """
 
 from __future__ import annotations
@@ -14,11 +15,23 @@ from contextlib import ExitStack
 import pytest
 
 from reme_es.server.flavours import get_flavour
+from tests.containers.early import EARLY
 from tests.containers.servers import Server, selected_flavours, test_server
 
 pytest_plugins = ["reme_es.testing.plugin"]  # the contract suite's store_factory (tests/contract)
 
 FLAVOURS = [f for f in selected_flavours() if get_flavour(f).security_plugin is None]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the dedicated nodes the selected tests need in the background, in the order they need them."""
+    if not session.config.option.collectonly:
+        EARLY.plan(session.items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the nodes started ahead that no test took."""
+    EARLY.close()
 
 
 class _Servers:

@@ -8,6 +8,7 @@ find, drop.
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import traceback
 import uuid
@@ -24,8 +25,10 @@ from reme_es.server import certs, node
 
 from .conftest import free_port
 
-ADMIN, ADMIN_PW = "reme_admin", "Adm1n-" + uuid.uuid4().hex[:10]
-WRITER, WRITER_PW = "reme_writer", "Wr1ter-" + uuid.uuid4().hex[:10]
+# Fresh per session, and kept in the environment so that a holder process starting a secured node ahead
+# (tests/containers/early.py) gives it the same passwords.
+ADMIN, ADMIN_PW = "reme_admin", os.environ.setdefault("REME_ES_TEST_ADMIN_PW", f"Adm1n-{uuid.uuid4().hex[:10]}")
+WRITER, WRITER_PW = "reme_writer", os.environ.setdefault("REME_ES_TEST_WRITER_PW", f"Wr1t-{uuid.uuid4().hex[:10]}")
 WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
 
 
@@ -53,7 +56,7 @@ def secured_node(flavour: str, name: str, settings: dict, files: dict[str, bytes
             settings=settings,
             config_files=files,
             security=security,
-            timeout=150,
+            timeout=300,  # started ahead, it shares the CPU with the running tests
         )
         assert info.url.startswith("https://127.0.0.1:")
         yield info.url, str(ca_path)

@@ -23,6 +23,7 @@ import pytest
 
 from reme_es.errors import BulkError
 from reme_es.testing.data import chunk, file_with
+from tests.containers.early import EARLY, Call, needs
 
 from .conftest import count, managed_node
 
@@ -32,11 +33,24 @@ CHUNKS_PER_FILE = 2
 ROUNDS = 2
 
 
+def tiny_write_pool_node(flavour: str):
+    """A dedicated node of `flavour` whose write pool is one thread with a queue of one (its URL)."""
+    settings = {"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1}
+    return managed_node(f"rel-backpressure-{uuid.uuid4().hex[:6]}", settings, flavour=flavour)
+
+
+def _needed(flavour: str) -> tuple[str, Call]:
+    return f"backpressure-{flavour}", Call(__name__, "tiny_write_pool_node", (flavour,))
+
+
+# started in the background ahead of the test (tests/containers/early.py)
+needs(__name__, "tiny_write_pool_url", lambda item: _needed(item.callspec.params["server"]))
+
+
 @pytest.fixture(scope="module")
 def tiny_write_pool_url(server):
     """A dedicated node of the flavour under test whose write pool is one thread with a queue of one."""
-    settings = {"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1}
-    with managed_node(f"rel-backpressure-{uuid.uuid4().hex[:6]}", settings, flavour=server.flavour) as url:
+    with EARLY.take(*_needed(server.flavour)) as url:
         yield url
 
 

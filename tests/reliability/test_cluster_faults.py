@@ -1,4 +1,5 @@
-"""Node faults in a real three-node OpenSearch 2.19 cluster on 127.0.0.1 (`rel-cluster-0/1/2`, 512m heap each).
+"""Node faults in a real three-node OpenSearch 2.19 cluster on 127.0.0.1 (`rel-cluster-<run>-0/1/2`, 512m heap each;
+names of this run only, so two runs on one machine never stop each other's members).
 
 The indices have `number_of_replicas: 1` (IndexOptions(replicas=1)), and every client gets all three URLs.
 1. SIGKILL a data node that is not the elected cluster manager during a `reme-es sync` of 1,000 files / 5,000
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,8 +34,8 @@ from reme_es.server.cluster import Cluster, make_cluster
 from reme_es.store import MemoryStore
 from reme_es.sync.markdown import make_chunk
 from reme_es.templates import IndexOptions
+from tests.containers.early import EARLY, Call, needs
 
-NAMES = ["rel-cluster-0", "rel-cluster-1", "rel-cluster-2"]
 FILES = 1000
 SECTIONS = 5  # one chunk per section: 5,000 chunks
 BATCH_FILES = 50
@@ -40,19 +43,31 @@ TOPICS = ["tides", "harbour", "engines", "ledger", "weather", "crew", "cargo", "
 OPTIONS = IndexOptions(replicas=1)
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextmanager
+def fresh_cluster() -> Iterator[Cluster]:
     """A fresh three-node cluster (node folders wiped first), stopped and wiped at the end even on failure."""
-    c = make_cluster("opensearch-2.19", NAMES, heap="512m")
+    c = make_cluster("opensearch-2.19", [f"rel-cluster-{uuid.uuid4().hex[:6]}-{i}" for i in range(3)], heap="512m")
     c.stop()
     c.wipe()
     try:
-        c.start(timeout=180)
+        c.start(timeout=300)  # started ahead, it shares the CPU with the running tests
         c.wait(nodes=3, status="green", timeout=120)
         yield c
     finally:
         c.stop()
         c.wipe()
+
+
+# started in the background ahead of the tests (tests/containers/early.py)
+CLUSTER = ("cluster", Call(__name__, "fresh_cluster"))
+needs(__name__, "cluster", lambda item: CLUSTER)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The fresh three-node cluster of this module."""
+    with EARLY.take(*CLUSTER) as c:
+        yield c
 
 
 def all_up(c: Cluster) -> None:
@@ -221,10 +236,10 @@ def test_sigkill_data_node_during_sync(cluster, tmp_path):
 
     # The victim: not the elected cluster manager; of the two others, the one holding more primaries of `crashed`.
     manager = cluster.manager()
-    others = [n for n in NAMES if n != manager]
+    others = [n for n in cluster.names if n != manager]
     held = primaries_on(cluster, crashed, others)
     victim = max(others, key=lambda n: (held[n], n))
-    survivors = [n for n in NAMES if n != victim]
+    survivors = [n for n in cluster.names if n != victim]
     live = [cluster.url(n) for n in survivors]
 
     proc = sync.start(crashed)
@@ -315,7 +330,7 @@ def test_sigkill_cluster_manager_during_writes(cluster):
     prefix = f"rel-cl-mgr-{uuid.uuid4().hex[:8]}"
     result = asyncio.run(_write_through_failover(cluster, prefix, batches=40, kill_after=10))
     killed = result["manager"]
-    survivors = [n for n in NAMES if n != killed]
+    survivors = [n for n in cluster.names if n != killed]
     new_manager = cluster.manager(survivors)
     assert new_manager in survivors
     live = [cluster.url(n) for n in survivors]
@@ -358,7 +373,7 @@ def test_sigkill_all_members_and_restart(cluster):
         for row in cluster.get("/_cat/indices/rel-cl-*?format=json&h=index,docs.count")
     }
     acked |= asyncio.run(_write(urls, prefix, 300, 100, refresh=False))  # only in the translog when killed
-    for name in NAMES:
+    for name in cluster.names:
         cluster.kill(name)
     cluster.start(timeout=180)
     health = cluster.wait(nodes=3, status="green", timeout=180)

@@ -19,6 +19,8 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ import pytest
 from reme_es.errors import ServerError
 from reme_es.server import knn_guard, node
 from reme_es.server.flavours import FLAVOURS, get_flavour
+from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours
 from tests.reliability.conftest import free_port
 
@@ -114,11 +117,34 @@ def test_the_run_s_opensearch_node_refuses_faiss_and_nmslib(servers, flavour):
         call(f"{server.url}/{prefix}-lucene", "DELETE")
 
 
-def test_on_opensearch_3_the_guard_holds_and_a_red_index_does_not_stop_the_node(node_name):
+@contextmanager
+def fresh_opensearch_3_node() -> Iterator[tuple[str, node.NodeInfo]]:
+    """(name, info) of a fresh managed OpenSearch 3 node, stopped and its folder removed at exit."""
+    name = f"knn-guard-{uuid.uuid4().hex[:8]}"
+    try:
+        yield name, node.start("opensearch-3", name=name, http_port=free_port(), heap="256m", timeout=300)
+    finally:
+        node.stop(name)
+        shutil.rmtree(node.node_dir(name), ignore_errors=True)
+
+
+# started in the background ahead of the test (tests/containers/early.py)
+OPENSEARCH_3_NODE = ("knn-guard-opensearch-3", Call(__name__, "fresh_opensearch_3_node"))
+needs(__name__, "opensearch_3_node", lambda item: OPENSEARCH_3_NODE)
+
+
+@pytest.fixture
+def opensearch_3_node():
+    """(name, info) of a dedicated OpenSearch 3 node, just started."""
+    with EARLY.take(*OPENSEARCH_3_NODE) as name_and_info:
+        yield name_and_info
+
+
+def test_on_opensearch_3_the_guard_holds_and_a_red_index_does_not_stop_the_node(opensearch_3_node):
     """The managed default (OpenSearch 3, the guard built for Java 21) on a node of its own: the guard refuses, and
     restarts with a red index and with the node's port taken behave as the launcher promises."""
     flavour = "opensearch-3"
-    info = node.start(flavour, name=node_name, http_port=free_port(), heap="256m", timeout=240)
+    node_name, info = opensearch_3_node
     url = info.url
     assert info.red_indices == {}
     assert_the_guard_refuses_faiss_and_nmslib(url, "guard")

@@ -17,8 +17,12 @@ import base64
 import hashlib
 import json
 import os
+import tempfile
 import traceback
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +30,7 @@ from reme_es.adapters.base import ClientSettings
 from reme_es.connect import make_dialect, open_store
 from reme_es.errors import AuthError
 from reme_es.testing.data import chunk, file_with
+from tests.containers.early import EARLY, Call, needs
 
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node, tls_files
 
@@ -76,18 +81,31 @@ def _settings() -> dict:
     return settings
 
 
+@contextmanager
+def secured_node_es() -> Iterator[tuple[str, str]]:
+    """(url, ca path) of a secured node, stopped and removed at exit."""
+    with tempfile.TemporaryDirectory(prefix="reme-es-secured-") as folder:
+        files, ca_path = tls_files(NAME, Path(folder))
+        files.update(
+            {
+                "users": f"{ADMIN}:{_pbkdf2(ADMIN_PW)}\n{WRITER}:{_pbkdf2(WRITER_PW)}\n".encode(),
+                "users_roles": f"superuser:{ADMIN}\nreme_prefix:{WRITER}\n".encode(),
+                "roles.yml": _roles_yml(),
+            }
+        )
+        with secured_node("elasticsearch-9", NAME, _settings(), files, ca_path) as url_and_ca:
+            yield url_and_ca
+
+
+# started in the background ahead of the tests (tests/containers/early.py)
+SECURED = ("secured-elasticsearch-9", Call(__name__, "secured_node_es"))
+needs(__name__, "secured", lambda item: SECURED)
+
+
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory):
+def secured():
     """(url, ca path) of a secured node; stopped at the end of the module even when a test fails."""
-    files, ca_path = tls_files(NAME, tmp_path_factory.mktemp("secured"))
-    files.update(
-        {
-            "users": f"{ADMIN}:{_pbkdf2(ADMIN_PW)}\n{WRITER}:{_pbkdf2(WRITER_PW)}\n".encode(),
-            "users_roles": f"superuser:{ADMIN}\nreme_prefix:{WRITER}\n".encode(),
-            "roles.yml": _roles_yml(),
-        }
-    )
-    with secured_node("elasticsearch-9", NAME, _settings(), files, ca_path) as url_and_ca:
+    with EARLY.take(*SECURED) as url_and_ca:
         yield url_and_ca
 
 

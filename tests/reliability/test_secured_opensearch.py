@@ -11,8 +11,12 @@ REME_ES_TEST_FLAVOURS naming it). The security index is initialised from the con
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,7 @@ from reme_es.server import node
 from reme_es.server.flavours import Flavour, get_flavour
 from reme_es.templates import IndexOptions
 from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
+from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours
 
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, secured_node, tls_files
@@ -65,15 +70,15 @@ def _yml(kind: str, body: dict) -> bytes:
     return json.dumps({"_meta": {"type": kind, "config_version": 2}, **body}).encode()  # JSON is YAML
 
 
-@pytest.fixture(scope="class")
-def secured(request, tmp_path_factory):
-    """(url, ca path) of a node of the class's secured FLAVOUR; stopped at the end of the class even when a test
-    fails."""
-    flavour = get_flavour(request.cls.FLAVOUR)
+@contextmanager
+def secured_node_os(flavour_name: str) -> Iterator[tuple[str, str]]:
+    """(url, ca path) of a node of a secured flavour, stopped and removed at exit."""
+    flavour = get_flavour(flavour_name)
     name = f"rsecos-{uuid.uuid4().hex[:6]}"
     home = node.install(flavour)
     admin_hash, writer_hash = _hashes(flavour, home, [ADMIN_PW, WRITER_PW])
-    files, ca_path = tls_files(name, tmp_path_factory.mktemp("secured-os"))
+    folder = Path(tempfile.mkdtemp(prefix="reme-es-secured-os-"))
+    files, ca_path = tls_files(name, folder)
     shipped = home / "plugins" / "opensearch-security" / "config"
     for shipped_file in ("action_groups.yml", "tenants.yml", "nodes_dn.yml", "allowlist.yml", "audit.yml"):
         files[f"opensearch-security/{shipped_file}"] = (shipped / shipped_file).read_bytes()
@@ -109,7 +114,26 @@ def secured(request, tmp_path_factory):
     }
     for layer in ("http", "transport"):
         settings.update({f"plugins.security.ssl.{layer}.{k}": v for k, v in pem.items()})
-    with secured_node(flavour.name, name, settings, files, ca_path) as url_and_ca:
+    try:
+        with secured_node(flavour.name, name, settings, files, ca_path) as url_and_ca:
+            yield url_and_ca
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _secured_start(flavour_name: str) -> tuple[str, Call]:
+    return f"secured-{flavour_name}", Call(__name__, "secured_node_os", (flavour_name,))
+
+
+# started in the background ahead of the tests (tests/containers/early.py)
+needs(__name__, "secured", lambda item: _secured_start(item.cls.FLAVOUR))
+
+
+@pytest.fixture(scope="class")
+def secured(request):
+    """(url, ca path) of a node of the class's secured FLAVOUR; stopped at the end of the class even when a test
+    fails."""
+    with EARLY.take(*_secured_start(request.cls.FLAVOUR)) as url_and_ca:
         yield url_and_ca
 
 
