@@ -293,6 +293,11 @@ async def run_worker(args) -> dict:
 
             await timed(es_job, queries[:WARMUP])
             latency["search job, es_search_step"] = summarise(await timed(es_job, queries[WARMUP:]))
+            if fs.store.indices.feedback:  # the same step without pseudo-relevance feedback (`feedback: 0`)
+                default, fs.store.indices.feedback = fs.store.indices.feedback, 0
+                await timed(es_job, queries[:WARMUP])
+                latency["search job, es_search_step, feedback 0"] = summarise(await timed(es_job, queries[WARMUP:]))
+                fs.store.indices.feedback = default
         hits = await fs.vector_search(queries[WARMUP], LIMIT, dict(MONTH))
         result["filtered_vector_hits"] = len(hits)
         result["latency"] = latency
