@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import reme_backends as rb  # noqa: E402
-from workloads import SHAPES, Corpus  # noqa: E402
+from workloads import DIMS, SHAPES, Corpus  # noqa: E402
 
 CLI_PROCESSES = 4
 
@@ -71,7 +71,7 @@ def serve(args) -> None:
         if args.worker in rb.FLAVOURS:
             await fs.clear()
         scratch = np.lib.format.open_memmap(Path(args.workdir) / "v.npy", mode="w+", dtype=np.float32,
-                                            shape=(args.size, rb.DIMS))
+                                            shape=(args.size, DIMS))
         upsert_s, dump_s = await rb.upsert_all(fs, corpus, args.size, scratch)
         merge_s = await rb.settle(fs) if args.worker in rb.FLAVOURS else 0.0
         await app.close()
