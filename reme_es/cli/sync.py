@@ -146,7 +146,7 @@ async def _sync_store(settings: Settings, dry_run: bool):
         if store.dims and embedder is None:
             _err(
                 f"warning: index {store.index('chunks')} holds {store.dims}-d vectors but records no model; chunks "
-                "written now get no vector: pass --embedding local|openai"
+                "written now get no vector: pass --embedding local|e5|openai"
             )
     return store, embedder
 

@@ -835,7 +835,7 @@ def test_search_and_sync_use_the_model_the_index_records(cli, server):
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: index {cli.prefix}-chunks holds 384-d vectors but does not record which model made them: pass "
-        "--embedding local|openai (the model you synced with), or --mode keyword\n"
+        "--embedding local|e5|openai (the model you synced with), or --mode keyword\n"
     )
 
 
