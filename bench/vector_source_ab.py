@@ -22,6 +22,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import reme_backends as rb
+from workloads import file_path
 from common import Raw, drop_prefix
 
 from reme_es.adapters.base import ClientSettings
@@ -73,7 +74,7 @@ async def main(url: str, n: int) -> None:
             texts, vecs = c.chunk_batch(first, 1000)
             lines = []
             for i, (tx, v) in enumerate(zip(texts, vecs)):
-                p = rb.file_path((first + i) // 10)
+                p = file_path((first + i) // 10)
                 lines.append(orjson.dumps({"index": {"_index": f"perf-abq-{name}", "_id": str(first + i)}}))
                 lines.append(
                     orjson.dumps(
