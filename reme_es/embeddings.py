@@ -157,6 +157,10 @@ class LocalMiniLM:
             out.extend(pooled.astype(np.float32).tolist())
         return out
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed questions: the same as `embed` (the model is symmetric)."""
+        return self.embed(texts)
+
     def embed_one(self, text: str) -> list[float]:
         """Embed a single text."""
         return self.embed([text])[0]
@@ -169,14 +173,16 @@ def local_identity() -> dict:
 
 
 def same_model(a: dict, b: dict) -> bool:
-    """Whether two recorded models make the same vectors (provider, model, endpoint and dimension)."""
-    keys = ("provider", "model", "base_url", "dims", "vector_space")
+    """Whether two recorded models make the same vectors (provider, model, endpoint, dimension and prefixes)."""
+    keys = ("provider", "model", "base_url", "dims", "vector_space", "prefixes")
     return all(a.get(k) == b.get(k) for k in keys)
 
 
 def describe_model(model: dict) -> str:
-    """`local all-MiniLM-L6-v2 (384-d)`, `openai text-embedding-3-small (1536-d)`, `reme:dashscope ...`."""
-    name = " ".join(str(part) for part in (model.get("provider") or "?", model.get("model")) if part)
+    """`local all-MiniLM-L6-v2 (384-d)`, `openai text-embedding-3-small (1536-d)`, `reme:dashscope ...`,
+    `local multilingual-e5-small-q4 query/passage (384-d)`."""
+    parts = (model.get("provider") or "?", model.get("model"), model.get("prefixes"))
+    name = " ".join(str(part) for part in parts if part)
     return f"{name} ({model.get('dims', '?')}-d)"
 
 

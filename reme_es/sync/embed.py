@@ -10,7 +10,7 @@ import urllib.request
 from typing import Protocol
 
 from ..embeddings import MODEL_NAME, describe_model, local_identity, same_model
-from ..embeddings_e5 import E5_MODEL_NAME, e5_identity
+from ..embeddings_e5 import E5_MODEL_NAME, E5_PREFIXES, e5_identity
 from ..errors import ConfigError, ReMeESError
 
 
@@ -24,7 +24,10 @@ class Embedder(Protocol):
         """What the index records about the model (`provider`, `model`, `dims`; never a secret)."""
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text."""
+        """One vector per stored text."""
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """One vector per question (differs from `embed` for asymmetric models such as e5)."""
 
 
 class OpenAIEmbedder:
@@ -70,6 +73,10 @@ class OpenAIEmbedder:
             out.extend(item["embedding"] for item in sorted(data, key=lambda d: d["index"]))
         return out
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """The endpoint's model takes questions as they are."""
+        return self.embed(texts)
+
 
 class _CheckedLocal:
     """A local model (LocalMiniLM for `local`, LocalE5 for `e5`) whose missing-file errors become a ConfigError."""
@@ -89,8 +96,14 @@ class _CheckedLocal:
         return e5_identity() if self.kind == "e5" else local_identity()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._checked(self._model.embed, texts)
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self._checked(self._model.embed_queries, texts)
+
+    def _checked(self, embed, texts: list[str]) -> list[list[float]]:
         try:
-            return self._model.embed(texts)
+            return embed(texts)
         except (FileNotFoundError, ImportError) as exc:
             raise ConfigError(f"embedding: {self.kind} is not usable: {exc}") from None
 
@@ -98,6 +111,12 @@ class _CheckedLocal:
 def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
     """The embedder that makes the vectors a recorded model made; ConfigError when reme-es cannot run it."""
     provider = model.get("provider")
+    if provider == "local" and model.get("model") == E5_MODEL_NAME and model.get("prefixes") != E5_PREFIXES:
+        raise ConfigError(
+            f"the index's vectors were made by {describe_model(model)} with every text embedded as a question (before "
+            "reme-es embedded stored texts as `passage: `); its vectors and new ones would not match: `reme-es drop "
+            "--yes` and sync again with --embedding e5 (or search with --mode keyword)"
+        )
     if provider == "local" and model.get("model") in (MODEL_NAME, E5_MODEL_NAME):
         return make_embedder("e5" if model.get("model") == E5_MODEL_NAME else "local")
     if provider == "openai":
