@@ -218,7 +218,8 @@ def make_app(cfg: dict):
             return QUERY_VECTORS[text]
 
     with R.preserve(allow_mutation=True):
-        for name, backend in (("bench-cached", CachedAsEmbedding), ("bench-cached-query-side", CachedQuerySideAsEmbedding)):
+        backends = {"bench-cached": CachedAsEmbedding, "bench-cached-query-side": CachedQuerySideAsEmbedding}
+        for name, backend in backends.items():
             if R.get("as_embedding", name) is None:
                 R.register(backend, name)
         return Application(**cfg)

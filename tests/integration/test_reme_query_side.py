@@ -9,6 +9,8 @@ a search that used the query side finds that chunk first (through the passage si
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
@@ -28,7 +30,7 @@ RETRO = "The kibana dashboards were slow; ranking needs work."  # a line of dail
 class QuerySideAsEmbedding(HashAsEmbedding):
     """HashAsEmbedding for stored texts; its query side embeds QUESTION as if it were RETRO and records each call."""
 
-    questions: list[str] = []
+    questions: ClassVar[list[str]] = []
 
     async def embed_query(self, text: str) -> list[float]:
         """The query side: QUESTION means RETRO, anything else is embedded as a stored text."""
