@@ -239,8 +239,9 @@ async def index(fs, data: Dataset) -> None:
     await fs.dump()
 
 
-async def run_backend(backend: str, data: Dataset, url: str, work: Path) -> tuple[dict, dict]:
-    """Ranked chunk ids per mode on one backend, and (reme-es) the fusion sweep's runs."""
+async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: bool = True) -> tuple[dict, dict]:
+    """Ranked chunk ids per mode on one backend, and (reme-es) the fusion sweep's runs (and, `bm25`, the BM25
+    variants', which no model changes)."""
     ws = work / f"{backend}-{data.name}"
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
@@ -268,8 +269,9 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path) -> tupl
         if backend == "opensearch":
             swept = await sweep(fs.store, data.queries, [QUERY_VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
             chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]
-            swept.update(await bm25_variants(Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks,
-                                             data.queries, LIMIT))
+            if bm25:
+                swept.update(await bm25_variants(Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks,
+                                                 data.queries, LIMIT))
     finally:
         if backend == "opensearch":
             await fs.clear()
@@ -288,7 +290,7 @@ def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(12, max(4.5, 1.5 + 0.24 * len(rows))))
     for ax, (metric, key, title) in zip(axes, (("R@10", 0, "conversational memory: recall@10"),
                                                ("nDCG@10", 1, "Cranfield: nDCG@10"))):
         labels = [f"{b}\n{m}" for b, m, *_ in rows]
@@ -320,7 +322,8 @@ async def main() -> None:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--cranfield", default="/work/shared/data/cranfield", help="Cranfield's folder; 'none': skip it")
     p.add_argument("--sets", default="memory,cranfield", help="which sets to run (default both)")
-    p.add_argument("--model", default="minilm", choices=MODELS, help="the encoder of every vector (default minilm)")
+    p.add_argument("--model", default=",".join(MODELS),
+                   help=f"the encoders, each a run of every store and set (default {','.join(MODELS)})")
     p.add_argument("--png", default=str(HERE / "memory_quality.png"))
     p.add_argument("--out", default=str(HERE / "results" / "memory_quality.txt"))
     p.add_argument("--merge", nargs="+", help="no run: tables and plot from these runs' saved JSON (out .json)")
@@ -329,14 +332,14 @@ async def main() -> None:
     if args.merge:
         report(f"merged from {', '.join(args.merge)}")
         return finish(report, *merged(args.merge), args)
-    MODEL["name"] = args.model
-    report(f"embedding model: {args.model}")
+    models = args.model.split(",")
+    for model in models:
+        if model not in MODELS:
+            raise SystemExit(f"--model takes {', '.join(MODELS)} (comma-separated), not {model!r}")
+    report(f"embedding models: {', '.join(models)}")
     wanted = args.sets.split(",")
     sets = ([memory_set()] if "memory" in wanted else []) + (
         [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted and args.cranfield != "none" else [])
-    for d in sets:
-        embed_all([t for chunks in d.files.values() for _, _, t in chunks] + d.queries)  # ReMe's stores: passages
-        embed_all(d.queries, side="query")
     report(", ".join(f"{d.name}: {sum(len(c) for c in d.files.values())} chunks in {len(d.files)} files, "
                      f"{len(d.queries)} questions" for d in sets))
     work = Path(tempfile.mkdtemp(prefix="reme-es-memq-"))
@@ -344,23 +347,36 @@ async def main() -> None:
     sweeps: dict[str, dict] = {}
     kinds: dict[tuple[str, str], dict[str, float]] = {}
     try:
-        for backend in args.backends.split(","):
+        for model in models:
+            use_model(model)
             for d in sets:
-                t0 = time.perf_counter()
-                runs, swept = await run_backend(backend, d, args.url, work)
-                for mode, r in runs.items():
-                    results.setdefault((LABELS[backend], mode), {})[d.name] = scores(r, d)
-                    if d.name == "memory":
-                        kinds[(LABELS[backend], mode)] = by_kind(r, d)
-                if swept:
-                    sweeps[d.name] = {name: scores(r, d) for name, r in swept.items()}
-                print(f"{backend} {d.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-                Path(args.out).with_suffix(".json").write_text(json.dumps(  # what is measured so far, as it goes
-                    {"results": [[k, v] for k, v in results.items()], "sweeps": sweeps,
-                     "kinds": [[k, v] for k, v in kinds.items()]}))
+                embed_all([t for chunks in d.files.values() for _, _, t in chunks] + d.queries)  # ReMe's: passages
+                embed_all(d.queries, side="query")
+            for backend in args.backends.split(","):
+                store = f"{LABELS[backend]}, {model}"
+                for d in sets:
+                    t0 = time.perf_counter()
+                    runs, swept = await run_backend(backend, d, args.url, work, bm25=model == models[0])
+                    for mode, r in runs.items():
+                        results.setdefault((store, mode), {})[d.name] = scores(r, d)
+                        if d.name == "memory":
+                            kinds[(store, mode)] = by_kind(r, d)
+                    if swept:
+                        sweeps.setdefault(model, {})[d.name] = {name: scores(r, d) for name, r in swept.items()}
+                    print(f"{model} {backend} {d.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+                    Path(args.out).with_suffix(".json").write_text(json.dumps(  # what is measured so far, as it goes
+                        {"results": [[k, v] for k, v in results.items()], "sweeps": sweeps,
+                         "kinds": [[k, v] for k, v in kinds.items()]}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     finish(report, results, kinds, sweeps, args)
+
+
+def use_model(name: str) -> None:
+    """Make `name` the encoder of every vector from now on (the in-memory vectors of another model are dropped)."""
+    MODEL["name"] = name
+    VECTORS.clear()
+    QUERY_VECTORS.clear()
 
 
 def merged(paths: list[str]) -> tuple[dict, dict, dict]:
@@ -373,7 +389,8 @@ def merged(paths: list[str]) -> tuple[dict, dict, dict]:
         for key, per_set in saved["results"]:
             results.setdefault(tuple(key), {}).update(per_set)
         kinds.update({tuple(k): v for k, v in saved["kinds"]})
-        sweeps.update(saved["sweeps"])
+        for model, per_set in saved["sweeps"].items():
+            sweeps.setdefault(model, {}).update(per_set)
     return results, kinds, sweeps
 
 
@@ -386,12 +403,14 @@ def finish(report: Report, results: dict, kinds: dict, sweeps: dict, args) -> No
     names = list(next(iter(kinds.values()), {}))
     report(table(["store", "mode", *names], [[b, m, *(v[k] for k in names)] for (b, m), v in kinds.items()],
                  title="\n## conversational memory, recall@10 by question kind"))
-    if sweeps:
-        cols = ["mem R@10", "mem nDCG@10", "cran R@10", "cran nDCG@10"]
-        report(table(["fusion (reme-es candidates, 50 per branch)", *cols],
-                     [_sweep_row(sweeps, name) for name in OPTIONS], title="\n## fusion options"))
+    cols = ["mem R@10", "mem nDCG@10", "cran R@10", "cran nDCG@10"]
+    for model, swept in sweeps.items():
+        report(table([f"fusion, {model} (reme-es candidates, 50 per branch)", *cols],
+                     [_sweep_row(swept, name) for name in OPTIONS], title=f"\n## fusion options, {model}"))
+    if sweeps:  # BM25 does not depend on the model: the first model's run
         report(table(["BM25 variant (scratch index, top 10)", *cols],
-                     [_sweep_row(sweeps, name) for name in BM25_VARIANTS], title="\n## BM25 variants"))
+                     [_sweep_row(next(iter(sweeps.values())), name) for name in BM25_VARIANTS],
+                     title="\n## BM25 variants"))
     plot(rows, Path(args.png))
     report.save(args.out, "memory_quality", "opensearch")
 
