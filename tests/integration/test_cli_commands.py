@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from reme_es.cli import main
-
 from tests.integration.cli_support import Cli, _drop, _local_model_installed, _summary, _touch
 from tests.integration.nodes import exists
 

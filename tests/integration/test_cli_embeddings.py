@@ -12,9 +12,13 @@ from click.testing import CliRunner
 
 from reme_es.cli import main
 from reme_es.maintenance import vectors_model
-
 from tests.integration.cli_support import (
-    EXAMPLE_FILES, _chunk_versions, _local_model_installed, _search_json, _summary, _touch,
+    EXAMPLE_FILES,
+    _chunk_versions,
+    _local_model_installed,
+    _search_json,
+    _summary,
+    _touch,
 )
 
 # ------------------------------------------------------------------------------------------ embeddings

@@ -13,7 +13,6 @@ import subprocess
 import time
 
 from reme_es.models import LinkScope, chunk_id
-
 from tests.integration.cli_support import EXAMPLE_FILES, _summary, _touch
 from tests.integration.nodes import Proxy, exists
 
