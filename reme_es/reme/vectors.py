@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import numpy as np
 from reme.components.embedding_store import BaseEmbeddingStore
 from reme.schema import FileChunk, FileNode
 
@@ -109,10 +110,8 @@ class Embeddings:
         if not self.on() or not query:
             return None
         was_healthy = self.embedding_store.is_healthy
-        # An asymmetric model's ReMe backend (e5) embeds questions apart from stored texts; others through ReMe's store.
-        embed_query = getattr(getattr(self.embedding_store, "as_embedding", None), "embed_query", None)
         try:
-            embedding = await (embed_query(query) if embed_query else self.embedding_store.get_embedding(query))
+            embedding = await self.embedding_store.get_embedding(query)
         except Exception as e:  # noqa: BLE001 - provider errors must not break search
             self._mark_unhealthy(f"search: {type(e).__name__}: {e}")
             return None
@@ -132,7 +131,7 @@ class Embeddings:
         was_healthy = self.embedding_store.is_healthy
         for start in range(0, len(chunks), EMBED_BATCH):
             try:
-                await self.embedding_store.get_node_embeddings(chunks[start : start + EMBED_BATCH])
+                await self._embed_stored(chunks[start : start + EMBED_BATCH])
             except Exception as e:  # noqa: BLE001 - stored without vectors, backfilled later
                 self._mark_unhealthy(f"upsert: {type(e).__name__}: {e}")
                 return
@@ -141,6 +140,17 @@ class Embeddings:
                 chunk.embedding = None
         if any(chunk.embedding is not None for chunk in chunks):
             await self._recover_after_real_request(was_healthy)
+
+    async def _embed_stored(self, chunks: list[FileChunk]) -> None:
+        """Give chunks the vectors of their texts as stored texts: through the backend's passage side where it has
+        one (e5: `passage: `, while ReMe's interface embeds every text as a question), else through ReMe's
+        embedding store (its cache, retries and health flags)."""
+        embed_passages = getattr(getattr(self.embedding_store, "as_embedding", None), "embed_passages", None)
+        if embed_passages is None:
+            await self.embedding_store.get_node_embeddings(chunks)
+            return
+        for chunk, vector in zip(chunks, await embed_passages([c.text for c in chunks]), strict=True):
+            chunk.embedding = np.asarray(vector, dtype=np.float16)  # as ReMe keeps vectors
 
     async def for_upsert(self, files: list[tuple[FileNode, list[FileChunk]]]) -> set[str]:
         """Give the files' chunks their vectors (given, reused from the index, or embedded: `VectorStore.plan`);
@@ -227,7 +237,7 @@ class Embeddings:
                     self._logger.warning(f"{self._name}: embedding backfill skipped: health check failed")
                     return {"filled": 0, "missing": len(nodes)}
             try:
-                await self.embedding_store.get_node_embeddings(nodes)
+                await self._embed_stored(nodes)
             except Exception as e:  # noqa: BLE001
                 self._mark_unhealthy(f"backfill: {type(e).__name__}: {e}")
                 return {"filled": filled, "missing": missing + len(nodes)}

@@ -90,7 +90,6 @@ def test_the_reme_backend_refuses_another_dimension_and_a_missing_package(no_nan
         E5AsEmbedding(dimensions=768)
     backend = E5AsEmbedding()
     assert backend.dimensions == 384 and backend.vector_space[1:3] == ("multilingual-e5-small-q4", "384")
-    assert backend.vector_space[-1] == "query/passage"  # ReMe's cache keeps no vector of the every-text-a-question use
     with pytest.raises(ConfigError, match=r"^as_embedding backend e5 cannot load its model: the e5 model needs"):
         backend.initialize_model()
 
@@ -106,15 +105,15 @@ def test_the_plugin_registers_both_local_backends():
     assert [b.name for b in plugin().backends][-2:] == ["minilm", "e5"]
 
 
-async def test_the_reme_backend_embeds_inputs_as_passages_and_questions_through_embed_query():
+async def test_the_reme_backend_embeds_what_reme_hands_it_as_questions_and_passages_through_embed_passages():
     from reme_es.reme.as_embedding import E5AsEmbedding
 
     backend = E5AsEmbedding()
     engine = FakeEngine()
     backend.model = LocalE5(engine=engine)
-    assert await backend(["a chunk", "another"]) == [[0.0, 7.0], [1.0, 7.0]]
-    assert await backend.embed_query("who?") == [0.0, 4.0]
-    assert engine.calls == [("passage", ["a chunk", "another"]), ("query", ["who?"])]
+    assert await backend(["who?", "what?"]) == [[0.0, 4.0], [-1.0, 5.0]]
+    assert await backend.embed_passages(["a chunk"]) == [[0.0, 7.0]]
+    assert engine.calls == [("query", ["who?", "what?"]), ("passage", ["a chunk"])]
 
 
 def test_the_command_line_embedder_keeps_the_two_sides_apart():
