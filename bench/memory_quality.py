@@ -104,14 +104,14 @@ def embed_all(texts: list[str], batch: int = 256, side: str = "reme") -> None:
     its work. A model without a passage side fills PASSAGE_VECTORS from its one side."""
     if not CACHED:
         _load_cache()
-    model_key, embed, embed_passages = embedder(MODEL["name"])
-    if side == "passage" and embed_passages is None:
+    model = embedder(MODEL["name"])
+    if side == "passage" and model.embed_passages is None:
         embed_all(texts, batch)
         PASSAGE_VECTORS.update({t: VECTORS[t] for t in texts})
         return
-    target = VECTORS
+    model_key, embed, target = model.key, model.embed, VECTORS
     if side == "passage":
-        model_key, embed, target = f"{model_key}:passage", embed_passages, PASSAGE_VECTORS
+        model_key, embed, target = model.passage_key, model.embed_passages, PASSAGE_VECTORS
     keyed = {t: hashlib.sha256(f"{model_key}\0{t}".encode()).hexdigest() for t in set(texts) - target.keys()}
     todo = sorted((t for t, k in keyed.items() if k not in CACHED), key=len)  # batches of like length pad little
     t0 = time.perf_counter()
@@ -129,7 +129,7 @@ def embed_all(texts: list[str], batch: int = 256, side: str = "reme") -> None:
 
 def passage_side() -> bool:
     """Whether the run's model embeds stored texts apart from what ReMe hands it (e5)."""
-    return embedder(MODEL["name"])[2] is not None
+    return embedder(MODEL["name"]).embed_passages is not None
 
 
 # ------------------------------------------------------------------------------------------ metrics
