@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import re
@@ -45,12 +46,24 @@ def optional_extended(descriptor: str, absent: str) -> str:
 
 
 def install(flavour: Flavour) -> Path:
-    """Return the installed home of a flavour, fetching and assembling it once."""
+    """Return the installed home of a flavour, fetching and assembling it once. Concurrent starts of one flavour
+    (a test run beside a bench, two early test nodes) take turns on a lock file: the first assembles, the others
+    wait and find it installed, so no start unpacks over another's install or removes it while a node uses it."""
     root = reme_es_home()
     target = root / "installs" / f"{flavour.name}-{flavour.version}"
     home = target / flavour.home_name
     if (target / _MARKER).is_file():
         return home
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if not (target / _MARKER).is_file():
+            _assemble(flavour, root, target)
+    return home
+
+
+def _assemble(flavour: Flavour, root: Path, target: Path) -> None:
+    """Fetch the artifacts, unpack and assemble into a staging folder, then move it to `target`."""
     paths = fetch_artifacts(list(flavour.artifacts), root / "artifacts")
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
@@ -65,8 +78,7 @@ def install(flavour: Flavour) -> Path:
     (staging / _MARKER).write_text(json.dumps({"flavour": flavour.name, "version": flavour.version}))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
-    log.info("installed %s %s at %s", flavour.engine, flavour.version, home)
-    return home
+    log.info("installed %s %s at %s", flavour.engine, flavour.version, target / flavour.home_name)
 
 
 def _add_modules(flavour: Flavour, staged_home: Path, paths: dict[Artifact, Path]) -> None:

@@ -1,4 +1,4 @@
-"""Pure parts of the managed-node launcher: flavours, JVM option rewriting, Java discovery, port checks."""
+"""Pure parts of the managed-node launcher: flavours, JVM option rewriting, Java discovery, port checks, the install lock."""
 
 from __future__ import annotations
 
@@ -179,3 +179,41 @@ def test_the_knn_guard_source_is_adapted_to_opensearch_3():
     stale = replace(three, edits=(("import org.opensearch.no.Such;", "x"),))
     with pytest.raises(ServerError, match="no longer contains 'import org.opensearch.no.Such;'"):
         stale.source_files()
+
+
+def test_concurrent_installs_of_one_flavour_assemble_it_once_and_both_get_it(tmp_path, monkeypatch):
+    """Two starts of a flavour not yet installed (a test run beside a bench): one unpacks, the other waits for it,
+    and neither unpacks over the other's install or removes it."""
+    import threading
+    import time
+    import zipfile
+
+    from reme_es.server import install
+    from reme_es.server.flavours import Artifact, Flavour
+
+    dist = Artifact("org.example", "engine", "1.0", "zip")
+    flavour = Flavour("example-1", "opensearch", "1.0", 17, dist)
+    archive = tmp_path / "engine-1.0.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("opensearch-1.0/bin/opensearch", "#!/bin/sh\n")
+        zf.writestr("opensearch-1.0/lib/engine.jar", "jar")
+    assembled: list[str] = []
+
+    def slow_modules(flavour, staged_home, paths):
+        assembled.append(threading.current_thread().name)
+        time.sleep(0.5)  # long enough for the other start to arrive while this one unpacks
+
+    monkeypatch.setattr(install, "reme_es_home", lambda: tmp_path / "home")
+    monkeypatch.setattr(install, "fetch_artifacts", lambda artifacts, into: {dist: archive})
+    monkeypatch.setattr(install, "_add_modules", slow_modules)
+    homes: dict[str, Path] = {}
+    starts = [threading.Thread(target=lambda n=n: homes.__setitem__(n, install.install(flavour)), name=n)
+              for n in ("a", "b")]
+    for start in starts:
+        start.start()
+        time.sleep(0.1)
+    for start in starts:
+        start.join(10)
+    assert len(assembled) == 1
+    assert homes["a"] == homes["b"] and (homes["a"] / "lib" / "engine.jar").read_text() == "jar"
+    assert not (homes["a"].parent.with_name(homes["a"].parent.name + ".partial")).exists()
