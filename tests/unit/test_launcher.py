@@ -1,4 +1,4 @@
-"""Pure parts of the managed-node launcher: flavours, JVM option rewriting, Java discovery, port checks, the install lock."""
+"""Pure parts of the managed-node launcher: flavours, JVM options, Java discovery, port checks, the install lock."""
 
 from __future__ import annotations
 
