@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -107,6 +108,36 @@ def file_store(app):
 def rss_mib() -> float:
     """Peak RSS of this process (MiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class AnonPeak:
+    """The largest anonymous RSS of this process (`RssAnon`, MiB), sampled every 0.1 s on a thread: the client's
+    own memory (the store's index, caches, the Python heap) without file-backed pages, i.e. without the bench's
+    memory-mapped copy of every vector (1.5 KiB a chunk), which peak RSS includes."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="anon-rss", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def now() -> float:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak = max(self.peak, self.now())
+
+    def stop(self) -> float:
+        """Stop sampling; the peak seen (one last sample included)."""
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, self.now())
 
 
 # ------------------------------------------------------------------------------------ worker (one backend)
@@ -246,6 +277,7 @@ async def run_worker(args) -> dict:
     cfg = app_config(ws, backend, args.url, prefix, args.refresh_after)
     result: dict = {"backend": backend, "size": size, "workload": args.workload}
     vectors = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(size, DIMS))
+    anon = AnonPeak()
 
     app = make_app(cfg)
     await app.start()
@@ -307,6 +339,7 @@ async def run_worker(args) -> dict:
             result["engine"] = f"{fs.store.caps.engine} {fs.store.caps.version}"
             result["native_hybrid"] = fs.store.native_hybrid_available()
         result["client_rss_mib"] = rss_mib()
+        result["client_anon_mib"] = anon.stop()
         result["reupsert_s"] = await reupsert_unchanged(fs, corpus)
         ann = [[int(c.id.split("-")[1]) for c in await fs.vector_search(q, LIMIT, {})][:10] for q in queries[WARMUP:]]
     finally:

@@ -33,7 +33,9 @@ Measured per backend and size:
                       for reme-es also the same job answered by its `es_search_step` (its defaults: z-score fusion
                       with pseudo-relevance feedback), and that step again with `feedback: 0` (two round trips)
   recall@10           vector_search's top 10 against the exact top 10 (numpy, cosine, over the same vectors)
-  client RSS          peak RSS of the process; node heap: JVM heap used after the queries (reme-es only)
+  client RSS          peak RSS of the process (it includes the bench's memory-mapped copy of every vector, 1.5 KiB a
+                      chunk), and its peak anonymous RSS (`RssAnon`, sampled every 0.1 s: the store's own memory
+                      without that copy); node heap: JVM heap used after the queries (reme-es only)
   raw                 for reme-es: the same keyword / k-NN queries sent straight to the node with the same client
                       (the ceiling: what the node answers when nothing sits between the caller and it), interleaved
                       query by query with reme-es' own (alternating which goes first)
@@ -171,13 +173,14 @@ def tables(results: list[dict]) -> str:
                 fmt(r.get("reupsert_s")),
                 fmt(r["restart_s"], 2),
                 *(f"{fmt(lat[m]['p50'])} / {fmt(lat[m]['p95'])}" for m in MODES),
-                fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("node_heap_mib"), 0),
+                fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("client_anon_mib"), 0),
+                fmt(r.get("node_heap_mib"), 0),
             ])
         lines.append(table(
             ["backend", "upsert + dump s", "merging after s", "ingest to steady state s", "chunks/s",
              f"re-upsert {REUPSERT_FILES * PER_FILE:,} unchanged s",
              "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
-             "client peak RSS MiB", "node heap MiB"],
+             "client peak RSS MiB", "client anon RSS MiB", "node heap MiB"],
             rows, title=f"{size:,} chunks, workload {workload}, limit {LIMIT} (search job: limit {JOB_LIMIT})",
         ))
         raws = [r for r in group if "raw" in r]
