@@ -89,7 +89,7 @@ from reme_app import (  # noqa: E402, F401 - re-exported for bench/concurrency.p
     node_heap_mib,
     run_worker,
 )
-from workloads import PER_FILE, SHAPES, Corpus  # noqa: E402, F401
+from workloads import DIMS, PER_FILE, SHAPES, Corpus  # noqa: E402, F401
 
 
 # ------------------------------------------------------------------------------------ driver
@@ -217,7 +217,8 @@ def _series(results: list[dict], backend: str, value) -> list[tuple[int, float]]
 
 
 PANELS = [(m, f"{m} p50 ms", lambda r, m=m: r["latency"][m]["p50"]) for m in MODES] + [
-    ("client RSS", "client peak RSS MiB", lambda r: r["client_rss_mib"]),
+    ("client RSS (own: anonymous)", "client anon RSS MiB",
+     lambda r: r.get("client_anon_mib", r["client_rss_mib"] - r["size"] * DIMS * 4 / (1 << 20))),
     ("ingest to steady state", "s", lambda r: r["upsert_s"] + r.get("dump_s", 0.0) + r.get("merge_s", 0.0)),
 ]
 
