@@ -7,7 +7,7 @@ are the server's own fusion (OpenSearch hybrid query + search pipeline) over the
 
 from __future__ import annotations
 
-from reme_es.fusion import fuse, proximity_rescore
+from reme_es.fusion import collapse_repeats, fuse, proximity_rescore
 
 RRF_WEIGHTS = (0.3, 0.5, 0.7)
 CONVEX_WEIGHTS = (0.3, 0.5, 0.55, 0.6, 0.7)
@@ -21,6 +21,11 @@ OPTIONS = (
     + [f"{base} + proximity {b}" for base in ("rrf w_v=0.5", "minmax w_v=0.5", "zscore w_v=0.5") for b in (0.1, 0.3)]
     + ["native rrf (pipeline)", "native minmax w_v=0.7 (pipeline)", "native minmax w_v=0.5 (pipeline)"]
 )
+COLLAPSED = (  # options also run with repeated texts kept once (reme_es.fusion.collapse_repeats)
+    ["keyword only", "vector only", "rrf w_v=0.7", "minmax w_v=0.7"] + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
+    + [f"zscore w_v={w} + feedback" for w in FEEDBACK_WEIGHTS]
+)
+OPTIONS += [f"{name} + collapse" for name in COLLAPSED]
 
 
 def client_options(vector: list, keyword: list, query: str) -> dict[str, list]:
@@ -69,6 +74,7 @@ async def sweep(store, queries: list[str], vectors: list, candidates: int, limit
         options.update({"keyword + feedback": fb_k, "vector + feedback": fb_v})
         for m in ("rrf", "zscore"):
             options.update({f"{m} w_v={w} + feedback": fuse(fb_v, fb_k, m, w) for w in FEEDBACK_WEIGHTS})
+        options.update({f"{name} + collapse": collapse_repeats(options[name]) for name in COLLAPSED})
         for name, hits in options.items():
             runs.setdefault(name, []).append([h.chunk.id for h in hits[:limit]])
     for name, kind, w in (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),

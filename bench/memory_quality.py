@@ -15,7 +15,10 @@ Vectors are cached under ~/.cache/reme-es-bench (keyed by model and texts), so o
   vector           file_store.vector_search (ReMe local: exact cosine; faiss: its index; reme-es: k-NN)
   ReMe fusion      app.run_job("search"): ReMe's own search step (weighted RRF, vector_weight 0.7, 50 candidates
                    per branch) over that store's branches
-  reme-es fusion   app.run_job on a job of reme-es' `es_search_step` (the store fuses: one hybrid request)
+  reme-es fusion   app.run_job on a job of reme-es' `es_search_step` (the store fuses: one hybrid request; repeated
+                   texts kept once, `collapse`); again with `feedback: 0`, and with `collapse: false`
+  vector, repeats collapsed by the bench   not a mode of any store: the vector branch's 50 candidates with repeated
+                   texts kept once by the bench, top 10: what collapsing alone gives each store, ReMe's included
 Metrics: recall@5 and recall@10 of the evidence turns (Cranfield: of the documents judged 1-4), nDCG@10 (memory: gain
 1 per evidence turn; Cranfield: the README gains of bench/quality.py). Means over all questions. A second table sweeps
 the fusion options reme-es could use, client-side over the same two candidate lists of the drop-in (50 per branch).
@@ -50,7 +53,8 @@ LIMIT = 10
 CANDIDATES = 50  # what ReMe's search step asks each branch for at limit 10
 BACKENDS = ("local", "faiss", "opensearch")
 LABELS = {"local": "ReMe local", "faiss": "ReMe faiss", "opensearch": "reme-es (OpenSearch)"}
-MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion", "reme-es fusion, feedback off")
+MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion", "reme-es fusion, feedback off",
+         "reme-es fusion, collapse off", "vector, repeats collapsed by the bench")
 WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
             "optimize_index_cron"]
 VECTORS: dict[str, list[float]] = {}  # text -> vector through ReMe's interface (the bench's as_embedding backend)
@@ -260,15 +264,19 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: b
         for q in data.queries:
             runs["keyword"].append([c.id for c in await fs.keyword_search(q, LIMIT, {})])
             runs["vector"].append([c.id for c in await fs.vector_search(q, LIMIT, {})])
+            runs["vector, repeats collapsed by the bench"].append(distinct(await fs.vector_search(q, CANDIDATES, {})))
             resp = await app.run_job("search", query=q, limit=LIMIT)
             runs["ReMe fusion"].append([r["id"] for r in resp.metadata.get("results", [])])
             if backend == "opensearch":
                 resp = await app.run_job("search_es", query=q, limit=LIMIT)
                 runs["reme-es fusion"].append([r["id"] for r in resp.metadata.get("results", [])])
-                fs.store.indices.feedback, saved = 0, fs.store.indices.feedback  # the same step without feedback
-                resp = await app.run_job("search_es", query=q, limit=LIMIT)
-                fs.store.indices.feedback = saved
-                runs["reme-es fusion, feedback off"].append([r["id"] for r in resp.metadata.get("results", [])])
+                for setting, mode in (("feedback", "reme-es fusion, feedback off"),
+                                      ("collapse", "reme-es fusion, collapse off")):  # the same step without it
+                    saved = getattr(fs.store.indices, setting)
+                    setattr(fs.store.indices, setting, type(saved)(0))
+                    resp = await app.run_job("search_es", query=q, limit=LIMIT)
+                    setattr(fs.store.indices, setting, saved)
+                    runs[mode].append([r["id"] for r in resp.metadata.get("results", [])])
         if backend == "opensearch":
             swept = await sweep(fs.store, data.queries, [VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
             chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]
@@ -281,6 +289,12 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: b
             await fs.store.drop()
         await app.close()
     return {m: r for m, r in runs.items() if r}, swept
+
+
+def distinct(chunks: list) -> list[str]:
+    """The ids of the first LIMIT chunks of a ranking whose texts were not seen higher up (repeats kept once)."""
+    seen: set[str] = set()
+    return [c.id for c in chunks if not (c.text in seen or seen.add(c.text))][:LIMIT]
 
 
 # ------------------------------------------------------------------------------------------ report

@@ -72,6 +72,7 @@ class Settings(BaseModel):
     vector_weight: float = Field(default=0.55, ge=0.0, le=1.0)
     fusion: Literal["rrf", "minmax", "zscore"] = "zscore"
     feedback: int = Field(default=1, ge=0, le=10)
+    collapse: bool = True  # a text repeated in several chunks is shown once, at its best rank (false: every copy)
     dirs: list[str] = Field(default_factory=lambda: list(REME_DIRS))
     suffixes: list[str] = Field(default_factory=lambda: list(REME_SUFFIXES))
     chunker: Literal["auto", "reme", "builtin"] = "auto"

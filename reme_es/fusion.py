@@ -43,6 +43,27 @@ def candidate_depth(limit: int, multiplier: int = 5, cap: int = MAX_CANDIDATES) 
     return max(limit, min(cap, limit * multiplier))
 
 
+def collapse_repeats(hits: list[Hit]) -> list[Hit]:
+    """The ranking with each repeated text kept once: a hit whose chunk text hash a better-ranked hit already has
+    is dropped, and the kept hit counts the copies dropped in `scores["repeats"]`. Hits without a hash all stay.
+
+    A line said again in many notes ("Long day, talk tomorrow?") has the same vector and nearly the same BM25
+    score in each, so without this its copies fill the top of a ranking and push distinct memories out."""
+    kept: dict[str, int] = {}  # hash -> position in out
+    out: list[Hit] = []
+    for hit in hits:
+        key = hit.chunk.hash
+        if not key:
+            out.append(hit)
+        elif key in kept:
+            first = out[kept[key]]
+            first.scores = {**first.scores, "repeats": first.scores.get("repeats", 0.0) + 1.0}
+        else:
+            kept[key] = len(out)
+            out.append(hit.model_copy(update={"scores": dict(hit.scores)}))
+    return out
+
+
 def apply_min_score(hits: list[Hit], min_score: float) -> list[Hit]:
     """Drop hits whose fused score is below `min_score` (0 keeps all)."""
     if min_score <= 0:
@@ -62,6 +83,9 @@ DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscor
 # OR-ed with a more_like_this of the top keyword hit (FEEDBACK_TERMS terms at FEEDBACK_BOOST). Chosen on both sets
 # of bench/memory_quality.py with z-score fusion at 0.55 (README, quality section); it costs two more round trips.
 DEFAULT_FEEDBACK, FEEDBACK_BETA, FEEDBACK_TERMS, FEEDBACK_BOOST = 1, 0.2, 10, 0.5
+# Repeated texts kept once in a fused ranking (`collapse_repeats`), the ReMe drop-in's and `reme-es search`'s default:
+# chosen on both sets of bench/memory_quality.py (README, quality section); it costs no request.
+DEFAULT_COLLAPSE = True
 
 
 def _normalised(hits: list[Hit], method: str) -> dict[str, float]:
@@ -173,6 +197,15 @@ def validate_fusion(value: str | None) -> str | None:
     from .errors import ConfigError
 
     raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)} (or left out), got {value!r}")
+
+
+def validate_collapse(value) -> bool:
+    """Whether to collapse repeated texts (a bool, as YAML gives it), or ConfigError."""
+    if isinstance(value, bool):
+        return value
+    from .errors import ConfigError
+
+    raise ConfigError(f"collapse must be true or false, got {value!r}")
 
 
 def rocchio(query: list[float], feedback: list[list[float]], beta: float = FEEDBACK_BETA) -> list[float]:

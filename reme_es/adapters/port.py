@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..errors import ConnectionFailed, RequestFailed
 from . import lookups as q
@@ -53,6 +53,20 @@ class Action:
         if self.version is not None:
             item["if_seq_no"], item["if_primary_term"] = self.version
         return item
+
+
+class Candidate(NamedTuple):
+    """One hit of a candidates-only search: its score, chunk id, path and text hash ("" where the chunk has none)."""
+
+    score: float
+    chunk_id: str
+    path: str
+    hash: str = ""
+
+
+def _candidate(hit: dict) -> Candidate:
+    fields = hit["fields"]
+    return Candidate(float(hit["_score"]), fields["chunk_id"][0], fields["path"][0], (fields.get("hash") or [""])[0])
 
 
 @dataclass(frozen=True)
@@ -120,10 +134,9 @@ class IndexPort:
         """The hits of one search."""
         return (await self._send("POST", f"/{index}/_search", body, params))["hits"]["hits"]
 
-    async def ranked(self, index: str, body: dict, params: dict | None = None) -> list[tuple[float, str, str]]:
-        """(score, chunk id, path) of each hit of a search for candidates (`candidates_only` bodies)."""
-        hits = await self.search(index, candidates_only(body), params)
-        return [(float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0]) for h in hits]
+    async def ranked(self, index: str, body: dict, params: dict | None = None) -> list[Candidate]:
+        """Each hit of a search for candidates (`candidates_only` bodies): score, chunk id, path, text hash."""
+        return [_candidate(h) for h in await self.search(index, candidates_only(body), params)]
 
     async def _msearch(self, searches: list[tuple[str, dict]]) -> list[dict]:
         """The responses of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
@@ -152,20 +165,17 @@ class IndexPort:
         answers = await self._msearch([(index, q.count_body(query)) for index, query in queries])
         return [int(resp["hits"]["total"]["value"]) for resp in answers]
 
-    async def ranked_many(self, index: str, bodies: list[dict]) -> list[list[tuple[float, str, str]]]:
+    async def ranked_many(self, index: str, bodies: list[dict]) -> list[list[Candidate]]:
         """`ranked` of several searches of one index in one `_msearch` (no hit totals counted)."""
         answers = await self.msearch([(index, q.lean(candidates_only(b))) for b in bodies])
-        return [[(float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0]) for h in hits]
-                for hits in answers]
+        return [[_candidate(h) for h in hits] for hits in answers]
 
     async def ranked_named(
         self, index: str, body: dict, params: dict | None = None
-    ) -> list[tuple[float, str, str, dict[str, float]]]:
+    ) -> list[tuple[Candidate, dict[str, float]]]:
         """`ranked`, with each hit's named sub-query scores (`matched_queries` asked for with their scores; {} else)."""
         hits = await self.search(index, candidates_only(body), params)
-        return [
-            (float(h["_score"]), h["fields"]["chunk_id"][0], h["fields"]["path"][0], _named_scores(h)) for h in hits
-        ]
+        return [(_candidate(h), _named_scores(h)) for h in hits]
 
     async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:
         """(score, `_source`) of each hit of a search."""

@@ -202,6 +202,7 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
         vector_weight=settings.vector_weight,
         pipeline=settings.fusion,
         feedback=settings.feedback,
+        collapse=settings.collapse,
     )
 
 

@@ -82,6 +82,8 @@ def search(
 def _format_scores(scores: dict[str, float]) -> str:
     parts = [f"score={scores.get('score', 0.0):.4f}"]
     parts += [f"{k}={scores[k]:.4f}" for k in ("keyword", "vector") if k in scores]
+    if scores.get("repeats"):  # the same text in that many more chunks, left out (`collapse`)
+        parts.append(f"repeats={int(scores['repeats'])}")
     return " ".join(parts)
 
 

@@ -26,8 +26,10 @@ from reme.schema import FileChunk, FileLink, FileNode
 from ..adapters.base import ClientSettings, redact_host, validate_hosts
 from ..config import default_prefix as default_index_prefix
 from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
-from ..fusion import DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score
-from ..fusion import validate_feedback, validate_fusion
+from ..fusion import (
+    DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score,
+    validate_collapse, validate_feedback, validate_fusion,
+)
 from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
 from ..store.shown import Shown
@@ -74,6 +76,7 @@ class EsFileStore(BaseFileStore):
         fusion: str | None = DEFAULT_FUSION,
         proximity: float = DEFAULT_PROXIMITY,
         feedback: int = DEFAULT_FEEDBACK,
+        collapse: bool = DEFAULT_COLLAPSE,
         hnsw_m: int = HNSW_M,
         hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
         flavour: str | None = None,
@@ -108,6 +111,7 @@ class EsFileStore(BaseFileStore):
         self.hybrid, self.vector_weight = hybrid, float(vector_weight)
         self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
         self.feedback = validate_feedback(feedback)
+        self.collapse = validate_collapse(collapse)
         self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
         if flavour:
             self.flavour = flavour
@@ -172,7 +176,7 @@ class EsFileStore(BaseFileStore):
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
         options = IndexOptions(dims=dims, **self.index_options)
         kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
-                  "proximity": self.proximity, "feedback": self.feedback}
+                  "proximity": self.proximity, "feedback": self.feedback, "collapse": self.collapse}
         self.store = await open_matching(settings, prefix, self.engine, options, self.logger, self.name, **kwargs)
         caps, where = self.store.caps, ", ".join(redact_host(h) for h in hosts)
         dims = self.store.dims

@@ -54,11 +54,13 @@ class MemoryStore:
         keyword_fields: tuple[str, ...] | None = None,
         proximity: float = 0.0,
         feedback: int = 0,
+        collapse: bool = False,
     ):
         self.dialect = dialect
         self.port = IndexPort(dialect)
         self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight)
         self.indices.proximity, self.indices.feedback = float(proximity), validate_feedback(feedback)
+        self.indices.collapse = bool(collapse)
         self.vectors = VectorStore(self.indices)
         self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)

@@ -63,6 +63,7 @@ class IndexSet:
         self.vector_weight = vector_weight
         self.proximity = 0.0  # client-side fusion: boost of the term-proximity re-rank of the head (0: none)
         self.feedback = 0  # client-side fusion: top hits per branch used for pseudo-relevance feedback (0: none)
+        self.collapse = False  # hybrid search: a text repeated in several chunks kept once, at its best rank
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))

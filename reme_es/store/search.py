@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 
 from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body
+from ..adapters.port import Candidate
 from ..errors import CapabilityError, ConfigError, RequestFailed
 from ..fusion import (
-    FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth, fuse,
-    proximity_rescore, rocchio,
+    FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth, collapse_repeats,
+    fuse, proximity_rescore, rocchio,
 )
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .indices import IndexSet
@@ -34,8 +35,7 @@ class SearchStore:
 
     async def _candidates(self, body: dict, branch: str, params: dict | None = None) -> list[Hit]:
         """Run a search for scores, chunk ids and paths only; the hits' chunks carry no text until `_with_chunks`."""
-        ranked = await self.port.ranked(self.indices.ix.chunks, body, params)
-        return [branch_hit(branch, score, Chunk(id=cid, path=path, text="")) for score, cid, path in ranked]
+        return [_candidate_hit(branch, c) for c in await self.port.ranked(self.indices.ix.chunks, body, params)]
 
     async def _with_chunks(self, hits: list[Hit]) -> list[Hit]:
         """The hits with their stored chunks, from one `_mget` at the searched refresh point (`realtime=false`)."""
@@ -53,13 +53,13 @@ class SearchStore:
         """The candidates of a native hybrid search, each with the raw score of the branches that found it (vector as
         cosine similarity, keyword as BM25) where the server names them, as ReMe's client-side fusion keeps them."""
         hits = []
-        for score, cid, path, named in await self.port.ranked_named(self.indices.ix.chunks, body, params):
-            scores = {"hybrid": score, "score": score}
+        for c, named in await self.port.ranked_named(self.indices.ix.chunks, body, params):
+            scores = {"hybrid": c.score, "score": c.score}
             if "vector" in named:
                 scores["vector"] = cosine_from_score(named["vector"])
             if "keyword" in named:
                 scores["keyword"] = named["keyword"]
-            hits.append(Hit(chunk=Chunk(id=cid, path=path, text=""), scores=scores))
+            hits.append(Hit(chunk=Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash), scores=scores))
         return hits
 
     async def keyword(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
@@ -108,12 +108,14 @@ class SearchStore:
     ) -> SearchResult:
         """Up to `candidates` fused hits ranked from ids and scores alone (their chunks carry no text), in one round
         trip: the server's fusion (one request) or both branches in one `_msearch`, fused here (the store's fusion);
-        with `proximity` set, client fusion fetches its head's text (one `_mget`) to re-rank it by term proximity."""
+        with `collapse` set, a text repeated in several chunks is kept once, at its best rank (by the text hashes
+        the candidates carry: no request); with `proximity` set, client fusion fetches its head's text (one `_mget`)
+        to re-rank it by term proximity."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or candidates <= 0:
             return SearchResult(hits=[])
         if vector is not None and self.indices.native_hybrid():
-            return await self._native(query, vector, candidates, f)
+            return self._collapsed(await self._native(query, vector, candidates, f))
         if vector is not None and self.indices.hybrid == "native":
             caps = self.indices.caps
             raise CapabilityError(
@@ -121,9 +123,15 @@ class SearchStore:
                 f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
-        result = await self._client(query, vector, candidates, f)
+        result = self._collapsed(await self._client(query, vector, candidates, f))
         if self.indices.proximity and result.fusion == "client":
             result.hits = await self._by_proximity(query, result.hits)
+        return result
+
+    def _collapsed(self, result: SearchResult) -> SearchResult:
+        """The result with repeated texts folded into their best-ranked hit, when the store collapses them."""
+        if self.indices.collapse:
+            result.hits = collapse_repeats(result.hits)
         return result
 
     async def _by_proximity(self, query: str, hits: list[Hit]) -> list[Hit]:
@@ -155,7 +163,7 @@ class SearchStore:
         """The keyword and (when a second body is given) vector candidates of one `_msearch`."""
         answers = await self.port.ranked_many(self.indices.ix.chunks, bodies)
         keyword, vec = (
-            [branch_hit(branch, score, Chunk(id=cid, path=path, text="")) for score, cid, path in ranked]
+            [_candidate_hit(branch, c) for c in ranked]
             for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if len(answers) > 1 else []))
         )
         return keyword, vec
@@ -203,6 +211,11 @@ class SearchStore:
                 type="unfused_response",
             )
         return SearchResult(hits=hits, fusion="native")
+
+
+def _candidate_hit(branch: str, c: Candidate) -> Hit:
+    """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (`_with_chunks` adds it)."""
+    return branch_hit(branch, c.score, Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash))
 
 
 def _by_path(hits: list[Hit]) -> dict[str, list[str]]:

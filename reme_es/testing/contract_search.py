@@ -109,6 +109,33 @@ class HybridContract:
         await store.upsert(pairs)
         return store
 
+    @pytest.mark.parametrize("hybrid", ["client", "auto"])
+    async def test_hybrid_search_shows_a_repeated_text_once_at_its_best_rank(self, store_factory, hybrid):
+        # One line said in three daily notes (same text, so the same vector and BM25 score) among distinct notes:
+        # with `collapse` the ranking keeps its best copy and counts the two others; without it all three come back.
+        import hashlib
+
+        store = await store_factory(hybrid=hybrid, pipeline="minmax", vector_weight=0.5, collapse=True)
+        said = "orbital orbital long day talk tomorrow"
+        texts = [said, said, f"orbital mechanics {said[-8:]}", said] + [f"orbital note {i}" for i in range(4)]
+        pairs = []
+        for i, text in enumerate(texts):
+            path = f"daily/2026-05-{10 + i}/n{i}.md"
+            c = chunk(path, text, vector=unit_vector(1, 0.3 if text == said else 0.1 * i))
+            c = c.model_copy(update={"hash": hashlib.sha256(text.encode()).hexdigest()})
+            pairs.append(file_with(path, [c]))
+        await store.upsert(pairs)
+        query, vector = "orbital tomorrow", unit_vector(1, 0.3)
+        folded = await store.search(query, vector, 8)
+        store.indices.collapse = False
+        every = await store.search(query, vector, 8)
+        assert [h.chunk.text for h in every.hits].count(said) == 3
+        assert [h.chunk.text for h in folded.hits].count(said) == 1
+        first_copy = next(h for h in every.hits if h.chunk.text == said)
+        expected = [h for h in every.hits if h.chunk.text != said or h is first_copy]
+        assert _ids(folded.hits) == _ids(expected)
+        assert [h.scores.get("repeats", 0) for h in folded.hits] == [2 if h is first_copy else 0 for h in expected]
+
     async def test_native_and_client_fusion_give_the_same_ranking(self, store_factory):
         # With equal weights ReMe's weighted RRF is plain RRF, which is what the server's RRF processor computes.
         store = await self._hybrid_corpus(store_factory, vector_weight=0.5, pipeline="rrf")

@@ -144,14 +144,55 @@ def test_feedback_depth_is_a_whole_number_of_hits(bad):
 def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
     from reme_es.config import load_settings
     from reme_es.errors import ConfigError
-    from reme_es.fusion import DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT
+    from reme_es.fusion import DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT
 
     s = load_settings(tmp_path, environ={})
-    assert (s.fusion, s.vector_weight, s.feedback) == (DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_FEEDBACK)
-    env = {"REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7"}
+    assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == (
+        DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_FEEDBACK, DEFAULT_COLLAPSE)
+    env = {"REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7", "REME_ES_COLLAPSE": "false"}
     s = load_settings(tmp_path, environ=env)
-    assert (s.fusion, s.vector_weight, s.feedback) == ("rrf", 0.7, 0)
+    assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("rrf", 0.7, 0, False)
     with pytest.raises(ConfigError, match="fusion"):
         load_settings(tmp_path, environ={"REME_ES_FUSION": "borda"})
     with pytest.raises(ConfigError, match="feedback"):
         load_settings(tmp_path, environ={"REME_ES_FEEDBACK": "-1"})
+
+
+# ------------------------------------------------------------------------------ repeated texts
+
+
+def _said(cid: str, text: str, score: float) -> Hit:
+    import hashlib
+
+    digest = hashlib.sha256(text.encode()).hexdigest() if text else ""
+    return Hit(chunk=Chunk(id=cid, path=f"daily/{cid}.md", text="", hash=digest), scores={"score": score})
+
+
+def test_collapse_keeps_each_repeated_text_once_at_its_best_rank_and_counts_the_copies():
+    from reme_es.fusion import collapse_repeats
+
+    ranked = [_said("a", "Long day, talk tomorrow?", 0.9), _said("b", "Long day, talk tomorrow?", 0.9),
+              _said("c", "We adopted a puppy.", 0.8), _said("d", "Long day, talk tomorrow?", 0.7),
+              _said("e", "", 0.6), _said("f", "", 0.5)]  # no hash stored: never folded
+    out = collapse_repeats(ranked)
+    assert [h.chunk.id for h in out] == ["a", "c", "e", "f"]
+    assert out[0].scores == {"score": 0.9, "repeats": 2.0}
+    assert "repeats" not in out[1].scores
+    assert "repeats" not in ranked[0].scores  # the input hits are left as they were
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_collapse_is_true_or_false(bad):
+    from reme_es.errors import ConfigError
+    from reme_es.fusion import validate_collapse
+
+    assert validate_collapse(True) is True and validate_collapse(False) is False
+    with pytest.raises(ConfigError, match="collapse must be true or false"):
+        validate_collapse(bad)
+
+
+def test_the_cli_shows_how_many_copies_of_a_hit_were_left_out():
+    from reme_es.cli.search import _format_scores
+
+    assert _format_scores({"score": 0.5, "vector": 0.8, "repeats": 2.0}) == "score=0.5000 vector=0.8000 repeats=2"
+    assert _format_scores({"score": 0.5, "keyword": 3.0}) == "score=0.5000 keyword=3.0000"
