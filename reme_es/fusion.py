@@ -83,6 +83,10 @@ DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscor
 # OR-ed with a more_like_this of the top keyword hit (FEEDBACK_TERMS terms at FEEDBACK_BOOST). Chosen on both sets
 # of bench/memory_quality.py with z-score fusion at 0.55 (README, quality section); it costs two more round trips.
 DEFAULT_FEEDBACK, FEEDBACK_BETA, FEEDBACK_TERMS, FEEDBACK_BOOST = 1, 0.2, 10, 0.5
+# A hit feeds back only with at least this many terms (`terms`): a dialog turn or a one-line note is too short to
+# expand a query from (on the memory set every turn has at most 26, and feedback from them drifts; Cranfield's
+# abstracts have 29 at the 1st percentile, 98 at the median).
+FEEDBACK_MIN_TERMS = 30
 # Repeated texts kept once in a fused ranking (`collapse_repeats`), the ReMe drop-in's and `reme-es search`'s default:
 # chosen on both sets of bench/memory_quality.py (README, quality section); it costs no request.
 DEFAULT_COLLAPSE = True
@@ -206,6 +210,11 @@ def validate_collapse(value) -> bool:
     from .errors import ConfigError
 
     raise ConfigError(f"collapse must be true or false, got {value!r}")
+
+
+def feeds_back(text: str) -> bool:
+    """Whether a hit's text is long enough to feed a query back (FEEDBACK_MIN_TERMS terms, stop words left out)."""
+    return len(terms(text)) >= FEEDBACK_MIN_TERMS
 
 
 def rocchio(query: list[float], feedback: list[list[float]], beta: float = FEEDBACK_BETA) -> list[float]:

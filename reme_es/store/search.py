@@ -10,7 +10,7 @@ from ..adapters.port import Candidate
 from ..errors import CapabilityError, ConfigError, RequestFailed
 from ..fusion import (
     FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth, collapse_repeats,
-    fuse, proximity_rescore, rocchio,
+    feeds_back, fuse, proximity_rescore, rocchio,
 )
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .indices import IndexSet
@@ -172,20 +172,47 @@ class SearchStore:
         self, query: str, vector: list[float], candidates: int, f: SearchFilter, keyword: list[Hit], vec: list[Hit]
     ) -> tuple[list[Hit], list[Hit]]:
         """Both branches again, each expanded by its own top `feedback` hits (pseudo-relevance feedback): the k-NN
-        query moved toward their stored vectors (Rocchio), the BM25 query OR-ed with a more_like_this of them. Two
-        more round trips: the top vector hits' `_mget`, then one `_msearch`. The hits are ranked by the expanded
-        queries' scores but show the original query's branch score wherever the first pass found them."""
+        query moved toward their stored vectors (Rocchio), the BM25 query OR-ed with a more_like_this of them. Only
+        hits of at least FEEDBACK_MIN_TERMS terms feed back (a dialog turn or a one-line note has too few terms to
+        expand a query from; the branch then keeps its first pass). Up to two more round trips: the top hits' `_mget`,
+        then, when a branch has feedback, one `_msearch`. The hits are ranked by the expanded queries' scores but
+        show the original query's branch score wherever the first pass found them."""
         n = self.indices.feedback
-        stored = await self.vectors.get_chunks(_by_path(vec[:n]), with_vectors=True)
-        moved = rocchio(vector, [s.get("embedding") or [] for s in stored.values()], FEEDBACK_BETA)
-        like = [(doc_id(h.chunk.id), h.chunk.path) for h in keyword[:n]]
+        first = {h.chunk.id: h for h in vec[:n] + keyword[:n]}
+        stored = await self.vectors.get_chunks(_by_path(list(first.values())), with_vectors=True)
+
+        def usable(hits: list[Hit]) -> list[Hit]:
+            return [h for h in hits[:n] if feeds_back((stored.get(h.chunk.id) or {}).get("text", ""))]
+
+        from_vec, from_kw = usable(vec), usable(keyword)
+        if not from_vec and not from_kw:
+            return keyword, vec
+        like = [(doc_id(h.chunk.id), h.chunk.path) for h in from_kw]
+        moved = rocchio(vector, [stored[h.chunk.id].get("embedding") or [] for h in from_vec], FEEDBACK_BETA)
         bodies = [
             feedback_keyword_body(self.indices.ix.chunks, query, like, candidates, f, self.keyword_fields,
-                                  FEEDBACK_TERMS, FEEDBACK_BOOST),
+                                  FEEDBACK_TERMS, FEEDBACK_BOOST)
+            if like else keyword_body(query, candidates, f, self.keyword_fields),
             self.vectors.knn_body(moved, candidates, f),
         ]
         again_k, again_v = await self._branches(bodies)
-        return _shown_as(again_k, keyword, "keyword") or keyword, _shown_as(again_v, vec, "vector") or vec
+        if from_kw:
+            keyword = _shown_as(again_k, keyword, "keyword") or keyword
+        if from_vec:
+            vec = _shown_as(again_v, vec, "vector") or vec
+        return keyword, vec
+        bodies = [
+            feedback_keyword_body(self.indices.ix.chunks, query, [(doc_id(h.chunk.id), h.chunk.path) for h in from_kw],
+                                  candidates, f, self.keyword_fields, FEEDBACK_TERMS, FEEDBACK_BOOST)
+            if from_kw else keyword_body(query, candidates, f, self.keyword_fields),
+            self.vectors.knn_body(
+                rocchio(vector, [stored[h.chunk.id].get("embedding") or [] for h in from_vec], FEEDBACK_BETA),
+                candidates, f),
+        ]
+        again_k, again_v = await self._branches(bodies)
+        keyword = (_shown_as(again_k, keyword, "keyword") or keyword) if from_kw else keyword
+        vec = (_shown_as(again_v, vec, "vector") or vec) if from_vec else vec
+        return keyword, vec
 
     async def _native(self, query: str, vector: list[float], candidates: int, f: SearchFilter) -> SearchResult:
         """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""

@@ -173,6 +173,34 @@ class HybridContract:
             round(h.scores["proximity"], 6) for h in expected
         ]
 
+    async def _feedback_corpus(self, store_factory, long: bool):
+        # Six "orbital" chunks (the first the most orbital, holding "hohmann transfer") and digest/x.md, which shares
+        # no term with the query "orbital"; `long`: every orbital chunk has the terms feedback needs.
+        from ..fusion import FEEDBACK_MIN_TERMS
+
+        store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
+        pad = FEEDBACK_MIN_TERMS // 2 if long else 0
+        texts = ["orbital orbital hohmann transfer" + " hohmann transfer" * pad] + [
+            f"orbital mechanics filler{i}" + " mechanics filler" * pad for i in range(1, 6)]
+        pairs = [file_with(f"digest/f{i}.md", [chunk(f"digest/f{i}.md", t, vector=unit_vector(1, 0.2 * i))])
+                 for i, t in enumerate(texts)]
+        far = chunk("digest/x.md", "hohmann transfer budget", vector=unit_vector(0, 1))
+        pairs.append(file_with("digest/x.md", [far]))
+        await store.upsert(pairs)
+        return store
+
+    async def test_short_top_hits_do_not_feed_back(self, store_factory):
+        # A hit of fewer than FEEDBACK_MIN_TERMS terms (a dialog turn) is no ground to expand a query from: with
+        # feedback on, the search ranks and scores exactly as without it.
+        store = await self._feedback_corpus(store_factory, long=False)
+        query, vector = "orbital", unit_vector(1, 0.5)
+        plain = await store.search(query, vector, 7, candidates=7)
+        store.indices.feedback = 1
+        result = await store.search(query, vector, 7, candidates=7)
+        assert result.keyword_hits == plain.keyword_hits == 6
+        assert [(h.chunk.id, round(h.score, 6)) for h in result.hits] == [
+            (h.chunk.id, round(h.score, 6)) for h in plain.hits]
+
     async def test_client_fusion_with_feedback_reaches_a_chunk_only_the_top_hit_explains(self, store_factory):
         # "hohmann transfer budget" shares no term with the query: only the more_like_this of the top keyword hit
         # (which holds "hohmann transfer") brings it into the keyword branch; the k-NN query moves toward the top
@@ -181,13 +209,7 @@ class HybridContract:
         from ..fusion import FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, convex, rocchio
         from ..models import SearchFilter
 
-        store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
-        texts = ["orbital orbital hohmann transfer"] + [f"orbital mechanics filler{i}" for i in range(1, 6)]
-        pairs = [file_with(f"digest/f{i}.md", [chunk(f"digest/f{i}.md", t, vector=unit_vector(1, 0.2 * i))])
-                 for i, t in enumerate(texts)]
-        far = chunk("digest/x.md", "hohmann transfer budget", vector=unit_vector(0, 1))
-        pairs.append(file_with("digest/x.md", [far]))
-        await store.upsert(pairs)
+        store = await self._feedback_corpus(store_factory, long=True)
         query, vector = "orbital", unit_vector(1, 0.5)
         plain = await store.search(query, vector, 7, candidates=7)
         store.indices.feedback = 1
