@@ -7,6 +7,7 @@ are the server's own fusion (OpenSearch hybrid query + search pipeline) over the
 
 from __future__ import annotations
 
+from reme_es import fusion
 from reme_es.fusion import collapse_repeats, fuse, proximity_rescore
 
 RRF_WEIGHTS = (0.3, 0.5, 0.7)
@@ -19,13 +20,17 @@ OPTIONS = (
     + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
     + [f"{m} w_v={w} + feedback" for m in ("rrf", "zscore") for w in FEEDBACK_WEIGHTS]
     + [f"{base} + proximity {b}" for base in ("rrf w_v=0.5", "minmax w_v=0.5", "zscore w_v=0.5") for b in (0.1, 0.3)]
-    + ["native rrf (pipeline)", "native minmax w_v=0.7 (pipeline)", "native minmax w_v=0.5 (pipeline)"]
 )
+NATIVE = (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
+          ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5))
+OPTIONS += [name for name, *_ in NATIVE]
 COLLAPSED = (  # options also run with repeated texts kept once (reme_es.fusion.collapse_repeats)
     ["keyword only", "vector only", "rrf w_v=0.7", "minmax w_v=0.7"] + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
     + [f"zscore w_v={w} + feedback" for w in FEEDBACK_WEIGHTS]
 )
-OPTIONS += [f"{name} + collapse" for name in COLLAPSED]
+OPTIONS += [f"{name} + collapse" for name in COLLAPSED] + [f"{name} + collapse" for name, *_ in NATIVE]
+UNGATED = "zscore w_v=0.55 + feedback from any hit"  # feedback without its length gate (FEEDBACK_MIN_TERMS 0)
+OPTIONS += [UNGATED, f"{UNGATED} + collapse"]
 
 
 def client_options(vector: list, keyword: list, query: str) -> dict[str, list]:
@@ -42,11 +47,13 @@ def client_options(vector: list, keyword: list, query: str) -> dict[str, list]:
     return out
 
 
-async def native(store, kind: str, weight: float, queries: list[str], vectors: list, candidates: int, limit: int):
-    """The server-fused ranking of each query through a search pipeline of `kind` (None when it cannot)."""
+async def native(store, kind: str, weight: float, queries: list[str], vectors: list, candidates: int, limit: int,
+                 collapse: bool = False):
+    """The server-fused ranking of each query through a search pipeline of `kind` (None when it cannot); `collapse`:
+    repeated texts kept once (the store's `collapse`)."""
     ix = store.indices
-    saved = (ix.hybrid, ix.pipeline_kind, ix.vector_weight)
-    ix.hybrid, ix.pipeline_kind, ix.vector_weight = "native", kind, weight
+    saved = (ix.hybrid, ix.pipeline_kind, ix.vector_weight, ix.collapse)
+    ix.hybrid, ix.pipeline_kind, ix.vector_weight, ix.collapse = "native", kind, weight, collapse
     try:
         if not ix.native_hybrid():
             return None
@@ -57,7 +64,7 @@ async def native(store, kind: str, weight: float, queries: list[str], vectors: l
             out.append([h.chunk.id for h in result.hits])
         return out
     finally:
-        ix.hybrid, ix.pipeline_kind, ix.vector_weight = saved
+        ix.hybrid, ix.pipeline_kind, ix.vector_weight, ix.collapse = saved
 
 
 async def sweep(store, queries: list[str], vectors: list, candidates: int, limit: int) -> dict[str, list[list[str]]]:
@@ -74,14 +81,19 @@ async def sweep(store, queries: list[str], vectors: list, candidates: int, limit
         options.update({"keyword + feedback": fb_k, "vector + feedback": fb_v})
         for m in ("rrf", "zscore"):
             options.update({f"{m} w_v={w} + feedback": fuse(fb_v, fb_k, m, w) for w in FEEDBACK_WEIGHTS})
-        options.update({f"{name} + collapse": collapse_repeats(options[name]) for name in COLLAPSED})
+        gate, fusion.FEEDBACK_MIN_TERMS = fusion.FEEDBACK_MIN_TERMS, 0  # every top hit feeds back, as before the gate
+        try:
+            any_k, any_v = await store.searches._feedback(q, v, candidates, SearchFilter(), keyword, vector)
+        finally:
+            fusion.FEEDBACK_MIN_TERMS = gate
+        options[UNGATED] = fuse(any_v, any_k, "zscore", 0.55)
+        options.update({f"{name} + collapse": collapse_repeats(options[name]) for name in COLLAPSED + [UNGATED]})
         for name, hits in options.items():
             runs.setdefault(name, []).append([h.chunk.id for h in hits[:limit]])
-    for name, kind, w in (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
-                          ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5)):
-        got = await native(store, kind, w, queries, vectors, candidates, limit)
+    for (name, kind, w), collapse in ((n, c) for n in NATIVE for c in (False, True)):
+        got = await native(store, kind, w, queries, vectors, candidates, limit, collapse)
         if got is not None:
-            runs[name] = got
+            runs[f"{name} + collapse" if collapse else name] = got
     return runs
 
 

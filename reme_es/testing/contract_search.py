@@ -173,9 +173,10 @@ class HybridContract:
             round(h.scores["proximity"], 6) for h in expected
         ]
 
-    async def _feedback_corpus(self, store_factory, long: bool):
+    async def _with_and_without_feedback(self, store_factory, long: bool):
         # Six "orbital" chunks (the first the most orbital, holding "hohmann transfer") and digest/x.md, which shares
-        # no term with the query "orbital"; `long`: every orbital chunk has the terms feedback needs.
+        # no term with the query "orbital"; `long`: every orbital chunk has the terms feedback needs. Searched for
+        # "orbital" without feedback, then with it (the store, both results, the query and its vector).
         from ..fusion import FEEDBACK_MIN_TERMS
 
         store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
@@ -187,16 +188,15 @@ class HybridContract:
         far = chunk("digest/x.md", "hohmann transfer budget", vector=unit_vector(0, 1))
         pairs.append(file_with("digest/x.md", [far]))
         await store.upsert(pairs)
-        return store
+        query, vector = "orbital", unit_vector(1, 0.5)
+        plain = await store.search(query, vector, 7, candidates=7)
+        store.indices.feedback = 1
+        return store, plain, await store.search(query, vector, 7, candidates=7), query, vector
 
     async def test_short_top_hits_do_not_feed_back(self, store_factory):
         # A hit of fewer than FEEDBACK_MIN_TERMS terms (a dialog turn) is no ground to expand a query from: with
         # feedback on, the search ranks and scores exactly as without it.
-        store = await self._feedback_corpus(store_factory, long=False)
-        query, vector = "orbital", unit_vector(1, 0.5)
-        plain = await store.search(query, vector, 7, candidates=7)
-        store.indices.feedback = 1
-        result = await store.search(query, vector, 7, candidates=7)
+        _, plain, result, _, _ = await self._with_and_without_feedback(store_factory, long=False)
         assert result.keyword_hits == plain.keyword_hits == 6
         assert [(h.chunk.id, round(h.score, 6)) for h in result.hits] == [
             (h.chunk.id, round(h.score, 6)) for h in plain.hits]
@@ -209,11 +209,7 @@ class HybridContract:
         from ..fusion import FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, convex, rocchio
         from ..models import SearchFilter
 
-        store = await self._feedback_corpus(store_factory, long=True)
-        query, vector = "orbital", unit_vector(1, 0.5)
-        plain = await store.search(query, vector, 7, candidates=7)
-        store.indices.feedback = 1
-        result = await store.search(query, vector, 7, candidates=7)
+        store, plain, result, query, vector = await self._with_and_without_feedback(store_factory, long=True)
         assert (plain.keyword_hits, result.keyword_hits) == (6, 7)  # digest/x.md: found through feedback only
         first_k, first_v = await store.keyword_search(query, 7), await store.vector_search(vector, 1, k=7)
         assert [h.chunk.path for h in first_k[:1]] == ["digest/f0.md"]  # the most "orbital" chunk
