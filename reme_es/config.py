@@ -91,6 +91,16 @@ class Settings(BaseModel):
             raise ValueError(f"engine must be auto or one of {', '.join(engine_names())}, got {value!r}")
         return value
 
+    @field_validator("collapse", mode="before")
+    @classmethod
+    def _true_or_false(cls, value):
+        words = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str | int) and str(value).strip().lower() in words:
+            return words[str(value).strip().lower()]
+        raise ValueError(f"collapse must be true or false, got {value!r}")
+
     @field_validator("hybrid")
     @classmethod
     def _hybrid_mode(cls, value: str) -> str:

@@ -90,6 +90,8 @@ FEEDBACK_MIN_TERMS = 30
 # Repeated texts kept once in a fused ranking (`collapse_repeats`), the ReMe drop-in's and `reme-es search`'s default:
 # chosen on both sets of bench/memory_quality.py (README, quality section); it costs no request.
 DEFAULT_COLLAPSE = True
+# When the copies leave fewer hits than asked for, the branches are asked again deeper, up to this many each.
+COLLAPSE_MAX_DEPTH = 1000
 
 
 def _normalised(hits: list[Hit], method: str) -> dict[str, float]:

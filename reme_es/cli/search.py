@@ -61,7 +61,11 @@ def search(
     config_file,
     **flags,
 ):
-    """Search the indexed workspace; prints each hit as ReMe does, with its file's links."""
+    """Search the indexed workspace; prints each hit as ReMe does, with its file's links.
+
+    Hybrid search fuses BM25 and k-NN by the settings `fusion`, `vector_weight`, `feedback` and `collapse`
+    (reme-es.yaml, or REME_ES_FUSION, REME_ES_VECTOR_WEIGHT, REME_ES_FEEDBACK, REME_ES_COLLAPSE). With `collapse`
+    (default true) a chunk text stored more than once is shown once, marked repeats=N."""
     _run(
         lambda: _search(
             _settings(workspace, config_file, embedding=embedding, **flags),

@@ -349,16 +349,17 @@ class EsFileStore(BaseFileStore):
         return 0.0 < vector_weight < 1.0 and abs(vector_weight - self.vector_weight) < 1e-9
 
     async def ranked_search(
-        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0
+        self, query: str, candidates: int, search_filter: dict, min_score: float = 0.0, limit: int | None = None
     ) -> tuple[list[FileChunk], dict[str, Any]]:
         """Up to `candidates` fused hits without their texts (fetch those with `shown`), in one round trip: the server's
-        fusion, or both branches in one `_msearch` fused with ReMe's RRF. Counts are `{"vector", "keyword", "fusion"}`
-        (branch hit counts are 0 when fused natively: the server does not report them)."""
+        fusion, or both branches in one `_msearch` fused here (with `collapse`, deeper when repeated texts leave fewer
+        than `limit`). Counts are `{"vector", "keyword", "fusion"}` (branch hit counts are 0 when fused natively: the
+        server does not report them)."""
         if not query or not query.strip() or candidates <= 0:
             return [], {"vector": 0, "keyword": 0, "fusion": "none"}
         vector = await self.vectors.query_vector(query)
         await self.refresher.visible()
-        result = await self._require_store().searches.ranked(query.strip(), vector, candidates, search_filter)
+        result = await self._require_store().searches.ranked(query.strip(), vector, candidates, search_filter, limit)
         counts = {"vector": result.vector_hits, "keyword": result.keyword_hits, "fusion": result.fusion}
         return [to_file_chunk(h) for h in apply_min_score(result.hits, min_score)], counts
 

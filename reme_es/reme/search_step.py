@@ -100,7 +100,7 @@ class EsSearchStep(SearchStep):
             return response
 
         # Round trip 1: ids and scores of both branches (fused by the server or here); 2: what the answer shows.
-        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score)
+        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score, limit)
         pre_dedup_count = len(fused)
         dedup = None
         if tool_context_id:
@@ -121,9 +121,11 @@ class EsSearchStep(SearchStep):
             response.metadata["dedup"] = dedup
         return response
 
-    async def _retrieve(self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float):
+    async def _retrieve(
+        self, store: EsFileStore, query: str, candidates: int, search_filter: dict, min_score: float, limit: int
+    ):
         """The fused candidates (no texts yet), their counts, and whether they were fused (logged as ReMe does)."""
-        fused, counts = await store.ranked_search(query, candidates, search_filter, min_score)
+        fused, counts = await store.ranked_search(query, candidates, search_filter, min_score, limit)
         hybrid = counts["fusion"] in ("native", "client")
         self.logger.info(
             f"[{self.name}] query={query!r} candidates={candidates} fusion={counts['fusion']} hits={len(fused)}"

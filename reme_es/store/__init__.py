@@ -258,10 +258,16 @@ class MemoryStore:
         )
 
     async def ranked(
-        self, query: str, vector: list[float] | None, candidates: int, search_filter: SearchFilter | dict | None = None
+        self,
+        query: str,
+        vector: list[float] | None,
+        candidates: int,
+        search_filter: SearchFilter | dict | None = None,
+        limit: int | None = None,
     ) -> SearchResult:
-        """Up to `candidates` fused hits ranked from ids and scores alone (no texts), in one round trip."""
-        return await self.searches.ranked(query, vector, candidates, search_filter)
+        """Up to `candidates` fused hits ranked from ids and scores alone (no texts), in one round trip (with
+        `collapse`, deeper when repeated texts leave fewer than `limit`)."""
+        return await self.searches.ranked(query, vector, candidates, search_filter, limit)
 
     async def shown(self, hits: list[Hit], paths: list[str]) -> Shown:
         """Ranked hits with their chunks, and the REAL outlinks and inlinks of `paths`, in one `_msearch`."""

@@ -9,8 +9,8 @@ from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword
 from ..adapters.port import Candidate
 from ..errors import CapabilityError, ConfigError, RequestFailed
 from ..fusion import (
-    FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth, collapse_repeats,
-    feeds_back, fuse, proximity_rescore, rocchio,
+    COLLAPSE_MAX_DEPTH, FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth,
+    collapse_repeats, feeds_back, fuse, proximity_rescore, rocchio,
 )
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .indices import IndexSet
@@ -99,23 +99,47 @@ class SearchStore:
             return SearchResult(hits=apply_min_score(hits, min_score), vector_hits=len(hits), fusion="vector")
         if mode != "hybrid":
             raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
-        result = await self.ranked(query, vector, candidates, f)
+        result = await self.ranked(query, vector, candidates, f, limit)
         result.hits = await self._with_chunks(apply_min_score(result.hits, min_score)[:limit])
         return result
 
     async def ranked(
-        self, query: str, vector: list[float] | None, candidates: int, search_filter: SearchFilter | dict | None = None
+        self,
+        query: str,
+        vector: list[float] | None,
+        candidates: int,
+        search_filter: SearchFilter | dict | None = None,
+        limit: int | None = None,
     ) -> SearchResult:
         """Up to `candidates` fused hits ranked from ids and scores alone (their chunks carry no text), in one round
-        trip: the server's fusion (one request) or both branches in one `_msearch`, fused here (the store's fusion);
-        with `collapse` set, a text repeated in several chunks is kept once, at its best rank (by the text hashes
-        the candidates carry: no request); with `proximity` set, client fusion fetches its head's text (one `_mget`)
-        to re-rank it by term proximity."""
+        trip: the server's fusion (one request) or both branches in one `_msearch`, fused here (the store's fusion).
+
+        With `collapse` set, a text repeated in several chunks is kept once, at its best rank (by the text hashes the
+        candidates carry: no request); when the copies leave fewer than `limit` hits of a pool that was full, the
+        branches are asked again four times as deep (up to COLLAPSE_MAX_DEPTH), so `limit` distinct hits come back
+        whenever the index holds them. With `proximity` set, client fusion fetches its head's text (one `_mget`) to
+        re-rank it by term proximity."""
         f = SearchFilter.parse(search_filter)
         if not query or not query.strip() or candidates <= 0:
             return SearchResult(hits=[])
+        depth = candidates
+        while True:
+            result = await self._pool(query, vector, depth, f)
+            if not self.indices.collapse:
+                break
+            full = max(len(result.hits), result.keyword_hits, result.vector_hits) >= depth
+            result.hits = collapse_repeats(result.hits)
+            if len(result.hits) >= (limit or 0) or not full or depth >= COLLAPSE_MAX_DEPTH:
+                break
+            depth = min(depth * 4, COLLAPSE_MAX_DEPTH)
+        if self.indices.proximity and result.fusion == "client":
+            result.hits = await self._by_proximity(query, result.hits)
+        return result
+
+    async def _pool(self, query: str, vector: list[float] | None, depth: int, f: SearchFilter) -> SearchResult:
+        """`depth` candidates per branch, fused by the server where the store fuses natively, else here."""
         if vector is not None and self.indices.native_hybrid():
-            return self._collapsed(await self._native(query, vector, candidates, f))
+            return await self._native(query, vector, depth, f)
         if vector is not None and self.indices.hybrid == "native":
             caps = self.indices.caps
             raise CapabilityError(
@@ -123,16 +147,7 @@ class SearchStore:
                 f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
-        result = self._collapsed(await self._client(query, vector, candidates, f))
-        if self.indices.proximity and result.fusion == "client":
-            result.hits = await self._by_proximity(query, result.hits)
-        return result
-
-    def _collapsed(self, result: SearchResult) -> SearchResult:
-        """The result with repeated texts folded into their best-ranked hit, when the store collapses them."""
-        if self.indices.collapse:
-            result.hits = collapse_repeats(result.hits)
-        return result
+        return await self._client(query, vector, depth, f)
 
     async def _by_proximity(self, query: str, hits: list[Hit]) -> list[Hit]:
         """The fused head (PROXIMITY_TOP hits) fetched with its text and re-ranked by term proximity; the rest after."""

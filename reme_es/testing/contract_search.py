@@ -136,6 +136,25 @@ class HybridContract:
         assert _ids(folded.hits) == _ids(expected)
         assert [h.scores.get("repeats", 0) for h in folded.hits] == [2 if h is first_copy else 0 for h in expected]
 
+    @pytest.mark.parametrize("hybrid", ["client", "auto"])
+    async def test_copies_that_fill_the_candidates_still_leave_limit_distinct_hits(self, store_factory, hybrid):
+        # Twelve copies outrank two distinct notes in both branches and fill the 5 candidates per branch: the search
+        # asks again, deeper, so the limit of 2 still gets two distinct hits, and the kept copy counts all 11 others.
+        import hashlib
+
+        store = await store_factory(hybrid=hybrid, pipeline="minmax", vector_weight=0.5, collapse=True)
+        said = "orbital orbital orbital tomorrow"
+        texts = [said] * 12 + ["orbital note one", "orbital note two"]
+        pairs = []
+        for i, text in enumerate(texts):
+            path = f"daily/2026-06-{i + 1:02d}/n.md"
+            c = chunk(path, text, vector=unit_vector(1, 0.3 if text == said else 0.9 + i * 0.1))
+            pairs.append(file_with(path, [c.model_copy(update={"hash": hashlib.sha256(text.encode()).hexdigest()})]))
+        await store.upsert(pairs)
+        result = await store.search("orbital tomorrow", unit_vector(1, 0.3), 2, candidates=5)
+        assert [h.chunk.text for h in result.hits] == [said, "orbital note one"]
+        assert result.hits[0].scores["repeats"] == 11
+
     async def test_native_and_client_fusion_give_the_same_ranking(self, store_factory):
         # With equal weights ReMe's weighted RRF is plain RRF, which is what the server's RRF processor computes.
         store = await self._hybrid_corpus(store_factory, vector_weight=0.5, pipeline="rrf")

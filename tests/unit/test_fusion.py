@@ -156,6 +156,9 @@ def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
         load_settings(tmp_path, environ={"REME_ES_FUSION": "borda"})
     with pytest.raises(ConfigError, match="feedback"):
         load_settings(tmp_path, environ={"REME_ES_FEEDBACK": "-1"})
+    with pytest.raises(ConfigError, match="collapse must be true or false, got 'maybe'"):
+        load_settings(tmp_path, environ={"REME_ES_COLLAPSE": "maybe"})
+    assert load_settings(tmp_path, environ={"REME_ES_COLLAPSE": "no"}).collapse is False
 
 
 # ------------------------------------------------------------------------------ repeated texts
