@@ -45,7 +45,9 @@ def candidate_depth(limit: int, multiplier: int = 5, cap: int = MAX_CANDIDATES) 
 
 def collapse_repeats(hits: list[Hit]) -> list[Hit]:
     """The ranking with each repeated text kept once: a hit whose chunk text hash a better-ranked hit already has
-    is dropped, and the kept hit counts the copies dropped in `scores["repeats"]`. Hits without a hash all stay.
+    is dropped, and the kept hit counts the copies dropped in `scores["repeats"]`. Copies that tie on score (the
+    same text scores the same) are shown by the one with the latest path, so a daily note's copy is its newest.
+    Hits without a hash all stay.
 
     A line said again in many notes ("Long day, talk tomorrow?") has the same vector and nearly the same BM25
     score in each, so without this its copies fill the top of a ranking and push distinct memories out."""
@@ -58,6 +60,8 @@ def collapse_repeats(hits: list[Hit]) -> list[Hit]:
         elif key in kept:
             first = out[kept[key]]
             first.scores = {**first.scores, "repeats": first.scores.get("repeats", 0.0) + 1.0}
+            if hit.score == first.score and hit.chunk.path > first.chunk.path:
+                first.chunk = hit.chunk
         else:
             kept[key] = len(out)
             out.append(hit.model_copy(update={"scores": dict(hit.scores)}))

@@ -178,10 +178,21 @@ def test_collapse_keeps_each_repeated_text_once_at_its_best_rank_and_counts_the_
               _said("c", "We adopted a puppy.", 0.8), _said("d", "Long day, talk tomorrow?", 0.7),
               _said("e", "", 0.6), _said("f", "", 0.5)]  # no hash stored: never folded
     out = collapse_repeats(ranked)
-    assert [h.chunk.id for h in out] == ["a", "c", "e", "f"]
+    assert [h.chunk.id for h in out] == ["b", "c", "e", "f"]  # a and b tie: the later path shows the text
     assert out[0].scores == {"score": 0.9, "repeats": 2.0}
     assert "repeats" not in out[1].scores
     assert "repeats" not in ranked[0].scores  # the input hits are left as they were
+
+
+def test_copies_that_tie_are_shown_by_the_latest_path():
+    from reme_es.fusion import collapse_repeats
+
+    ranked = [_said("2026-03-01", "Work has been hectic.", 0.9), _said("2026-03-09", "Work has been hectic.", 0.9),
+              _said("2026-03-05", "Work has been hectic.", 0.9), _said("2026-03-20", "Work has been hectic.", 0.4)]
+    (kept,) = collapse_repeats(ranked)
+    assert kept.chunk.path == "daily/2026-03-09.md"  # the newest of the tied copies, not the lower-scored 03-20
+    assert kept.scores == {"score": 0.9, "repeats": 3.0}
+    assert ranked[0].chunk.path == "daily/2026-03-01.md"
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
