@@ -312,7 +312,8 @@ def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
                                                ("nDCG@10", 1, "Cranfield: nDCG@10"))):
         labels = [f"{b}\n{m}" for b, m, *_ in rows]
         values = [r[2 + key][metric] for r in rows]
-        colors = ["#c44e52" if b.startswith("reme-es") else "#4c72b0" for b, *_ in rows]
+        colors = ["#bbbbbb" if "by the bench" in m else "#c44e52" if b.startswith("reme-es") else "#4c72b0"
+                  for b, m, *_ in rows]
         ax.barh(range(len(rows)), values, color=colors)
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
@@ -320,7 +321,8 @@ def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
         for i, v in enumerate(values):
             ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
         ax.set_xlim(0, (np.nanmax(values) if not np.all(np.isnan(values)) else 1.0) * 1.18)
-    fig.suptitle("ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/memory_quality.py)")
+    fig.suptitle("ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/memory_quality.py)\n"
+                 "grey: no store's mode, the vector branch with repeats collapsed by the bench")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
