@@ -116,14 +116,16 @@ def feedback_keyword_body(
             "track_total_hits": False}
 
 
-def candidates_only(body: dict) -> dict:
-    """The same search, returning only each hit's score, chunk id, path and text hash (from doc values; the hash lets
-    the store fold repeated texts without fetching them).
+def candidates_only(body: dict, with_hash: bool = False) -> dict:
+    """The same search, returning only each hit's score, chunk id and path (from doc values), and with `with_hash`
+    its text hash (which lets the store fold repeated texts without fetching them; ~0.5 ms a search more for 2 x 50
+    candidates, so only asked for when the store collapses).
 
     Fetching `_source` is most of a search's cost when chunks carry vectors: every hit's stored fields (the
     source with its embedding) are decompressed and parsed, even with the embedding excluded. The store ranks
     candidates from this lean answer and fetches the sources of the hits it returns in one `_mget`."""
-    return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": ["chunk_id", "path", "hash"]}
+    fields = ["chunk_id", "path", "hash"] if with_hash else ["chunk_id", "path"]
+    return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": fields}
 
 
 def cosine_from_score(score: float) -> float:

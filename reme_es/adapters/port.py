@@ -134,9 +134,11 @@ class IndexPort:
         """The hits of one search."""
         return (await self._send("POST", f"/{index}/_search", body, params))["hits"]["hits"]
 
-    async def ranked(self, index: str, body: dict, params: dict | None = None) -> list[Candidate]:
+    async def ranked(
+        self, index: str, body: dict, params: dict | None = None, with_hash: bool = False
+    ) -> list[Candidate]:
         """Each hit of a search for candidates (`candidates_only` bodies): score, chunk id, path, text hash."""
-        return [_candidate(h) for h in await self.search(index, candidates_only(body), params)]
+        return [_candidate(h) for h in await self.search(index, candidates_only(body, with_hash), params)]
 
     async def _msearch(self, searches: list[tuple[str, dict]]) -> list[dict]:
         """The responses of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
@@ -165,16 +167,16 @@ class IndexPort:
         answers = await self._msearch([(index, q.count_body(query)) for index, query in queries])
         return [int(resp["hits"]["total"]["value"]) for resp in answers]
 
-    async def ranked_many(self, index: str, bodies: list[dict]) -> list[list[Candidate]]:
+    async def ranked_many(self, index: str, bodies: list[dict], with_hash: bool = False) -> list[list[Candidate]]:
         """`ranked` of several searches of one index in one `_msearch` (no hit totals counted)."""
-        answers = await self.msearch([(index, q.lean(candidates_only(b))) for b in bodies])
+        answers = await self.msearch([(index, q.lean(candidates_only(b, with_hash))) for b in bodies])
         return [[_candidate(h) for h in hits] for hits in answers]
 
     async def ranked_named(
-        self, index: str, body: dict, params: dict | None = None
+        self, index: str, body: dict, params: dict | None = None, with_hash: bool = False
     ) -> list[tuple[Candidate, dict[str, float]]]:
         """`ranked`, with each hit's named sub-query scores (`matched_queries` asked for with their scores; {} else)."""
-        hits = await self.search(index, candidates_only(body), params)
+        hits = await self.search(index, candidates_only(body, with_hash), params)
         return [(_candidate(h), _named_scores(h)) for h in hits]
 
     async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:

@@ -35,7 +35,8 @@ class SearchStore:
 
     async def _candidates(self, body: dict, branch: str, params: dict | None = None) -> list[Hit]:
         """Run a search for scores, chunk ids and paths only; the hits' chunks carry no text until `_with_chunks`."""
-        return [_candidate_hit(branch, c) for c in await self.port.ranked(self.indices.ix.chunks, body, params)]
+        ranked = await self.port.ranked(self.indices.ix.chunks, body, params, self.indices.collapse)
+        return [_candidate_hit(branch, c) for c in ranked]
 
     async def _with_chunks(self, hits: list[Hit]) -> list[Hit]:
         """The hits with their stored chunks, from one `_mget` at the searched refresh point (`realtime=false`)."""
@@ -53,7 +54,7 @@ class SearchStore:
         """The candidates of a native hybrid search, each with the raw score of the branches that found it (vector as
         cosine similarity, keyword as BM25) where the server names them, as ReMe's client-side fusion keeps them."""
         hits = []
-        for c, named in await self.port.ranked_named(self.indices.ix.chunks, body, params):
+        for c, named in await self.port.ranked_named(self.indices.ix.chunks, body, params, self.indices.collapse):
             scores = {"hybrid": c.score, "score": c.score}
             if "vector" in named:
                 scores["vector"] = cosine_from_score(named["vector"])
@@ -176,7 +177,7 @@ class SearchStore:
 
     async def _branches(self, bodies: list[dict]) -> tuple[list[Hit], list[Hit]]:
         """The keyword and (when a second body is given) vector candidates of one `_msearch`."""
-        answers = await self.port.ranked_many(self.indices.ix.chunks, bodies)
+        answers = await self.port.ranked_many(self.indices.ix.chunks, bodies, self.indices.collapse)
         keyword, vec = (
             [_candidate_hit(branch, c) for c in ranked]
             for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if len(answers) > 1 else []))
