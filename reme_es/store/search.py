@@ -194,8 +194,8 @@ class SearchStore:
         then, when a branch has feedback, one `_msearch`. The hits are ranked by the expanded queries' scores but
         show the original query's branch score wherever the first pass found them."""
         n = self.indices.feedback
-        first = {h.chunk.id: h for h in vec[:n] + keyword[:n]}
-        stored = await self.vectors.get_chunks(_by_path(list(first.values())), with_vectors=True)
+        tops = list({h.chunk.id: h for h in vec[:n] + keyword[:n]}.values())  # a hit both branches found: once
+        stored = await self.vectors.get_chunks(_by_path(tops), with_vectors=True)
 
         def usable(hits: list[Hit]) -> list[Hit]:
             return [h for h in hits[:n] if feeds_back((stored.get(h.chunk.id) or {}).get("text", ""))]
@@ -216,18 +216,6 @@ class SearchStore:
             keyword = _shown_as(again_k, keyword, "keyword") or keyword
         if from_vec:
             vec = _shown_as(again_v, vec, "vector") or vec
-        return keyword, vec
-        bodies = [
-            feedback_keyword_body(self.indices.ix.chunks, query, [(doc_id(h.chunk.id), h.chunk.path) for h in from_kw],
-                                  candidates, f, self.keyword_fields, FEEDBACK_TERMS, FEEDBACK_BOOST)
-            if from_kw else keyword_body(query, candidates, f, self.keyword_fields),
-            self.vectors.knn_body(
-                rocchio(vector, [stored[h.chunk.id].get("embedding") or [] for h in from_vec], FEEDBACK_BETA),
-                candidates, f),
-        ]
-        again_k, again_v = await self._branches(bodies)
-        keyword = (_shown_as(again_k, keyword, "keyword") or keyword) if from_kw else keyword
-        vec = (_shown_as(again_v, vec, "vector") or vec) if from_vec else vec
         return keyword, vec
 
     async def _native(self, query: str, vector: list[float], candidates: int, f: SearchFilter) -> SearchResult:
