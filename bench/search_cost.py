@@ -10,7 +10,8 @@ question then runs `SearchStore.ranked` under each variant: the first round trip
 variants run in a rotating order query by query, `--rounds` times over the questions, after 20 warm-up questions, so
 the machine's drift falls on all of them alike. Printed per set and variant: p50 and p95 ms of the call, round trips
 per search (the requests the store's client sent), and recall@10 / nDCG@10 of its top 10 (as the quality bench
-scores them), so each setting's cost sits beside what it finds.
+scores them), so each setting's cost sits beside what it finds. A second table gives each set's chunk lengths in
+the terms the feedback gate counts (`fusion.terms`), against its threshold.
 
   defaults                  collapse on, feedback from top hits of at least 30 terms (the drop-in's defaults)
   collapse off              the same, every copy of a repeated text kept
@@ -116,9 +117,12 @@ async def main() -> None:
     wanted = args.sets.split(",")
     sets = ([memory_set()] if "memory" in wanted else []) + (
         [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted else [])
-    rows, engine = [], "?"
+    rows, lengths, engine = [], [], "?"
     for data in sets:
         texts = [t for chunks in data.files.values() for _, _, t in chunks]
+        n = [len(fusion.terms(t)) for t in texts]
+        lengths.append([data.name, len(n), min(n), f"{percentile(n, 1):.0f}", f"{percentile(n, 50):.0f}", max(n),
+                        f"{sum(x >= fusion.FEEDBACK_MIN_TERMS for x in n) / len(n):.3f}"])
         embed_all(texts + data.queries)
         embed_all(texts, side="passage")
         store = await connect(args.url, f"{PREFIX}-{data.name}", dims=len(VECTORS[data.queries[0]]), hybrid="client",
@@ -141,6 +145,8 @@ async def main() -> None:
     report(table(["set", "variant", "p50 ms", "p95 ms", "round trips", "R@10", "nDCG@10"], rows,
                  title=f"\n## SearchStore.ranked, {CANDIDATES} candidates per branch, limit {LIMIT}, MiniLM, "
                        f"{args.rounds} rounds"))
+    report(table(["set", "chunks", "min", "p1", "median", "max", f"share >= {fusion.FEEDBACK_MIN_TERMS}"], lengths,
+                 title="\n## terms per chunk (fusion.terms), what the feedback gate counts"))
     report.save(args.out, "search_cost", engine)
 
 
