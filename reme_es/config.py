@@ -2,7 +2,10 @@
 
     hosts: [https://search.example:9200]     # none: the managed local node (`reme-es server start`)
     engine: auto                             # auto | a registered engine: opensearch, elasticsearch, aoss
-    index_prefix: my-notes                   # default: reme-<folder name>-<hash of its path>, as ReMe's plugin
+    index_prefix: team                       # the index set (default: reme, shared by every workspace)
+    workspace_key: notes                     # the workspace in the set (default: <folder name>-<hash of its path>)
+    replicas: 1                              # default unset: one replica wherever the cluster has a second node
+    shards: 1
     username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
     aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
     aws_service: es                          # es (OpenSearch Service) | aoss (OpenSearch Serverless)
@@ -24,12 +27,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from .adapters.base import ClientSettings, validate_hosts
+from .adapters.scope import validate_workspace_key
 from .errors import ConfigError
 from .server.flavours import LOCAL_FLAVOURS
 from .store import validate_hybrid, validate_prefix
+from .templates import IndexOptions
 
 CONFIG_NAME = "reme-es.yaml"
 # What ReMe's file-store watcher (default.yaml's index_update_loop) indexes: Markdown in daily_dir and digest_dir.
@@ -37,6 +42,7 @@ CONFIG_NAME = "reme-es.yaml"
 REME_DIRS = ("daily", "digest")
 REME_SUFFIXES = ("md",)
 ENV_PREFIX = "REME_ES_"
+SHARED_SET = "reme"  # the index set new workspaces go to when none is named
 
 
 def _split(value: Any) -> Any:
@@ -52,7 +58,10 @@ class Settings(BaseModel):
 
     hosts: list[str] = Field(default_factory=list)
     engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.registry)
-    index_prefix: str | None = None
+    index_prefix: str | None = None  # the index set; None: SHARED_SET (or the workspace's own set from before them)
+    workspace_key: str | None = None  # None: from the workspace folder (default_workspace_key)
+    replicas: int | None = Field(default=None, ge=0)  # None: auto_expand_replicas 0-1
+    shards: int = Field(default=1, ge=1, le=1024)
     username: str | None = None
     password: SecretStr | None = Field(default=None, exclude=True)
     api_key: SecretStr | None = Field(default=None, exclude=True)
@@ -139,12 +148,33 @@ class Settings(BaseModel):
                 raise ValueError(f"dir {d!r} must be a folder inside the workspace")
         return [d.strip("/") or "." for d in value]
 
+    _folder: Path | None = PrivateAttr(default=None)  # the workspace folder the settings were loaded for
+
     @field_validator("index_prefix")
     @classmethod
     def _check_prefix(cls, value: str | None) -> str | None:
         if value is not None:
             validate_prefix(value)
         return value
+
+    @field_validator("workspace_key")
+    @classmethod
+    def _check_key(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                validate_workspace_key(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def folder(self) -> Path | None:
+        """The workspace folder these settings were loaded for (None: none given)."""
+        return self._folder
+
+    def index_options(self, dims: int | None = None) -> IndexOptions:
+        """The options new indices are created with: vector dimension, shards and replicas."""
+        return IndexOptions(dims=dims, shards=self.shards, replicas=self.replicas)
 
     def client_settings(self) -> ClientSettings:
         """Connection settings for a dialect (secrets unwrapped only here)."""
@@ -161,15 +191,21 @@ class Settings(BaseModel):
         )
 
 
-def default_prefix(workspace: Path) -> str:
-    """`reme-<folder name>-<10 hex of the absolute path>`: two workspaces never share indices.
+def default_workspace_key(workspace: Path) -> str:
+    """`<folder name>-<10 hex of the absolute path>`: two workspace folders never share a key.
 
     The one derivation for both `reme-es` commands and the ReMe plugin's file store, so a sync writes into the
-    prefix ReMe reads.
+    workspace ReMe reads.
     """
     root = Path(workspace).expanduser().resolve()
     name = re.sub(r"[^a-z0-9_-]+", "-", root.name.lower()).strip("-_")[:40] or "ws"
-    return f"reme-{name}-{hashlib.sha256(str(root).encode('utf-8')).hexdigest()[:10]}"
+    return f"{name}-{hashlib.sha256(str(root).encode('utf-8')).hexdigest()[:10]}"
+
+
+def default_prefix(workspace: Path) -> str:
+    """`reme-<workspace key>`: the index set a workspace had to itself before shared sets (still used where it
+    exists; `reme-es migrate` moves it into a shared set)."""
+    return f"reme-{default_workspace_key(workspace)}"
 
 
 def _describe(exc: ValidationError, source: str) -> str:
@@ -233,9 +269,11 @@ def load_settings(
         raise ConfigError(_describe(exc, ", ".join(sources) or "defaults")) from None
     except ConfigError as exc:
         raise ConfigError(f"invalid settings ({', '.join(sources) or 'defaults'}): {exc}") from None
-    if settings.index_prefix is None and workspace is not None:
-        settings.index_prefix = default_prefix(workspace)
+    if workspace is not None:
+        settings._folder = Path(workspace)
+        if settings.workspace_key is None:
+            settings.workspace_key = default_workspace_key(workspace)
     return settings
 
 
-__all__ = ["CONFIG_NAME", "Settings", "default_prefix", "load_settings"]
+__all__ = ["CONFIG_NAME", "SHARED_SET", "Settings", "default_prefix", "default_workspace_key", "load_settings"]

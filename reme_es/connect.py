@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .adapters.base import ClientSettings, Dialect
+from .adapters.port import IndexPort
 from .adapters.registry import engine_names, resolve_engine
 from .adapters.registry import make_dialect as _registered
+from .config import SHARED_SET, default_prefix
 from .store import MemoryStore
 from .templates import IndexOptions
 
@@ -25,17 +29,35 @@ async def detect_engine(settings: ClientSettings) -> str:
     return await resolve_engine(settings)
 
 
+async def choose_set(dialect: Dialect, folder: Path | None) -> str:
+    """The index set of a workspace folder when none is named: the set it had to itself before shared sets, where
+    that exists (so existing indices keep working), else the shared set."""
+    if folder is not None:
+        own = default_prefix(folder)
+        if await IndexPort(dialect).mapping(f"{own}-chunks") is not None:
+            return own
+    return SHARED_SET
+
+
 async def open_store(
     settings: ClientSettings,
-    prefix: str,
+    prefix: str | None,
     engine: str = "auto",
     options: IndexOptions | None = None,
     create: bool = True,
+    folder: Path | None = None,
     **store_kwargs,
 ) -> MemoryStore:
-    """Connect a MemoryStore (probe, indices, pipeline) and return it; close it when done."""
+    """Connect a MemoryStore (probe, indices, pipeline) and return it; close it when done. `prefix` None: the set
+    `choose_set` finds for `folder`. `workspace` (in `store_kwargs`) names the workspace in the set."""
     engine = await resolve_engine(settings, engine)
-    store = MemoryStore(make_dialect(engine, settings), prefix, options, **store_kwargs)
+    dialect = make_dialect(engine, settings)
+    try:
+        prefix = prefix or await choose_set(dialect, folder)
+    except BaseException:
+        await dialect.close()
+        raise
+    store = MemoryStore(dialect, prefix, options, **store_kwargs)
     try:
         await store.connect(create=create)
     except BaseException:
@@ -44,4 +66,4 @@ async def open_store(
     return store
 
 
-__all__ = ["detect_engine", "make_dialect", "open_store", "resolve_engine"]
+__all__ = ["choose_set", "detect_engine", "make_dialect", "open_store", "resolve_engine"]

@@ -2,6 +2,7 @@
 
     ReMeESError
     ├── ConfigError            bad configuration or arguments (index prefix, hosts, flags)
+    │   └── WorkspaceConflict  another folder writes this workspace of the index set
     ├── ServerError            the managed local node: Java, download, port, start-up, health
     ├── ConnectionFailed       the cluster cannot be reached (all hosts down, TLS, timeout)
     │   └── ClusterChanged     the hosts now reach another cluster than the one the store opened
@@ -31,6 +32,10 @@ class ReMeESError(Exception):
 
 class ConfigError(ReMeESError):
     """A configuration value or argument is invalid."""
+
+
+class WorkspaceConflict(ConfigError):
+    """Another folder (or host) writes this workspace of the index set: a sync from here would delete its files."""
 
 
 class ServerError(ReMeESError):

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from dataclasses import replace
+
 from .adapters.port import Action
-from .errors import MappingError, RequestFailed
+from .errors import ConfigError, MappingError, RequestFailed
 from .store import MemoryStore
-from .templates import INDEX_KINDS, IndexOptions, render_index
+from .templates import INDEX_KINDS, SET_KINDS, IndexOptions, render_index, replica_settings
 
 PAGE = 1000
 
@@ -24,20 +26,28 @@ async def concrete_indices(store: MemoryStore, kind: str) -> list[str]:
     return await store.port.concrete(store.index(kind))
 
 
+async def live_options(store: MemoryStore, dims: int | None) -> IndexOptions:
+    """The shards and replicas the set's chunks index has now (so a rebuild keeps them), with `dims`."""
+    index = (await store.port.index_settings(store.index("chunks"))).get("index", {})
+    auto = str(index.get("auto_expand_replicas", "false")).lower()
+    replicas = None if auto == "0-1" else int(index.get("number_of_replicas", 0))
+    return replace(store.options, dims=dims, shards=int(index.get("number_of_shards", 1)), replicas=replicas)
+
+
 async def _copy(
     store: MemoryStore, old: str, new: str, kind: str, keep_vectors: bool, progress: Callable[[int], None] | None
 ) -> int:
-    copied = 0
-    async for hits in store.port.scroll(old, PAGE, with_vectors=keep_vectors):
+    copied, port = 0, store.port.unscoped()  # every workspace of the set, ids and routing as stored
+    async for hits in port.scroll(old, PAGE, with_vectors=keep_vectors):
         actions = []
         for doc in hits:
             src = doc.source
             if not keep_vectors:
                 src.pop("embedding", None)
-            routing = (doc.routing or src["path"]) if kind == "chunks" else None
+            routing = (doc.routing or src["path"]) if kind == "chunks" else doc.routing
             actions.append(Action("index", new, doc.id, src, routing=routing))
         # `new` is not behind the alias yet: written by its own name
-        (await store.port.bulk(actions, require_alias=False)).raise_for_failures()
+        (await port.bulk(actions, require_alias=False)).raise_for_failures()
         copied += len(actions)
         if progress:
             progress(copied)
@@ -54,7 +64,7 @@ async def _rebuild(
     store: MemoryStore, kind: str, target: IndexOptions, progress: Callable[[str, int], None] | None
 ) -> dict:
     """Rebuild one index kind behind its alias (see `reindex`)."""
-    alias, port = store.index(kind), store.port
+    alias, port = store.index(kind), store.port.unscoped()
     olds = await concrete_indices(store, kind)
     if len(olds) != 1:
         raise MappingError(
@@ -94,9 +104,15 @@ async def reindex(
 ) -> list[dict]:
     """Rebuild each index kind as `<prefix>-<kind>-<n+1>` with the current template and `target` options.
 
-    Vectors are copied when the dimension stays the same and dropped otherwise (`sync` embeds them again).
+    Vectors are copied when the dimension stays the same and dropped otherwise (`sync` embeds them again). Every
+    workspace of the set is rebuilt. A set from before workspaces is refused: `migrate` moves it into one with them.
     """
     store.indices.connected()
+    if store.legacy:
+        raise ConfigError(
+            f"index set {store.prefix} predates workspaces: a rebuild would lose track of its documents. Move it into "
+            "a set with workspaces with `reme-es migrate` (it rebuilds the indices on the way)"
+        )
     return [await _rebuild(store, kind, target, progress) for kind in kinds]
 
 
@@ -120,8 +136,27 @@ def _norm(value: object) -> object:
     return None if value is None else str(value).lower()
 
 
+def _replica_diff(live: dict, options: IndexOptions) -> list[str]:
+    """How an index's live shard and replica settings differ from `options`."""
+    index, problems = live.get("index", {}), []
+    want = {"number_of_shards": options.shards, **replica_settings(options)}
+    if options.replicas is None:
+        want["number_of_replicas"] = None  # decided by the node count
+    have_auto = str(index.get("auto_expand_replicas", "false")).lower()
+    if have_auto != str(want["auto_expand_replicas"]).lower():
+        problems.append(f"~ settings.auto_expand_replicas: index has {have_auto}, wanted {want['auto_expand_replicas']}")
+    if want["number_of_replicas"] is not None and _norm(index.get("number_of_replicas")) != _norm(want["number_of_replicas"]):
+        problems.append(
+            f"~ settings.number_of_replicas: index has {index.get('number_of_replicas')}, wanted {want['number_of_replicas']}"
+        )
+    if _norm(index.get("number_of_shards")) != _norm(options.shards):
+        problems.append(f"~ settings.number_of_shards: index has {index.get('number_of_shards')}, wanted {options.shards}")
+    return problems
+
+
 async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, list[str]]:
-    """Per index kind, how the live mapping differs from what the current templates would create."""
+    """Per index kind, how the live mapping and shard/replica settings differ from what the current templates and
+    `options` would create."""
     caps = store.indices.connected()
     out: dict[str, list[str]] = {}
     for kind in INDEX_KINDS:
@@ -130,6 +165,7 @@ async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, 
         if actual is None:
             out[kind] = [f"index {alias} does not exist"]
             continue
+        settings_problems = _replica_diff(await store.port.index_settings(alias), options)
         expected = render_index(kind, store.dialect, caps, options)["mappings"]
         have, want = _flatten(actual.get("properties", {})), _flatten(expected.get("properties", {}))
         problems = []
@@ -150,7 +186,7 @@ async def template_diff(store: MemoryStore, options: IndexOptions) -> dict[str, 
         v_want = expected["_meta"]["reme_es"]["template_version"]
         if v_have != v_want:
             problems.append(f"~ template_version: index has {v_have}, template has {v_want}")
-        out[kind] = problems
+        out[kind] = problems + settings_problems
     return out
 
 
@@ -161,12 +197,12 @@ async def drop_plan(store: MemoryStore) -> dict[str, list[str]]:
     """What dropping the prefix deletes: the indices behind its aliases (with leftovers of an interrupted
     reindex, `<prefix>-<kind>-<n>`), those aliases, and every hybrid search pipeline made for it."""
     aliases, indices = [], set()
-    for kind in INDEX_KINDS:
+    for kind in SET_KINDS:
         behind = await concrete_indices(store, kind)
         if behind:
             aliases.append(store.index(kind))
             indices.update(behind)
-    own = re.compile(re.escape(store.prefix) + r"-(" + "|".join(INDEX_KINDS) + r")-\d+")
+    own = re.compile(re.escape(store.prefix) + r"-(" + "|".join(SET_KINDS) + r")-\d+")
     indices.update(name for name in await store.port.indices_like(f"{store.prefix}-*") if own.fullmatch(name))
     mine = re.compile(re.escape(store.prefix) + r"-hybrid-(rrf|minmax)(-w\d+)?-v\d+")
     pipelines = [name for name in await store.port.pipelines() if mine.fullmatch(name)]

@@ -199,6 +199,8 @@ class SearchFilter(BaseModel):
     end_date: str | None = None
     strict_date: bool = False
     metadata: dict[str, list[str | int | float | bool | None]] = Field(default_factory=dict)
+    # the workspace of a shared index set the store reads (set by the store, never parsed from a caller's dict)
+    workspace: str | None = None
 
     @property
     def empty(self) -> bool:

@@ -17,7 +17,9 @@ from typing import Protocol
 from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from .models import Capabilities
 
-INDEX_KINDS = ("chunks", "files", "links")
+INDEX_KINDS = ("chunks", "files", "links")  # the workspace content of an index set
+REGISTRY_KIND = "workspaces"  # one doc per workspace of the set: which folder writes it (`reme_es.store.registry`)
+SET_KINDS = (*INDEX_KINDS, REGISTRY_KIND)
 
 
 @cache
@@ -42,7 +44,8 @@ class IndexDialect(Protocol):
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """Choices that shape the indices: vector dimension (None = no vectors), HNSW and shard settings."""
+    """Choices that shape the indices: vector dimension (None = no vectors), HNSW, shards and replicas (None: one
+    replica wherever the cluster has a second node, `auto_expand_replicas: 0-1`, so a single node stays green)."""
 
     dims: int | None = None
     # Defaults from the shared engine settings: ef_construction 64 (ReMe's faiss store uses it too), not Lucene's
@@ -51,7 +54,18 @@ class IndexOptions:
     hnsw_m: int = HNSW_M
     hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION
     shards: int = 1
-    replicas: int = 0
+    replicas: int | None = None
+
+    def __post_init__(self) -> None:
+        from .errors import ConfigError
+
+        if not isinstance(self.shards, int) or isinstance(self.shards, bool) or self.shards < 1:
+            raise ConfigError(f"shards must be a whole number of at least 1, got {self.shards!r}")
+        if self.replicas is not None and (
+            not isinstance(self.replicas, int) or isinstance(self.replicas, bool) or self.replicas < 0
+        ):
+            raise ConfigError(f"replicas must be a whole number of at least 0 (or unset: 0-1 by node count), got "
+                              f"{self.replicas!r}")
 
 
 def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: IndexOptions) -> dict:
@@ -59,8 +73,9 @@ def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: 
     body = load_template(kind)
     version = body.pop("version")
     settings = body["settings"]
-    settings["index"]["number_of_shards"] = options.shards
-    settings["index"]["number_of_replicas"] = options.replicas
+    settings["index"].update(replica_settings(options))
+    if kind != REGISTRY_KIND:  # the registry holds one small doc per workspace: one shard is enough
+        settings["index"]["number_of_shards"] = options.shards
     props = body["mappings"]["properties"]
     for name, spec in list(props.items()):
         if spec == "$vector":
@@ -76,6 +91,13 @@ def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: 
         settings["index"][key] = value
     body["mappings"]["_meta"] = {"reme_es": {"kind": kind, "template_version": version, "analyzers": fallbacks}}
     return body
+
+
+def replica_settings(options: IndexOptions) -> dict:
+    """The index settings of `options`' replicas: a fixed count, or one copy wherever a second node exists."""
+    if options.replicas is None:
+        return {"auto_expand_replicas": "0-1"}
+    return {"number_of_replicas": options.replicas, "auto_expand_replicas": "false"}
 
 
 def _fit_analysis(analysis: dict, caps: Capabilities) -> dict[str, str]:

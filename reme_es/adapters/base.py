@@ -40,7 +40,7 @@ def metadata_value(value: Any) -> str:
 
 def filter_clauses(f: SearchFilter) -> list[dict]:
     """Translate a SearchFilter into bool-filter clauses (identical DSL on OpenSearch and Elasticsearch)."""
-    clauses: list[dict] = []
+    clauses: list[dict] = [{"term": {"workspace": f.workspace}}] if f.workspace else []
     if f.paths is not None:
         clauses.append({"terms": {"path": sorted(set(f.paths))}} if f.paths else {"match_none": {}})
     if f.prefixes:

@@ -7,6 +7,7 @@ tests/unit/test_builders.py compares them with golden JSON.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -24,10 +25,11 @@ def scan_body(
     return body
 
 
-def scroll_body(size: int = SCAN_PAGE, source: bool | dict | None = None) -> dict:
-    """The first request of a scroll over every doc in index order (the cheapest order: `_doc`); `source` filters
-    what each hit's `_source` carries (see `without_vectors` and `Dialect.source_with_vectors`)."""
-    body: dict[str, Any] = {"size": size, "sort": ["_doc"], "query": match_all()}
+def scroll_body(size: int = SCAN_PAGE, source: bool | dict | None = None, query: dict | None = None) -> dict:
+    """The first request of a scroll over every doc (`query`: every one it matches) in index order (the cheapest
+    order: `_doc`); `source` filters what each hit's `_source` carries (see `without_vectors` and
+    `Dialect.source_with_vectors`)."""
+    body: dict[str, Any] = {"size": size, "sort": ["_doc"], "query": query or match_all()}
     if source is not None:
         body["_source"] = source
     return body
@@ -83,23 +85,29 @@ def mget_routed(docs: list[tuple[str, str]]) -> dict:
     return {"docs": [{"_id": i, "routing": r} for i, r in docs]}
 
 
-def link_expansion_msearch(index: str, paths: list[str], per_direction: int) -> bytes:
+def link_expansion_msearch(
+    index: str, paths: list[str], per_direction: int, scoped: Callable[[dict], dict] | None = None,
+    routing: str | None = None,
+) -> bytes:
     """The `_msearch` body of link expansion: for each path its first outlinks (by position), then for each path
-    its first inlinks (by source, then position). Responses come back in that order."""
-    lines: list[bytes] = []
+    its first inlinks (by source, then position). Responses come back in that order. `scoped` narrows each query
+    to a workspace, `routing` sends each search to its shard."""
+    searches = []
     for field in ("source", "target"):
         sort = [{"position": "asc"}] if field == "source" else [{"source": "asc"}, {"position": "asc"}]
         for path in paths:
-            lines.append(orjson.dumps({"index": index}))
-            lines.append(orjson.dumps({"size": per_direction, "query": equals(field, path), "sort": sort}))
-    return b"\n".join(lines) + b"\n"
+            query = equals(field, path)
+            searches.append((index, {"size": per_direction, "query": scoped(query) if scoped else query, "sort": sort}))
+    return msearch_body(searches, routing)
 
 
-def msearch_body(searches: list[tuple[str, dict]]) -> bytes:
-    """An `_msearch` body of (index, search body) pairs; responses come back in this order."""
+def msearch_body(searches: list[tuple[str, dict]], routing: str | None = None) -> bytes:
+    """An `_msearch` body of (index, search body) pairs, each routed by `routing` if given; responses come back in
+    this order."""
+    header: dict[str, Any] = {"routing": routing} if routing else {}
     lines: list[bytes] = []
     for index, body in searches:
-        lines.append(orjson.dumps({"index": index}))
+        lines.append(orjson.dumps({"index": index, **header}))
         lines.append(orjson.dumps(body))
     return b"\n".join(lines) + b"\n"
 
@@ -130,8 +138,9 @@ def links_into(paths: list[str], size: int) -> dict:
     return lean({"size": size, "query": any_of("target", paths), "sort": sort})
 
 
-def files_linked_from(files_index: str, ids: list[str], size: int) -> dict:
-    """The file docs that the file docs `ids` link to (a terms lookup of each one's `links.target`): the indexed
-    targets of their outlinks, with their front matter."""
-    lookups = [{"terms": {"path": {"index": files_index, "id": i, "path": "links.target"}}} for i in ids]
+def files_linked_from(files_index: str, ids: list[str], size: int, routing: str | None = None) -> dict:
+    """The file docs that the file docs `ids` (stored ids, routed by `routing`) link to (a terms lookup of each one's
+    `links.target`): the indexed targets of their outlinks, with their front matter."""
+    where = {"routing": routing} if routing else {}
+    lookups = [{"terms": {"path": {"index": files_index, "id": i, "path": "links.target", **where}}} for i in ids]
     return lean({"size": size, "query": {"bool": {"should": lookups, "minimum_should_match": 1}}})

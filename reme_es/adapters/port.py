@@ -8,15 +8,20 @@ searches come from the dialect's pure builders and `lookups`; this module adds o
 
 from __future__ import annotations
 
+import copy
+import logging
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
 from ..errors import ConnectionFailed, RequestFailed
 from . import lookups as q
 from .base import candidates_only
 from .identity import ClusterIdentity
+from .scope import Scope
 from .transport import BulkOutcome, index_missing, redact_host
+
+log = logging.getLogger(__name__)
 
 Op = Literal["create", "index", "delete", "update"]
 
@@ -96,11 +101,33 @@ def _named_scores(hit: dict) -> dict[str, float]:
 
 
 class IndexPort:
-    """Typed index operations over one dialect's transport, on the cluster `identity` recorded (see `identity`)."""
+    """Typed index operations over one dialect's transport, on the cluster `identity` recorded (see `identity`), for
+    the documents of one workspace (`scope`: ids, routing and look-up queries; see `reme_es.adapters.scope`)."""
 
-    def __init__(self, dialect: Any):
+    def __init__(self, dialect: Any, scope: Scope | None = None):
         self.dialect = dialect
         self.identity = ClusterIdentity(dialect)
+        self.scope = scope or Scope()
+
+    def unscoped(self) -> IndexPort:
+        """This port for every workspace of the set (ids and routing as stored): same client and cluster identity."""
+        other = copy.copy(self)
+        other.scope = Scope()
+        return other
+
+    def stored_id(self, key: str) -> str:
+        """The stored document id of `key` in this port's workspace (for ids written into query bodies)."""
+        return self.scope.stored_id(key)
+
+    def _scoped_actions(self, actions: list[Action]) -> tuple[list[dict], dict[str, str]]:
+        """Bulk items of `actions` in this workspace (ids, routing, the workspace field), and stored id -> given id."""
+        scope, items, given = self.scope, [], {}
+        for a in actions:
+            stored = scope.stored_id(a.id)
+            given[stored] = a.id
+            source = scope.source(a.source) if a.source is not None and a.op in ("index", "create") else a.source
+            items.append(Action(a.op, a.index, stored, source, scope.routing(a.routing), a.version).to_bulk())
+        return items, given
 
     async def _send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         await self.identity.verify()
@@ -118,12 +145,16 @@ class IndexPort:
         alias unless `require_alias` is False (a concrete index being rebuilt): a missing one raises IndexMissing
         (or ClusterChanged when the hosts now reach another cluster), and no index is created in its place."""
         await self.identity.verify()
+        items, given = self._scoped_actions(actions) if self.scope.workspace else ([a.to_bulk() for a in actions], {})
         try:
-            outcome = await self.dialect.bulk([a.to_bulk() for a in actions], require_alias=require_alias)
+            outcome = await self.dialect.bulk(items, require_alias=require_alias)
         except ConnectionFailed:
             self.identity.doubt()
             raise
         self.identity.seen()
+        if given:  # the caller's ids back, as it gave them
+            outcome.versions = {(index, given.get(i, i)): v for (index, i), v in outcome.versions.items()}
+            outcome.failures = [replace(f, id=given.get(f.id, f.id)) for f in outcome.failures]
         if missing := outcome.missing_indices():
             await self.identity.verify(force=True)
             hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
@@ -131,8 +162,10 @@ class IndexPort:
         return outcome
 
     async def search(self, index: str, body: dict, params: dict | None = None) -> list[dict]:
-        """The hits of one search."""
-        return (await self._send("POST", f"/{index}/_search", body, params))["hits"]["hits"]
+        """The hits of one search (routed to this workspace's shard)."""
+        answer = await self._send("POST", f"/{index}/_search", body, self.scope.params(params))
+        _note_partial(index, answer)
+        return answer["hits"]["hits"]
 
     async def ranked(
         self, index: str, body: dict, params: dict | None = None, with_hash: bool = False
@@ -145,11 +178,13 @@ class IndexPort:
         if not searches:
             return []
         out = []
-        for resp in (await self._send("POST", "/_msearch", q.msearch_body(searches)))["responses"]:
+        body = q.msearch_body(searches, self.scope.routing())
+        for (index, _), resp in zip(searches, (await self._send("POST", "/_msearch", body))["responses"], strict=True):
             if "error" in resp:
                 error = resp["error"]
                 reason = error.get("reason", error) if isinstance(error, dict) else error
                 raise RequestFailed(f"search failed: {reason}", status=resp.get("status"))
+            _note_partial(index, resp)
             out.append(resp)
         return out
 
@@ -164,7 +199,7 @@ class IndexPort:
 
     async def counts(self, queries: list[tuple[str, dict | None]]) -> list[int]:
         """Documents of each (index, look-up query or None for all) in one `_msearch` (as of the last refresh)."""
-        answers = await self._msearch([(index, q.count_body(query)) for index, query in queries])
+        answers = await self._msearch([(index, q.count_body(self.scope.query(query))) for index, query in queries])
         return [int(resp["hits"]["total"]["value"]) for resp in answers]
 
     async def ranked_many(self, index: str, bodies: list[dict], with_hash: bool = False) -> list[list[Candidate]]:
@@ -185,7 +220,7 @@ class IndexPort:
 
     async def scan(self, index: str, query: dict, source: list[str] | dict | bool, sort: list[str]) -> AsyncIterator[dict]:
         """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
-        after = None
+        after, query = None, self.scope.query(query)
         while True:
             hits = await self.search(index, q.scan_body(query, source, sort, after))
             for hit in hits:
@@ -198,9 +233,10 @@ class IndexPort:
         """The found docs of these ids (real-time), with their versions; sources unless `source` is False."""
         if not ids:
             return []
-        params = None if source else {"_source": "false"}
-        resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(ids), params)
-        return [_stored(d) for d in resp["docs"] if d.get("found")]
+        params = self.scope.params(None if source else {"_source": "false"})
+        given = {self.scope.stored_id(i): i for i in ids}
+        resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(list(given)), params)
+        return [_stored(d, given) for d in resp["docs"] if d.get("found")]
 
     async def get_routed(
         self,
@@ -219,12 +255,13 @@ class IndexPort:
             params["_source_excludes"] = ",".join(excludes)
         if not realtime:
             params["realtime"] = "false"
+        docs = [(self.scope.stored_id(i), self.scope.routing(r)) for i, r in docs]
         resp = await self._send("POST", f"/{index}/_mget", q.mget_routed(docs), params or None)
         return [d["_source"] if d.get("found") else None for d in resp["docs"]]
 
     async def link_edges(self, index: str, paths: list[str], per_direction: int) -> list[list[dict]]:
         """Per path its first outlinks, then per path its first inlinks (sources of link docs), in one `_msearch`."""
-        body = q.link_expansion_msearch(index, paths, per_direction)
+        body = q.link_expansion_msearch(index, paths, per_direction, self.scope.query, self.scope.routing())
         out = []
         for resp in (await self._send("POST", "/_msearch", body))["responses"]:
             if "error" in resp:
@@ -234,9 +271,10 @@ class IndexPort:
 
     async def count(self, index: str, query: dict | None = None) -> int:
         """Documents in an index (as of its last refresh), optionally only those `query` matches."""
-        if query is None:
+        if query is None and not self.scope.workspace:
             return (await self._send("GET", f"/{index}/_count"))["count"]
-        return (await self._send("POST", f"/{index}/_count", {"query": query}))["count"]
+        body = {"query": self.scope.query(query)}
+        return (await self._send("POST", f"/{index}/_count", body, self.scope.params()))["count"]
 
     async def scroll(
         self, index: str, page: int, keep: str = "5m", with_vectors: bool = True
@@ -244,7 +282,8 @@ class IndexPort:
         """Pages of every doc (id, source, routing) in index order; the scroll is cleared at the end.
         `with_vectors`: the sources carry their vectors (asked for where the engine keeps them out), else not."""
         source = self.dialect.source_with_vectors() if with_vectors else q.without_vectors()
-        resp = await self._send("POST", f"/{index}/_search", q.scroll_body(page, source), {"scroll": keep})
+        body = q.scroll_body(page, source, self.scope.query(None))
+        resp = await self._send("POST", f"/{index}/_search", body, self.scope.params({"scroll": keep}))
         scroll_id = resp.get("_scroll_id")
         try:
             while hits := resp["hits"]["hits"]:
@@ -263,6 +302,29 @@ class IndexPort:
         """The mappings of an index or alias, None when it does not exist."""
         resp = await or_none(self._send("GET", f"/{index}/_mapping"))
         return None if resp is None else next(iter(resp.values()))["mappings"]
+
+    async def index_settings(self, index: str) -> dict:
+        """The settings of an index or alias (of its one concrete index: `{"index": {...}}`), {} when it is missing."""
+        resp = await or_none(self._send("GET", f"/{index}/_settings"))
+        return next(iter(resp.values()))["settings"] if resp else {}
+
+    async def cluster_health(self) -> dict | None:
+        """The cluster's health (status, nodes, unassigned shards), None where the service has no such API."""
+        try:
+            return await or_none(self._send("GET", "/_cluster/health"))
+        except RequestFailed as exc:
+            if exc.status in (400, 401, 403, 405):
+                return None
+            raise
+
+    async def unassigned_shards(self, pattern: str) -> list[dict]:
+        """The shards of the indices matching `pattern` that no node holds: index, shard, primary or replica, why."""
+        params = {"format": "json", "h": "index,shard,prirep,state,unassigned.reason"}
+        try:
+            rows = await or_none(self._send("GET", f"/_cat/shards/{pattern}", params=params)) or []
+        except RequestFailed:
+            return []
+        return [r for r in rows if r.get("state") == "UNASSIGNED"]
 
     async def field_caps(self, index: str) -> dict:
         """Every field's capabilities in an index."""
@@ -343,7 +405,18 @@ class IndexPort:
         await self._send("PUT", f"/{index}/_mapping", {"_meta": meta})
 
 
-def _stored(doc: dict) -> StoredDoc:
-    """A `_mget` doc or search hit as a StoredDoc."""
+def _stored(doc: dict, given: dict[str, str] | None = None) -> StoredDoc:
+    """A `_mget` doc or search hit as a StoredDoc (`given`: stored id -> the id the caller asked for)."""
     version = (doc["_seq_no"], doc["_primary_term"]) if "_seq_no" in doc else None
-    return StoredDoc(doc["_id"], doc.get("_source"), version, doc.get("_routing"))
+    return StoredDoc((given or {}).get(doc["_id"], doc["_id"]), doc.get("_source"), version, doc.get("_routing"))
+
+
+def _note_partial(index: str, answer: dict) -> None:
+    """Log a search answered by only some of its shards (a lost node): the hits are partial, and the answer says so."""
+    shards = answer.get("_shards") or {}
+    if shards.get("failed"):
+        log.warning(
+            "search of %s answered by %s of %s shards (%s failed): results are partial until the missing shards are "
+            "assigned again (`reme-es status` shows the cluster's health)",
+            index, shards.get("successful"), shards.get("total"), shards.get("failed"),
+        )

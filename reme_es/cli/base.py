@@ -17,7 +17,6 @@ from ..adapters.transport import redact_host
 from ..config import Settings, load_settings
 from ..errors import ConfigError, InvalidFilter, MappingError, ReMeESError
 from ..store import MemoryStore
-from ..templates import IndexOptions
 
 
 class Exit(Exception):
@@ -63,6 +62,7 @@ _TARGET_OPTIONS = {
     "aws_service": "--aws-service",
     "engine": "--engine",
     "index_prefix": "--index-prefix",
+    "workspace_key": "--workspace-key",
 }
 
 
@@ -87,7 +87,17 @@ def common(with_workspace: bool = True):
     --workspace)."""
 
     def decorate(f):
-        f = click.option("--index-prefix", help="Index prefix (default: from the workspace folder).")(f)
+        f = click.option("--shards", type=click.IntRange(1, 1024), help="Primary shards of new indices (default 1).")(f)
+        f = click.option(
+            "--replicas", type=click.IntRange(0), help="Replicas of new indices (default: 1 where a second node exists)."
+        )(f)
+        f = click.option(
+            "--workspace-key", help="The workspace's key in the index set (default: <folder name>-<hash of its path>)."
+        )(f)
+        f = click.option(
+            "--index-prefix", help="Index set (default: reme, shared by every workspace; a folder's own set from before "
+            "shared sets where it exists)."
+        )(f)
         f = click.option("--engine", type=click.Choice(["auto", *engine_names()]), help="Engine.")(f)
         f = click.option(
             "--aws-service", type=click.Choice(["es", "aoss"]), help="SigV4 service: es or aoss (Serverless)."
@@ -134,6 +144,15 @@ async def _client(settings: Settings):
         )
         cs.hosts = [info.url]
         engine = info.engine
+    if settings.index_prefix is None:
+        from ..connect import choose_set, make_dialect, resolve_engine
+
+        engine = await resolve_engine(cs, engine)
+        dialect = make_dialect(engine, cs)
+        try:
+            settings.index_prefix = await choose_set(dialect, settings.folder)
+        finally:
+            await dialect.close()
     return cs, engine
 
 
@@ -196,8 +215,9 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
         cs,
         settings.index_prefix,
         engine,
-        IndexOptions(dims=dims),
+        settings.index_options(dims),
         create=create,
+        workspace=settings.workspace_key,
         hybrid=settings.hybrid,
         vector_weight=settings.vector_weight,
         pipeline=settings.fusion,

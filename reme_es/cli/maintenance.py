@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -12,7 +14,6 @@ from ..adapters.base import redact_host
 from ..config import Settings
 from ..errors import ConfigError, MappingError
 from ..store import MemoryStore
-from ..templates import IndexOptions
 from .base import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint, main
 
 
@@ -59,6 +60,30 @@ def status(as_json, workspace, config_file, **flags):
     _run(lambda: _status(_settings(workspace, config_file, **flags), as_json))
 
 
+async def _cluster(store: MemoryStore) -> dict:
+    """The cluster's health and the unassigned shards of this index set (what a lost node leaves behind)."""
+    health = await store.port.cluster_health() or {}
+    unassigned = await store.port.unassigned_shards(f"{store.prefix}-*") if health.get("status") != "green" else []
+    return {
+        "status": health.get("status"), "nodes": health.get("number_of_nodes"),
+        "unassigned_shards": health.get("unassigned_shards"), "set_unassigned": unassigned,
+    }
+
+
+def _echo_cluster(cluster: dict) -> None:
+    if cluster.get("status") is None:
+        return
+    click.echo(
+        f"cluster: {cluster['status']}, {cluster['nodes']} node(s), {cluster['unassigned_shards']} unassigned shard(s)"
+    )
+    for row in cluster["set_unassigned"]:
+        kind = "primary" if row.get("prirep") == "p" else "replica"
+        click.echo(f"  unassigned {kind} {row.get('index')}[{row.get('shard')}] ({row.get('unassigned.reason')})")
+    if any(r.get("prirep") == "p" for r in cluster["set_unassigned"]):
+        click.echo("  an index with an unassigned primary cannot answer: restart the node that held it, or restore "
+                   "the index from a snapshot")
+
+
 def _size(n: int) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -72,29 +97,36 @@ async def _status(settings: Settings, as_json: bool) -> int:
     from ..sync.sync import State, state_path
 
     cs, engine = await _client(settings)
-    stats = None
+    stats = counts = workspace = None
     try:
         store = await _open(settings, create=False, client=(cs, engine))
     except MappingError:
         engine = await resolve_engine(cs, engine)
-        dialect = make_dialect(engine, cs)
+        store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
         try:
-            caps = await dialect.probe()
-        finally:
-            await dialect.close()
-    else:
-        try:
-            caps = store.caps
-            stats = await store.stats()
+            caps = await store.dialect.probe()
+            cluster = await _cluster(store)
         finally:
             await store.close()
-    state = State(state_path(settings.index_prefix, cs.hosts)).data
+    else:
+        try:
+            caps, workspace = store.caps, store.workspace
+            cluster = await _cluster(store)
+            stats = await store.stats()
+            counts = await store.health_counts()
+            cluster["workspaces_in_set"] = None if store.legacy else len(await store.workspaces())
+        finally:
+            await store.close()
+    state = State(state_path(settings.index_prefix, cs.hosts, workspace)).data
     info = {
         "hosts": cs.hosts,
         "engine": caps.engine,
         "version": caps.version,
         "capabilities": caps.model_dump(exclude={"engine", "version"}),
         "index_prefix": settings.index_prefix,
+        "workspace": workspace,
+        "workspace_counts": counts,
+        "cluster": cluster,
         "indices": stats,
         "last_sync": state.get("last_sync"),
         "last_summary": state.get("summary"),
@@ -107,7 +139,19 @@ async def _status(settings: Settings, as_json: bool) -> int:
     click.echo(f"capabilities: {', '.join(flags) or 'none'}")
     if caps.knn_engines:
         click.echo(f"k-NN engines: {', '.join(caps.knn_engines)}")
-    click.echo(f"index prefix: {settings.index_prefix}")
+    _echo_cluster(info["cluster"])
+    if workspace:
+        others = info["cluster"].get("workspaces_in_set")
+        click.echo(f"index set: {settings.index_prefix} (workspace {workspace}; {others} workspace(s) recorded in the set)")
+    else:
+        click.echo(f"index prefix: {settings.index_prefix}")
+        if stats is not None:
+            click.echo("  (a set from before shared sets: `reme-es migrate` moves it into a shared one)")
+    if counts is not None:
+        click.echo(
+            f"this workspace: {counts['files']} files, {counts['chunks']} chunks, {counts['vectors']} with vectors, "
+            f"{counts['links']} links"
+        )
     if stats is None:
         click.echo("indices: none yet (run `reme-es sync`)")
     else:
@@ -169,7 +213,7 @@ async def _templates_diff(settings: Settings) -> int:
 
     store = await _open(settings, create=False)
     try:
-        diffs = await template_diff(store, IndexOptions(dims=store.dims))
+        diffs = await template_diff(store, settings.index_options(store.dims))
     finally:
         await store.close()
     for kind, problems in diffs.items():
@@ -192,7 +236,7 @@ def reindex(embedding, workspace, config_file, **flags):
 
 
 async def _reindex(settings: Settings, workspace=None) -> int:
-    from ..maintenance import record_vectors_model, vectors_model
+    from ..maintenance import live_options, record_vectors_model, vectors_model
     from ..maintenance import reindex as run_reindex
     from ..sync.embed import describe_model, same_model
 
@@ -200,7 +244,9 @@ async def _reindex(settings: Settings, workspace=None) -> int:
     store = await _open(settings, create=False)
     try:
         recorded = await vectors_model(store) if store.dims else None
-        target = IndexOptions(dims=embedder.dimensions if embedder else store.dims)
+        target = await live_options(store, embedder.dimensions if embedder else store.dims)  # shards, replicas kept
+        given = {k: getattr(settings, k) for k in ("shards", "replicas") if k in settings.model_fields_set}
+        target = replace(target, **given)
         kept = target.dims == store.dims
         if embedder and recorded and kept and not same_model(recorded, embedder.identity):
             raise ConfigError(
@@ -227,19 +273,67 @@ async def _reindex(settings: Settings, workspace=None) -> int:
 
 @main.command()
 @click.option("--yes", is_flag=True, help="Really delete (without it, drop lists what it would delete and exits 2).")
+@click.option("--set", "whole_set", is_flag=True, help="Drop the whole index set: every workspace in it.")
+@click.option("--expunge", is_flag=True, help="Then force-merge so the deleted text leaves the disk too.")
 @click.option("--json", "as_json", is_flag=True)
 @common()
-def drop(yes, as_json, workspace, config_file, **flags):
-    """Delete the prefix's indices, aliases and hybrid search pipelines, and the local sync state."""
-    _run(lambda: _drop(_settings(workspace, config_file, **flags), yes, as_json))
+def drop(yes, whole_set, expunge, as_json, workspace, config_file, **flags):
+    """Forget the workspace: delete its files, chunks and links from its index set (other workspaces are untouched),
+    and the local sync state. With --set: delete the set's indices, aliases and hybrid search pipelines."""
+    _run(lambda: _drop(_settings(workspace, config_file, **flags), yes, whole_set, expunge, as_json))
 
 
-async def _drop(settings: Settings, yes: bool, as_json: bool) -> int:
-    from ..connect import make_dialect, resolve_engine
-    from ..maintenance import drop_plan, drop_prefix
+async def _drop(settings: Settings, yes: bool, whole_set: bool, expunge: bool, as_json: bool) -> int:
     from ..sync.sync import state_path
 
     cs, engine = await _client(settings)
+    try:
+        store = await _open(settings, create=False, client=(cs, engine))
+    except MappingError:
+        store = None  # no indices: only a whole-set drop has anything (leftovers) to do
+    if store is not None and not whole_set and not store.legacy:
+        try:
+            return await _drop_workspace(settings, store, yes, expunge, as_json)
+        finally:
+            await store.close()
+    if store is not None:
+        await store.close()
+    code = await _drop_set(settings, cs, engine, yes, as_json)
+    if code == 0:
+        state_path(settings.index_prefix, cs.hosts).unlink(missing_ok=True)
+    return code
+
+
+async def _drop_workspace(settings: Settings, store: MemoryStore, yes: bool, expunge: bool, as_json: bool) -> int:
+    """Forget one workspace of a shared set (`MemoryStore.drop_workspace`)."""
+    from ..sync.sync import state_path
+
+    counts = await store.health_counts()
+    what = f"workspace {store.workspace} of index set {store.prefix}"
+    if not yes:
+        _err(
+            f"error: drop would delete {what}: {counts['files']} files, {counts['chunks']} chunks, "
+            f"{counts['links']} links (other workspaces of the set are untouched; --set drops the whole set). "
+            "Nothing was deleted: run again with --yes to delete them."
+        )
+        return 2
+    started = time.monotonic()
+    result = await store.drop_workspace(expunge)
+    result["seconds"] = round(time.monotonic() - started, 3)
+    state_path(store.prefix, store.dialect.settings.hosts, store.workspace).unlink(missing_ok=True)
+    if as_json:
+        click.echo(json.dumps({"index_prefix": store.prefix, **result}))
+    else:
+        merged = f"; expunged from {', '.join(result['expunged']) or 'no index'}" if expunge else ""
+        click.echo(f"dropped {what}: {result['deleted']} documents in {result['seconds']:.1f} s{merged}")
+    return 0
+
+
+async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) -> int:
+    """Delete a whole index set: its indices, aliases and pipelines."""
+    from ..connect import make_dialect, resolve_engine
+    from ..maintenance import drop_plan, drop_prefix
+
     engine = await resolve_engine(cs, engine)
     store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
     try:
@@ -256,7 +350,6 @@ async def _drop(settings: Settings, yes: bool, as_json: bool) -> int:
             await drop_prefix(store, plan)
     finally:
         await store.close()
-    state_path(settings.index_prefix, cs.hosts).unlink(missing_ok=True)
     if as_json:
         click.echo(json.dumps({"index_prefix": settings.index_prefix, "dropped": found, **plan}))
     elif not found:

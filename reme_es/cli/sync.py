@@ -44,10 +44,15 @@ from .base import (
     type=click.Choice(["auto", "reme", "builtin"]),
     help="auto (default): ReMe's own chunkers when reme-ai is installed, else the built-in ones.",
 )
+@click.option(
+    "--take-over", is_flag=True,
+    help="Write this workspace key even though another folder or host wrote it (the same workspace, moved).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @common(with_workspace=False)
 def sync(
-    workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, as_json, config_file, **flags
+    workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, take_over, as_json, config_file,
+    **flags,
 ):
     """Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync)."""
     _run(
@@ -57,11 +62,17 @@ def sync(
             full,
             dry_run,
             as_json,
+            take_over,
             _settings(
                 workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, chunker=chunker, **flags
             ),
         )
     )
+
+
+def _where(store: MemoryStore) -> str:
+    """Where a store's documents live, for messages: the index set, and the workspace in it."""
+    return f"{store.prefix}-* (workspace {store.workspace})" if store.workspace else f"{store.prefix}-*"
 
 
 def _reporter(as_json: bool):
@@ -126,7 +137,7 @@ async def _sync_store(settings: Settings, dry_run: bool):
             store = await _open(settings, create=False, client=(cs, engine))
         except MappingError:  # no indices yet: everything would be added
             engine = await resolve_engine(cs, engine)
-            store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
+            store = MemoryStore(make_dialect(engine, cs), settings.index_prefix, workspace=settings.workspace_key)
     elif _embedding_given(settings):
         embedder = _embedder(settings)
         store = await _open(settings, dims=embedder.dimensions if embedder else None)
@@ -151,13 +162,21 @@ async def _sync_store(settings: Settings, dry_run: bool):
     return store, embedder
 
 
-async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, settings: Settings) -> int:
+async def _sync(
+    workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, settings: Settings
+) -> int:
     from ..sync.scan import MB
     from ..sync.sync import State, WorkspaceSync, state_path
 
     if watch and dry_run:
         raise ConfigError("--watch and --dry-run cannot be combined")
     store, embedder = await _sync_store(settings, dry_run)
+    if not dry_run:
+        try:  # before anything is written or deleted: another folder's workspace is never touched
+            await store.claim(str(workspace.resolve()), take_over)
+        except BaseException:
+            await store.close()
+            raise
     reporter = _reporter(as_json)
     syncer = WorkspaceSync(
         store,
@@ -169,7 +188,7 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
         settings.batch_files,
         int(settings.max_file_mb * MB),
         settings.chunk_chars,
-        State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts)),
+        State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts, store.workspace)),
         reme_chunkers=_reme_chunkers(settings, workspace),
     )
     _stop_on_signals(syncer.stop)
@@ -188,7 +207,7 @@ async def _sync(workspace: Path, watch: bool, full: bool, dry_run: bool, as_json
     try:
         if not as_json:
             click.echo(
-                f"syncing {workspace.resolve()} into {store.prefix}-* ({', '.join(settings.dirs)}; "
+                f"syncing {workspace.resolve()} into {_where(store)} ({', '.join(settings.dirs)}; "
                 f"{', '.join(settings.suffixes)})"
             )
         summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))

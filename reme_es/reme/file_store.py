@@ -14,6 +14,7 @@ configuration-key check.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from reme.components.base_component import BaseComponent
@@ -24,12 +25,13 @@ from reme.enumeration import LinkScopeEnum
 from reme.schema import FileChunk, FileLink, FileNode
 
 from ..adapters.base import ClientSettings, redact_host, validate_hosts
-from ..config import default_prefix as default_index_prefix
+from ..config import default_workspace_key
 from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from ..fusion import (
     DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score,
     validate_collapse, validate_feedback, validate_fusion,
 )
+from ..adapters.scope import validate_workspace_key
 from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
 from ..store.shown import Shown
@@ -79,6 +81,10 @@ class EsFileStore(BaseFileStore):
         collapse: bool = DEFAULT_COLLAPSE,
         hnsw_m: int = HNSW_M,
         hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
+        workspace_key: str = "",
+        replicas: int | None = None,
+        shards: int = 1,
+        take_over: bool = False,
         flavour: str | None = None,
         refresh_after: float = 1.0,
         **kwargs,
@@ -112,7 +118,13 @@ class EsFileStore(BaseFileStore):
         self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
         self.feedback = validate_feedback(feedback)
         self.collapse = validate_collapse(collapse)
-        self.index_options = {"hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction)}
+        self.workspace_key = validate_workspace_key(workspace_key) if workspace_key else ""
+        self.take_over = bool(take_over)
+        self.index_options = {
+            "hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction), "shards": shards,
+            "replicas": replicas,
+        }
+        IndexOptions(**self.index_options)  # refuse bad shards / replicas at once
         if flavour:
             self.flavour = flavour
 
@@ -170,17 +182,28 @@ class EsFileStore(BaseFileStore):
         aws_region = self.settings_kwargs["aws_region"]
         hosts = await resolve_hosts(self.hosts, aws_region, self.flavour, self.logger, self.name)
         settings = ClientSettings(hosts=hosts, **self.settings_kwargs)
-        prefix = self.index_prefix or default_index_prefix(self.workspace_path)
+        key = self.workspace_key or default_workspace_key(self.workspace_path)
         dims = self.embedding_dimensions or None
         if self.embedding_store is not None and not dims:
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
         options = IndexOptions(dims=dims, **self.index_options)
         kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
-                  "proximity": self.proximity, "feedback": self.feedback, "collapse": self.collapse}
-        self.store = await open_matching(settings, prefix, self.engine, options, self.logger, self.name, **kwargs)
-        caps, where = self.store.caps, ", ".join(redact_host(h) for h in hosts)
-        dims = self.store.dims
-        self.logger.info(f"{self.name}: {caps.engine} {caps.version} at {where}, prefix={prefix}, dims={dims}")
+                  "proximity": self.proximity, "feedback": self.feedback, "collapse": self.collapse, "workspace": key}
+        self.store = await open_matching(
+            settings, self.index_prefix or None, self.engine, options, self.logger, self.name,
+            folder=self.workspace_path, **kwargs,
+        )
+        try:  # before ReMe's start-up scan writes or deletes anything: another folder's workspace is never touched
+            await self.store.claim(str(Path(self.workspace_path).resolve()), self.take_over)
+        except BaseException:
+            await self.store.close()
+            self.store = None
+            raise
+        caps, where, dims = self.store.caps, ", ".join(redact_host(h) for h in hosts), self.store.dims
+        self.logger.info(
+            f"{self.name}: {caps.engine} {caps.version} at {where}, index set={self.store.prefix}, "
+            f"workspace={self.store.workspace or '(the whole set, from before shared sets)'}, dims={dims}"
+        )
         if self.store.dims:
             await self.vectors.record_model()
         await self.store.refresh()  # what a process that stopped mid-write left unrefreshed

@@ -34,27 +34,41 @@ async def resolve_hosts(
 
 
 async def open_matching(
-    settings: Any, prefix: str, engine: str, options: IndexOptions, logger: Any, name: str, **kwargs: Any
+    settings: Any, prefix: str | None, engine: str, options: IndexOptions, logger: Any, name: str,
+    folder: Any = None, **kwargs: Any,
 ) -> MemoryStore:
-    """Open the store; when the stored vector dimension differs from the model's, drop and recreate it.
+    """Open the store (`prefix` None: the set `choose_set` finds for `folder`); when the stored vector dimension
+    differs from the model's and no other workspace uses the set, drop and recreate it.
 
     The index is derived from the workspace files, so ReMe's start-up scan rebuilds everything, which is
-    what the local store does with vectors of a stale dimension.
+    what the local store does with vectors of a stale dimension. A set other workspaces use is never dropped: the
+    error says to give this model its own set.
     """
     try:
-        return await open_store(settings, prefix, engine, options, **kwargs)
+        return await open_store(settings, prefix, engine, options, folder=folder, **kwargs)
     except MappingError:
         if not options.dims:
             raise
-        probe = await open_store(settings, prefix, engine, IndexOptions(), create=False, hybrid="client")
+        probe = await open_store(
+            settings, prefix, engine, IndexOptions(), create=False, folder=folder, hybrid="client",
+            workspace=kwargs.get("workspace"),
+        )
         try:
             if probe.dims == options.dims:
                 raise
+            others = [] if probe.legacy else [w for w in await probe.workspaces() if w["workspace"] != probe.workspace]
+            if others:
+                raise ConfigError(
+                    f"{name}: index set {probe.prefix} holds {probe.dims or 'no'} vectors for {len(others)} other "
+                    f"workspace(s); this embedding model gives {options.dims}-d. Give this model its own index set "
+                    "(file store key `index_prefix`)"
+                ) from None
             logger.warning(
-                f"{name}: index {prefix} holds {probe.dims or 'no'} vectors, the model gives "
+                f"{name}: index set {probe.prefix} holds {probe.dims or 'no'} vectors, the model gives "
                 f"{options.dims}-d; dropping it so ReMe re-indexes the workspace"
             )
+            prefix = probe.prefix
             await probe.drop()
         finally:
             await probe.close()
-        return await open_store(settings, prefix, engine, options, **kwargs)
+        return await open_store(settings, prefix, engine, options, folder=folder, **kwargs)

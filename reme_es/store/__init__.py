@@ -9,7 +9,11 @@ The store is a small facade over its parts, each a module a reader can open on i
     shown.py     what a search answer shows beside its hits (chunks, links, neighbour files), in one _msearch
     vectors.py   VectorStore: k-NN search, reading back, backfilling and setting vectors
     links.py     LinkGraph: files, outlinks, inlinks, expansion and traversal over the links index
+    registry.py  Registry: which folder writes each workspace of the set (a sync never deletes another's files)
     sources.py   pure conversions between the models and stored sources, with the checks before writing
+
+One store reads and writes one workspace of an index set that may hold thousands (`reme_es.adapters.scope`: every
+doc carries its workspace key, is routed by it and has a namespaced id; every read is filtered by it).
 
 Read consistency: the indices are created with `refresh_interval: -1`, so searches see only what existed at
 the last refresh reme-es issued, and reme-es refreshes only after a write call has finished all its bulk
@@ -33,6 +37,7 @@ from ..models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbo
 from ..templates import IndexOptions
 from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
 from .links import LinkGraph
+from .registry import Registry
 from .search import SearchStore
 from .shown import Shown, fetch_shown
 from .sources import chunk_source, stored_chunk_source
@@ -41,7 +46,7 @@ from .writer import Writer
 
 
 class MemoryStore:
-    """Files, chunks and links of one workspace on one cluster."""
+    """Files, chunks and links of one workspace of an index set on one cluster."""
 
     def __init__(
         self,
@@ -55,19 +60,29 @@ class MemoryStore:
         proximity: float = 0.0,
         feedback: int = 0,
         collapse: bool = False,
+        workspace: str | None = None,
     ):
         self.dialect = dialect
         self.port = IndexPort(dialect)
-        self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight)
+        self.indices = IndexSet(
+            dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight, workspace
+        )
         self.indices.proximity, self.indices.feedback = float(proximity), validate_feedback(feedback)
         self.indices.collapse = bool(collapse)
         self.vectors = VectorStore(self.indices)
         self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)
         self.writer = Writer(self.port, self.indices.ix, lambda: self.indices.dims, self.indices.refresh)
+        self.registry = Registry(self.port, self.indices.index("workspaces"), prefix)
 
     # --------------------------------------------------------------------- settings and state
-    prefix = property(lambda self: self.indices.prefix, doc="The index prefix.")
+    prefix = property(lambda self: self.indices.prefix, doc="The index prefix (the index set's name).")
+    legacy = property(lambda self: self.indices.legacy, doc="The set predates workspaces (it holds one, unnamed).")
+
+    @property
+    def workspace(self) -> str | None:
+        """The workspace key this store reads and writes (None: a set from before workspaces)."""
+        return None if self.indices.legacy else self.indices.workspace
     options = property(lambda self: self.indices.options, doc="The index options the store creates indices with.")
 
     @property
@@ -177,11 +192,33 @@ class MemoryStore:
         return await self.writer.delete(paths, refresh)
 
     async def clear(self) -> None:
-        """Drop every file, chunk and link of this prefix (the indices are recreated empty)."""
+        """Delete every file, chunk and link of this workspace (other workspaces of the set are untouched; a set from
+        before workspaces is recreated empty)."""
+        if not self.legacy:
+            await self.indices.delete_workspace()
+            return
         await self.drop()
         await self.ensure_indices()
         if self.native_pipeline_wanted():
             await self.ensure_pipeline()
+
+    async def drop_workspace(self, expunge: bool = False) -> dict:
+        """Forget this workspace: delete its files, chunks and links and its record; other workspaces are untouched.
+        `expunge`: then force-merge the set's indices with only_expunge_deletes, so the deleted text leaves the disk
+        (it rewrites the segments that hold deleted docs: seconds to minutes on a large set)."""
+        deleted = await self.indices.delete_workspace()
+        await self.registry.release(self.workspace)
+        merged = (await self.optimize(deleted_ratio=0.0))["merged"] if expunge else []
+        return {"workspace": self.workspace, "deleted": deleted, "expunged": merged}
+
+    async def claim(self, folder: str, take_over: bool = False) -> dict:
+        """Record that `folder` (on this host) writes this workspace; refuse another folder's sync (WorkspaceConflict)
+        unless `take_over`. Call before the first write of a session."""
+        return await self.registry.claim(self.workspace, folder, take_over)
+
+    async def workspaces(self) -> list[dict]:
+        """Every workspace recorded in the set (key, folder, host, since)."""
+        return await self.registry.workspaces()
 
     async def _scan(self, index: str, query: dict, source: list[str] | bool, sort: list[str]) -> AsyncIterator[dict]:
         """Yield the `_source` of every matching doc of one index, sorted (tests read whole indices with it)."""

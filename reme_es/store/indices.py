@@ -1,21 +1,30 @@
 """The index set of one prefix: aliases over versioned indices, mapping checks, the vector dimension, the hybrid
 search pipeline, refresh, drop, stats and optimize.
 
+An index set holds many workspaces (`reme_es.adapters.scope`); this object reads and writes one of them.
 Indices (each an alias over a concrete, versioned index so `reindex` can swap them):
-    <prefix>-chunks   one doc per chunk, routed by path
-    <prefix>-files    one doc per file (id = path, hashed past 512 bytes)
-    <prefix>-links    one doc per wikilink edge; REAL/VIRTUAL is decided at query time against -files
+    <prefix>-chunks       one doc per chunk
+    <prefix>-files        one doc per file (id = workspace:path, hashed past 512 bytes)
+    <prefix>-links        one doc per wikilink edge; REAL/VIRTUAL is decided at query time against -files
+    <prefix>-workspaces   one doc per workspace: which folder writes it (`reme_es.store.registry`)
+Every doc carries its workspace key and is routed by it. A set made before workspaces (no `workspace` field) holds
+one workspace and is used as it was written (chunks routed by path, ids as they were): `reme-es migrate` moves it
+into a set with workspaces.
 """
 
 from __future__ import annotations
 
 from ..adapters.base import Dialect, ensure_mapping_compatible
-from ..adapters.port import IndexPort
+from ..adapters.port import Action, IndexPort
+from ..adapters.scope import WORKSPACE_FIELD, Scope, validate_workspace_key
 from ..engine_settings import valid_prefix
 from ..errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
-from ..models import Capabilities
-from ..templates import INDEX_KINDS, IndexOptions, render_index
+from ..models import Capabilities, SearchFilter
+from ..templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index
 from .protocol import Indices
+
+DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
+PAGE = 1000
 
 HYBRID_MODES = ("auto", "native", "client")
 PIPELINE_KINDS = ("minmax", "rrf", "zscore")  # the fusion: native where the server can, else client-side
@@ -50,6 +59,7 @@ class IndexSet:
         hybrid: str,
         pipeline: str | None,
         vector_weight: float,
+        workspace: str | None = None,
     ):
         if not 0.0 <= vector_weight <= 1.0:
             raise ConfigError(f"vector_weight must be between 0 and 1, got {vector_weight}")
@@ -57,6 +67,9 @@ class IndexSet:
             raise ConfigError(f"pipeline must be one of {', '.join(PIPELINE_KINDS)}, got {pipeline!r}")
         self.dialect, self.port = dialect, port
         self.prefix = validate_prefix(prefix)
+        self.workspace = validate_workspace_key(workspace or DEFAULT_WORKSPACE)
+        self.legacy = False  # True: the set predates workspaces (found at connect)
+        self.port.scope = Scope(self.workspace)
         self.options = options
         self.hybrid = validate_hybrid(hybrid)
         self.pipeline_kind = pipeline
@@ -71,6 +84,10 @@ class IndexSet:
     def index(self, kind: str) -> str:
         """Alias name of one index kind."""
         return f"{self.prefix}-{kind}"
+
+    def filter(self, search_filter: SearchFilter | dict | None) -> SearchFilter:
+        """A caller's search filter, parsed and narrowed to this workspace (inside every clause the dialect builds)."""
+        return SearchFilter.parse(search_filter).model_copy(update={"workspace": self.port.scope.workspace})
 
     def connected(self) -> Capabilities:
         """The probed capabilities; refuses to go on before `connect`."""
@@ -102,9 +119,10 @@ class IndexSet:
         return self.caps
 
     async def ensure_indices(self, suffix: str = "1") -> None:
-        """Create missing indices behind their aliases; report an existing incompatible one."""
+        """Create missing indices behind their aliases; report an existing incompatible one. A set whose chunks
+        index has no `workspace` field predates workspaces: it is used as it was written (`legacy`)."""
         caps = self.connected()
-        for kind in INDEX_KINDS:
+        for kind in SET_KINDS:
             alias = self.index(kind)
             existing = await self.port.mapping(alias)
             if existing is None:
@@ -113,14 +131,24 @@ class IndexSet:
                 await self.port.create_index(f"{alias}-{suffix}", body)  # False: another writer made it first
                 continue
             expected = render_index(kind, self.dialect, caps, IndexOptions())["mappings"]
+            if kind == "chunks":
+                self._set_layout(existing)
+            if self.legacy and kind != REGISTRY_KIND:
+                expected["properties"].pop(WORKSPACE_FIELD, None)
             ensure_mapping_compatible(alias, existing, expected)
             if kind == "chunks":
                 self._adopt_dims(alias, existing)
+
+    def _set_layout(self, chunks_mapping: dict) -> None:
+        """Read the set's layout from its chunks mapping: with workspaces, or from before them (legacy)."""
+        self.legacy = WORKSPACE_FIELD not in chunks_mapping.get("properties", {})
+        self.port.scope = Scope(None if self.legacy else self.workspace)
 
     async def _load_dims(self) -> None:
         existing = await self.port.mapping(self.ix.chunks)
         if existing is None:
             raise MappingError(f"index {self.ix.chunks} does not exist; run `reme-es sync` first")
+        self._set_layout(existing)
         self._adopt_dims(self.ix.chunks, existing)
 
     def _adopt_dims(self, alias: str, mapping: dict) -> None:
@@ -174,12 +202,29 @@ class IndexSet:
         await self.port.refresh([self.index(k) for k in INDEX_KINDS])
 
     async def drop(self) -> None:
-        """Delete this prefix's indices and pipeline."""
-        for kind in INDEX_KINDS:
+        """Delete this prefix's indices (every workspace of the set) and pipeline."""
+        for kind in SET_KINDS:
             for concrete in await self.port.concrete(self.index(kind)):
                 await self.port.delete_index(concrete)
         if self.caps and self.caps.hybrid_query:
             await self.port.delete_pipeline(self.pipeline_name())
+
+    async def delete_workspace(self) -> int:
+        """Delete every document of this workspace from the set's content indices (paged, no 10,000-hit cap) and
+        refresh; other workspaces are untouched. Returns the documents deleted."""
+        if self.legacy:
+            raise ConfigError(
+                f"index set {self.prefix} predates workspaces and holds one workspace: drop the whole set "
+                "(`reme-es drop --set`), or move it into a shared set first (`reme-es migrate`)"
+            )
+        raw, deleted = self.port.unscoped(), 0
+        for kind in INDEX_KINDS:
+            async for page in self.port.scroll(self.index(kind), PAGE, with_vectors=False):
+                actions = [Action("delete", self.index(kind), d.id, routing=d.routing) for d in page]
+                (await raw.bulk(actions)).raise_for_failures()
+                deleted += len(actions)
+        await self.refresh()
+        return deleted
 
     async def stats(self) -> dict[str, dict]:
         """Per index kind: docs, deleted docs, segments, size."""

@@ -65,7 +65,7 @@ class SearchStore:
 
     async def keyword(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
-        f = SearchFilter.parse(search_filter)
+        f = self.indices.filter(search_filter)
         if not query or not query.strip() or limit <= 0:
             return []
         hits = await self.port.ranked_sources(self.indices.ix.chunks, keyword_body(query, limit, f, self.keyword_fields))
@@ -86,7 +86,7 @@ class SearchStore:
 
         Candidates are ranked from scores and ids alone; only the hits returned are fetched with their text.
         `candidates` sets the depth per branch directly (default: ReMe's min(200, limit x candidate_multiplier))."""
-        f = SearchFilter.parse(search_filter)
+        f = self.indices.filter(search_filter)
         if not query or not query.strip() or limit <= 0:
             return SearchResult(hits=[])
         candidates = max(limit, candidates) if candidates else candidate_depth(limit, candidate_multiplier)
@@ -120,7 +120,7 @@ class SearchStore:
         branches are asked again four times as deep (up to COLLAPSE_MAX_DEPTH), so `limit` distinct hits come back
         whenever the index holds them. With `proximity` set, client fusion fetches its head's text (one `_mget`) to
         re-rank it by term proximity."""
-        f = SearchFilter.parse(search_filter)
+        f = self.indices.filter(search_filter)
         if not query or not query.strip() or candidates <= 0:
             return SearchResult(hits=[])
         depth = candidates
@@ -203,7 +203,7 @@ class SearchStore:
         from_vec, from_kw = usable(vec), usable(keyword)
         if not from_vec and not from_kw:
             return keyword, vec
-        like = [(doc_id(h.chunk.id), h.chunk.path) for h in from_kw]
+        like = [(self.port.stored_id(doc_id(h.chunk.id)), self.port.scope.routing(h.chunk.path)) for h in from_kw]
         moved = rocchio(vector, [stored[h.chunk.id].get("embedding") or [] for h in from_vec], FEEDBACK_BETA)
         bodies = [
             feedback_keyword_body(self.indices.ix.chunks, query, like, candidates, f, self.keyword_fields,

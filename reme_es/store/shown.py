@@ -41,14 +41,16 @@ class Shown:
 async def fetch_shown(port: IndexPort, ix: Indices, hits: list[Hit], paths: list[str], page: int = PAGE) -> Shown:
     """The hits' chunks and the REAL links of `paths` in one `_msearch` (see the module docstring)."""
     paths = list(dict.fromkeys(paths))
-    searches = [(ix.chunks, q.chunks_by_ids([doc_id(h.chunk.id) for h in hits], SOURCE_EXCLUDES))] if hits else []
+    ids = [port.stored_id(doc_id(h.chunk.id)) for h in hits]
+    searches = [(ix.chunks, q.chunks_by_ids(ids, SOURCE_EXCLUDES))] if hits else []
     if paths:
+        linked_from = [port.stored_id(doc_id(p)) for p in paths]
         searches += [
             (ix.files, q.files_by_path(paths)),
             (ix.links, q.links_into(paths, page)),
-            (ix.files, q.files_linked_from(ix.files, [doc_id(p) for p in paths], page)),
+            (ix.files, q.files_linked_from(ix.files, linked_from, page, port.scope.routing())),
         ]
-    answers = await port.msearch(searches)
+    answers = await port.msearch([(index, {**body, "query": port.scope.query(body["query"])}) for index, body in searches])
     shown = Shown(hits=_with_chunks(hits, answers.pop(0)) if hits else [])
     if not paths:
         return shown

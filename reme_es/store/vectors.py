@@ -48,7 +48,7 @@ class VectorStore:
     ) -> list[Hit]:
         """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity.
         The top `limit` of the `k` nearest (k defaults to limit) come back."""
-        f = SearchFilter.parse(search_filter)
+        f = self.indices.filter(search_filter)
         if not vector or limit <= 0:
             return []
         body = self.knn_body(vector, max(k, limit), f, size=limit)
@@ -66,7 +66,7 @@ class VectorStore:
 
     async def vector_ids(self, ids_by_path: dict[str, list[str]]) -> set[str]:
         """Which of these chunks have a stored vector (answered by the index: no vector is read)."""
-        wanted = sorted({doc_id(cid) for ids in ids_by_path.values() for cid in ids})
+        wanted = sorted({self.port.stored_id(doc_id(cid)) for ids in ids_by_path.values() for cid in ids})
         if not wanted or not self.indices.dims:
             return set()
         query = q.with_vector_among(wanted)

@@ -39,7 +39,9 @@ class State:
         tmp.replace(self.path)
 
 
-def state_path(prefix: str, hosts: list[str]) -> Path:
-    """Where the local sync state of an index prefix on a cluster lives (below the reme-es home)."""
+def state_path(prefix: str, hosts: list[str], workspace: str | None = None) -> Path:
+    """Where the local sync state of a workspace of an index set (None: a set from before workspaces) on a cluster
+    lives (below the reme-es home)."""
     cluster = hashlib.sha256(",".join(sorted(hosts)).encode()).hexdigest()[:8]
-    return reme_es_home() / "state" / f"{prefix}@{cluster}.json"
+    name = f"{prefix}.{workspace}" if workspace else prefix
+    return reme_es_home() / "state" / f"{name}@{cluster}.json"

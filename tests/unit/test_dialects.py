@@ -81,7 +81,8 @@ def test_serverless_store_connects_without_cluster_apis_and_fuses_client_side():
     asyncio.run(store.connect())
     paths = [p for _, p in dialect.transport.calls]
     assert paths == ["/notes-chunks/_mapping", "/notes-chunks-1", "/notes-files/_mapping", "/notes-files-1",
-                     "/notes-links/_mapping", "/notes-links-1"]  # no _refresh, no _search/pipeline
+                     "/notes-links/_mapping", "/notes-links-1", "/notes-workspaces/_mapping",
+                     "/notes-workspaces-1"]  # no _refresh, no _search/pipeline
     assert not store.native_pipeline_wanted() and not store.native_hybrid_available()
     with pytest.raises(CapabilityError, match="no index stats or force-merge"):
         asyncio.run(store.optimize())
