@@ -8,6 +8,8 @@ Each class carries its asyncio mark, so a subclass in any test module runs witho
 
 from __future__ import annotations
 
+import pytest
+
 from .contract_search import HybridContract, MaintenanceContract, VectorContract
 from .contract_write import FilterContract, LinkContract, WriteContract
 
@@ -16,7 +18,17 @@ class StoreContract(WriteContract, FilterContract, LinkContract, VectorContract,
     """The whole contract."""
 
 
+class SharedSetContract(StoreContract):
+    """The whole contract, each store sharing its index set with a twin workspace that holds the very same files,
+    chunks, vectors and links (same paths, texts, ids): every read path must return only its own workspace."""
+
+    @pytest.fixture
+    def reme_es_neighbours(self) -> int:
+        """One twin workspace beside every store."""
+        return 1
+
+
 __all__ = [
-    "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "StoreContract", "VectorContract",
-    "WriteContract",
+    "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "SharedSetContract", "StoreContract",
+    "VectorContract", "WriteContract",
 ]

@@ -228,7 +228,8 @@ class HybridContract:
         # vector hit's stored vector.
         from ..adapters.base import feedback_keyword_body
         from ..fusion import FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, convex, rocchio
-        from ..models import SearchFilter
+        from ..models import Chunk, SearchFilter
+        from ..store.vectors import branch_hit
 
         store, plain, result, query, vector = await self._with_and_without_feedback(store_factory, long=True)
         assert (plain.keyword_hits, result.keyword_hits) == (6, 7)  # digest/x.md: found through feedback only
@@ -237,9 +238,11 @@ class HybridContract:
         moved = rocchio(vector, [(await store.vectors.get_chunks(
             {first_v[0].chunk.path: [first_v[0].chunk.id]}, with_vectors=True))[first_v[0].chunk.id]["embedding"]],
             FEEDBACK_BETA)
-        body = feedback_keyword_body(store.indices.ix.chunks, query, [(doc_id(first_k[0].chunk.id), "digest/f0.md")],
-                                     7, SearchFilter(), None, FEEDBACK_TERMS, FEEDBACK_BOOST)
-        keyword = [h for h in await store.searches._candidates(body, "keyword")]
+        like = [(store.port.stored_id(doc_id(first_k[0].chunk.id)), store.port.scope.routing("digest/f0.md"))]
+        body = feedback_keyword_body(store.index("chunks"), query, like, 7, store.indices.filter(SearchFilter()), None,
+                                     FEEDBACK_TERMS, FEEDBACK_BOOST)
+        keyword = [branch_hit("keyword", c.score, Chunk(id=c.chunk_id, path=c.path, text=""))
+                   for c in await store.port.ranked(store.index("chunks"), body)]
         assert "digest/x.md" in [h.chunk.path for h in keyword]
         expected = convex(await store.vector_search(moved, 7, k=7), keyword, 0.55, "zscore")
         assert _ids(result.hits) == _ids(expected[:7])
@@ -327,7 +330,7 @@ class MaintenanceContract:
 
     pytestmark = ASYNC
 
-    async def test_optimize_merges_only_past_the_deleted_ratio_and_reports_figures(self, store_factory):
+    async def test_optimize_merges_only_past_the_deleted_ratio_and_reports_figures(self, store_factory, reme_es_neighbours):
         # Soft-deleted documents stay until the shard's retention lease moves on (about 30 s on a quiet shard),
         # so the deleted count right after the merge is not asserted; the merge itself and its report are.
         store = await store_factory()
@@ -339,14 +342,15 @@ class MaintenanceContract:
         assert quiet["merged"] == []
         report = await store.optimize(deleted_ratio=0.1)
         assert "chunks" in report["merged"] and "links" not in report["merged"]
-        assert report["before"]["chunks"]["deleted"] >= 10
-        assert report["after"]["chunks"]["docs"] == 10
+        copies = 1 + reme_es_neighbours  # index figures: every workspace of the set holds its own copy
+        assert report["before"]["chunks"]["deleted"] >= 10 * copies
+        assert report["after"]["chunks"]["docs"] == 10 * copies
         full = await store.optimize(max_segments=1)
         assert full["after"]["chunks"]["segments"] == 1
-        assert full["after"]["files"]["docs"] == 10
+        assert full["after"]["files"]["docs"] == 10 * copies
         assert [f.path for f in await store.get_files()] == [f"digest/o{i}.md" for i in range(10, 20)]
 
-    async def test_reindex_keeps_every_vector(self, store_factory):
+    async def test_reindex_keeps_every_vector(self, store_factory, reme_es_neighbours):
         # Vectors are kept out of the stored `_source` (OpenSearch derived source, Elasticsearch's default): the copy
         # must still carry them, or the new index answers k-NN with nothing and nobody notices until a search.
         from ..maintenance import reindex
@@ -357,8 +361,9 @@ class MaintenanceContract:
         kept = [chunk(f"digest/r{i}.md", f"reindexed {i}", vector=unit_vector(1, i * 0.1)) for i in range(5)]
         await store.upsert([file_with(c.path, [c]) for c in kept])
         results = await reindex(store, IndexOptions(dims=store.dims))
+        copies = 1 + reme_es_neighbours  # a rebuild copies every workspace of the set
         assert [(r["kind"], r["docs"], r["vectors"]) for r in results] == [
-            ("chunks", 5, "kept"), ("files", 5, "none"), ("links", 0, "none")
+            ("chunks", 5 * copies, "kept"), ("files", 5 * copies, "none"), ("links", 0, "none")
         ]
         assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
         stored = await store.get_chunks({c.path: [c.id] for c in kept}, with_vectors=True)

@@ -39,14 +39,16 @@ class WriteContract:
         (node,) = await store.get_files([path])
         assert node.chunk_ids == [new[0].id]
 
-    async def test_repeating_an_upsert_is_idempotent(self, store_factory):
+    async def test_repeating_an_upsert_is_idempotent(self, store_factory, reme_es_neighbours):
         store = await store_factory()
         pairs = [file_with(f"digest/f{i}.md", [chunk(f"digest/f{i}.md", f"shared token number{i}")]) for i in range(5)]
         await store.upsert(pairs)
         first = _ids(await store.keyword_search("shared token", 10))
         await store.upsert(pairs)
-        stats = await store.stats()
-        assert stats["chunks"]["docs"] == 5 and stats["files"]["docs"] == 5
+        counts, stats = await store.health_counts(), await store.stats()
+        assert (counts["chunks"], counts["files"]) == (5, 5)  # this workspace's
+        copies = 1 + reme_es_neighbours  # the index holds each workspace's own copy
+        assert stats["chunks"]["docs"] == 5 * copies and stats["files"]["docs"] == 5 * copies
         assert _ids(await store.keyword_search("shared token", 10)) == first
         assert len(first) == 5
 

@@ -73,14 +73,57 @@ def reme_es_open_store(request: pytest.FixtureRequest) -> Opener:
     return open_one
 
 
+@pytest.fixture
+def reme_es_neighbours() -> int:
+    """How many other workspaces share each contract store's index set, each written exactly as the store is (0: the
+    store's set holds it alone; `SharedSetContract` sets 1)."""
+    return 0
+
+
+def mirror_writes(store: MemoryStore, twins: list[MemoryStore]) -> None:
+    """Make every upsert, delete and vector write of `store` happen in each twin first (same paths, texts, vectors),
+    so the twins' workspaces hold exactly what the store's holds: any read that drops the workspace filter then
+    returns twice the hits, or a twin's, and the case that checks it fails. `clear` is not mirrored: a cleared store
+    must find nothing while its twins keep everything."""
+    for name in ("upsert", "delete", "set_vectors"):
+        own, others = getattr(store, name), [getattr(t, name) for t in twins]
+
+        async def both(*args, _own=own, _others=others, **kwargs):
+            for other in _others:
+                try:
+                    await other(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - the twin fails as the store will; the store's own error is the one raised
+                    pass
+            return await _own(*args, **kwargs)
+
+        setattr(store, name, both)
+
+
 @pytest_asyncio.fixture
-async def store_factory(reme_es_open_store: Opener) -> AsyncIterator[Callable[..., Awaitable[MemoryStore]]]:
-    """Connected stores on fresh prefixes, dropped and closed afterwards."""
+async def store_factory(
+    reme_es_open_store: Opener, reme_es_neighbours: int
+) -> AsyncIterator[Callable[..., Awaitable[MemoryStore]]]:
+    """Connected stores on fresh prefixes, dropped and closed afterwards; with `reme_es_neighbours`, each store is
+    workspace `main` of its set and as many twin workspaces get all its writes too (`mirror_writes`)."""
     async with dropped_at_exit() as opened:
+        twins: list[MemoryStore] = []
 
         async def make(dims: int | None = DIMS, prefix: str | None = None, **store_kwargs) -> MemoryStore:
-            store = await reme_es_open_store(prefix or f"c-{uuid.uuid4().hex[:12]}", IndexOptions(dims=dims), **store_kwargs)
+            prefix = prefix or f"c-{uuid.uuid4().hex[:12]}"
+            if reme_es_neighbours and "workspace" not in store_kwargs:
+                store_kwargs["workspace"] = "main"
+                for n in range(reme_es_neighbours):
+                    kwargs = {**store_kwargs, "workspace": f"twin-{n}"}
+                    twins.append(await reme_es_open_store(prefix, IndexOptions(dims=dims), **kwargs))
+                store = await reme_es_open_store(prefix, IndexOptions(dims=dims), **store_kwargs)
+                mirror_writes(store, twins[-reme_es_neighbours:])
+            else:
+                store = await reme_es_open_store(prefix, IndexOptions(dims=dims), **store_kwargs)
             opened.append(store)
             return store
 
-        yield make
+        try:
+            yield make
+        finally:
+            for twin in twins:
+                await twin.close()

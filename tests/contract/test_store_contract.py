@@ -10,7 +10,7 @@ import pytest
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import open_store
-from reme_es.testing import StoreContract
+from reme_es.testing import SharedSetContract, StoreContract
 
 
 @pytest.fixture
@@ -25,3 +25,7 @@ def reme_es_open_store(server):
 
 class TestStoreContract(StoreContract):
     """Every contract case on every flavour."""
+
+
+class TestSharedSetContract(SharedSetContract):
+    """Every contract case with a twin workspace in the same index set, on every flavour."""
