@@ -136,7 +136,8 @@ def _echo_cluster(view: dict) -> None:
     state = f"health {health['status']}, {health['number_of_nodes']} nodes" if health else view.get("reason", "down")
     click.echo(f"cluster {view['name']!r} ({view['flavour']}, cluster.name {view['cluster_name']}): {state}")
     for m in view["nodes"]:
-        click.echo(f"  {m['name']}: " + (f"pid {m['pid']}, {m['url']}" if m["running"] else f"not running ({m['url']})"))
+        state = f"pid {m['pid']}, {m['url']}" if m["running"] else f"not running ({m['url']})"
+        click.echo(f"  {m['name']}: {state}")
     if view.get("snapshot_repo"):
         click.echo(f"snapshot repository folder (path.repo of every member): {view['snapshot_repo']}")
 
@@ -178,7 +179,8 @@ def cluster_stop(name):
         from ..server import cluster as local
 
         stopped = await asyncio.to_thread(local.stop_local, name)
-        click.echo(f"cluster {name!r}: stopped {', '.join(stopped)}" if stopped else f"cluster {name!r} was not running")
+        done = f"stopped {', '.join(stopped)}" if stopped else "was not running"
+        click.echo(f"cluster {name!r}: {done}" if stopped else f"cluster {name!r} {done}")
         return 0
 
     _run(go)

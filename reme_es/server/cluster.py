@@ -258,7 +258,8 @@ def start_local(
     try:
         cluster.start(timeout=timeout)
     except ServerError as exc:
-        raise ServerError(f"{exc}\n(members that started keep running: reme-es server cluster stop --name {name})") from exc
+        hint = f"members that started keep running: reme-es server cluster stop --name {name}"
+        raise ServerError(f"{exc}\n({hint})") from exc
     return cluster
 
 

@@ -169,7 +169,8 @@ def test_a_workspace_and_a_memorie_store_come_back_whole_from_a_snapshot(snap_no
         timings = snapshot_delete_restore(url, f"{path_repo}/{repo}", repo, snap, indices)
         assert {p: index_set(url, p) for p in (workspace_prefix, memorie_prefix)} == before
         assert cli.search(QUERY) == hits
-        print(f"\nsnapshot of {len(indices)} indices: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()))
+        took = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
+        print(f"\n{FLAVOUR}: snapshot of {len(indices)} indices: {took}")
     finally:
         call("DELETE", f"{url}/{','.join(indices)}?ignore_unavailable=true")
 
