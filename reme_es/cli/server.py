@@ -179,8 +179,10 @@ def cluster_stop(name):
         from ..server import cluster as local
 
         stopped = await asyncio.to_thread(local.stop_local, name)
-        done = f"stopped {', '.join(stopped)}" if stopped else "was not running"
-        click.echo(f"cluster {name!r}: {done}" if stopped else f"cluster {name!r} {done}")
+        if stopped:
+            click.echo(f"cluster {name!r}: stopped {', '.join(stopped)}")
+        else:
+            click.echo(f"cluster {name!r} was not running")
         return 0
 
     _run(go)
