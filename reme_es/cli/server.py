@@ -48,7 +48,8 @@ def _node_view(name: str) -> dict:
 )
 @click.option("--heap", default="512m", show_default=True)
 @click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots (the node's path.repo, "
-              "where `fs` snapshot repositories may be registered); created and made writable for the node.")
+              "where `fs` snapshot repositories may be registered); created and made writable for the node. Default: "
+              "the node's folder of its last start, if any.")
 @click.option("--json", "as_json", is_flag=True)
 @_server_cmd
 def server_start(flavour, port, heap, snapshot_repo, as_json, name):
@@ -133,7 +134,7 @@ def _cluster_cmd(f):
 def _echo_cluster(view: dict) -> None:
     """The text form of a cluster's status: health, then one line per member."""
     health = view.get("health")
-    state = f"health {health['status']}, {health['number_of_nodes']} nodes" if health else view.get("reason", "down")
+    state = f"health {health['status']}, {health['number_of_nodes']} nodes" if health else view.get("reason", "not running")
     click.echo(f"cluster {view['name']!r} ({view['flavour']}, cluster.name {view['cluster_name']}): {state}")
     for m in view["nodes"]:
         state = f"pid {m['pid']}, {m['url']}" if m["running"] else f"not running ({m['url']})"
@@ -150,7 +151,8 @@ def _echo_cluster(view: dict) -> None:
               "default: the cluster's ports of its last start, else the first free run from 9200).")
 @click.option("--heap", help="Heap of each member (default: as last started, else 512m).")
 @click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots shared by every member "
-              "(their path.repo); created and made writable for the nodes.")
+              "(their path.repo); created and made writable for the nodes. Default: the cluster's folder of its last "
+              "start, if any.")
 @click.option("--json", "as_json", is_flag=True)
 @_cluster_cmd
 def cluster_start(flavour, nodes, port, heap, snapshot_repo, as_json, name):

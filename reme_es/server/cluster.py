@@ -247,12 +247,14 @@ def start_local(
     timeout: float = 300.0,
 ) -> Cluster:
     """Start (or restart) the local cluster `name` on consecutive HTTP ports from `port`, wait until its members
-    have joined (yellow health), and record it. Members share `snapshot_repo` as their `path.repo`."""
+    have joined (yellow health), and record it. Members share `snapshot_repo` (default: the last start's) as their
+    `path.repo`."""
     cluster = _local(name, flavour, nodes, heap, port)
     taken = [p for n, p in cluster.http_ports.items() if not _member_running(n) and not node._port_free(p)]
     if taken:
         raise ServerError(f"ports {taken} on 127.0.0.1 are taken; choose another first port with --port")
-    cluster.snapshot_repo = str(node.prepare_snapshot_repo(snapshot_repo)) if snapshot_repo else None
+    if snapshot_repo is not None:  # else the folder of the last start, if any (repositories registered there)
+        cluster.snapshot_repo = str(node.prepare_snapshot_repo(snapshot_repo))
     _record(name).parent.mkdir(parents=True, exist_ok=True)
     _record(name).write_text(json.dumps(asdict(cluster), indent=2))
     try:

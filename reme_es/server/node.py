@@ -99,12 +99,13 @@ def start(
     config folder before start (certificates, users files). With `security` the node is reached over HTTPS with
     those credentials and start-up waits for an authenticated 200 (not an open port). With `snapshot_repo` that
     folder is created, made writable by the run user and set as the node's `path.repo` (where `fs` snapshot
-    repositories may live); without it the node has no `path.repo`.
+    repositories may live); without it the node keeps the folder of its last start, if any (a repository registered
+    there stays usable), and a node never given one has no `path.repo`.
     """
     flavour = get_flavour(flavour_name)
     if running := _running_as(name, flavour.name):
         return _same_repo(running, snapshot_repo)
-    settings = repo_settings(settings, snapshot_repo)  # a path that cannot be a folder fails before anything else
+    settings = repo_settings(settings, _snapshot_repo(name, snapshot_repo))  # a bad path fails before anything else
     java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
     http_port = _http_port(name, http_port, read_node(name))
@@ -133,6 +134,14 @@ def start(
     write_node(info)
     _wait_healthy(info, proc, timeout, security, stop)
     return info
+
+
+def _snapshot_repo(name: str, asked: str | os.PathLike | None) -> str | os.PathLike | None:
+    """The snapshot repository folder to start with: the one asked for, else the one of the node's last start."""
+    if asked is not None:
+        return asked
+    current = read_node(name)
+    return current.snapshot_repo if current is not None else None
 
 
 def _same_repo(running: NodeInfo, snapshot_repo: str | os.PathLike | None) -> NodeInfo:

@@ -78,7 +78,7 @@ def test_a_recorded_cluster_keeps_its_members_and_ports_and_refuses_another_size
     again = cluster.start_local("team")
     assert (again.http_ports, again.transport_ports, again.flavour) == (first.http_ports, first.transport_ports,
                                                                        "opensearch-2.19")
-    assert again.snapshot_repo is None  # started without it: no path.repo, as a single node
+    assert again.snapshot_repo == first.snapshot_repo  # kept: a repository registered there stays usable
     with pytest.raises(ServerError, match=r"cluster 'team' has 3 members; start it with --nodes 3"):
         cluster.start_local("team", nodes=2)
     with pytest.raises(ServerError, match=r"cluster 'team' runs opensearch-2.19"):
@@ -100,3 +100,14 @@ def test_a_cluster_whose_ports_are_taken_is_refused_before_anything_starts(tmp_p
         with pytest.raises(ServerError, match=rf"ports \[{port}.*\] on 127.0.0.1 are taken; choose another first"):
             cluster.start_local("busy", "opensearch-2.19", 3, None, port)
     assert not (tmp_path / "nodes").exists()
+
+
+def test_a_node_started_again_without_the_option_keeps_its_snapshot_repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("REME_ES_HOME", str(tmp_path))
+    assert node._snapshot_repo("fresh", None) is None  # never given one: no path.repo, as before
+    (tmp_path / "nodes" / "n").mkdir(parents=True)
+    info = node.NodeInfo("n", "opensearch-2.19", "opensearch", "2.19.1", 1, 1, 2, "", str(tmp_path / "nodes" / "n"))
+    info.snapshot_repo = "/srv/snaps"
+    node.write_node(info)
+    assert node._snapshot_repo("n", None) == "/srv/snaps"
+    assert node._snapshot_repo("n", tmp_path / "other") == tmp_path / "other"
