@@ -118,7 +118,6 @@ def server_status(as_json, name):
     _run(go)
 
 
-
 # ------------------------------------------------------------------------------------------------------ cluster
 
 
@@ -134,7 +133,9 @@ def _cluster_cmd(f):
 def _echo_cluster(view: dict) -> None:
     """The text form of a cluster's status: health, then one line per member."""
     health = view.get("health")
-    state = f"health {health['status']}, {health['number_of_nodes']} nodes" if health else view.get("reason", "not running")
+    state = view.get("reason", "not running")
+    if health:
+        state = f"health {health['status']}, {health['number_of_nodes']} nodes"
     click.echo(f"cluster {view['name']!r} ({view['flavour']}, cluster.name {view['cluster_name']}): {state}")
     for m in view["nodes"]:
         state = f"pid {m['pid']}, {m['url']}" if m["running"] else f"not running ({m['url']})"

@@ -274,7 +274,7 @@ def local_status(name: str = "cluster") -> dict:
     """Each member's pid, port and URL (running or not), and the cluster health as a running member reports it."""
     cluster = load_cluster(name)
     if cluster is None:
-        return {"name": name, "running": False, "reason": "never started (reme-es server cluster start)"}
+        return {"name": name, "running": False, "reason": "never started here"}
     members = []
     for member in cluster.names:
         info = node.read_node(member)
