@@ -1,4 +1,5 @@
-"""`reme-es server start|stop|status`: the managed local node."""
+"""`reme-es server start|stop|status`: the managed local node; `reme-es server cluster start|stop|status`: a local
+multi-node cluster of managed nodes (reme_es/server/cluster.py)."""
 
 from __future__ import annotations
 
@@ -46,15 +47,20 @@ def _node_view(name: str) -> dict:
     "9200).",
 )
 @click.option("--heap", default="512m", show_default=True)
+@click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots (the node's path.repo, "
+              "where `fs` snapshot repositories may be registered); created and made writable for the node. Default: "
+              "the node's folder of its last start, if any.")
 @click.option("--json", "as_json", is_flag=True)
 @_server_cmd
-def server_start(flavour, port, heap, as_json, name):
+def server_start(flavour, port, heap, snapshot_repo, as_json, name):
     """Install (once) and start a node; waits until it is healthy."""
 
     async def go() -> int:
         from ..server import node
 
-        info = await asyncio.to_thread(node.start, node.flavour_of(name, flavour), name, port, heap)
+        info = await asyncio.to_thread(
+            node.start, node.flavour_of(name, flavour), name, port, heap, snapshot_repo=snapshot_repo
+        )
         if as_json:
             click.echo(json.dumps(await asyncio.to_thread(_node_view, name)))
         else:
@@ -102,9 +108,105 @@ def server_status(as_json, name):
             f"node {name!r}: {st['engine']} {st['version']} ({st['flavour']}) at {st['url']}, "
             f"health {st['health']}, pid {st['pid']}"
         )
+        if st.get("snapshot_repo"):
+            click.echo(f"snapshot repository folder (path.repo): {st['snapshot_repo']}")
         click.echo(f"modules: {', '.join(st['modules']) or 'none'}")
         click.echo(f"plugins: {', '.join(f'{k} {v}' for k, v in st['plugins'].items()) or 'none'}")
         click.echo(f"capabilities: {', '.join(k for k, v in st['capabilities'].items() if v) or 'none'}")
         return 0
+
+    _run(go)
+
+
+# ------------------------------------------------------------------------------------------------------ cluster
+
+
+@server.group("cluster")
+def cluster() -> None:
+    """Run a local multi-node cluster on 127.0.0.1 (managed nodes `<name>-1`, `<name>-2`, ...)."""
+
+
+def _cluster_cmd(f):
+    return click.option("--name", default="cluster", show_default=True, help="Cluster name (members <name>-1...).")(f)
+
+
+def _echo_cluster(view: dict) -> None:
+    """The text form of a cluster's status: health, then one line per member."""
+    health = view.get("health")
+    state = view.get("reason", "not running")
+    if health:
+        state = f"health {health['status']}, {health['number_of_nodes']} nodes"
+    click.echo(f"cluster {view['name']!r} ({view['flavour']}, cluster.name {view['cluster_name']}): {state}")
+    for m in view["nodes"]:
+        state = f"pid {m['pid']}, {m['url']}" if m["running"] else f"not running ({m['url']})"
+        click.echo(f"  {m['name']}: {state}")
+    if view.get("snapshot_repo"):
+        click.echo(f"snapshot repository folder (path.repo of every member): {view['snapshot_repo']}")
+
+
+@cluster.command("start")
+@click.option("--flavour", type=_FLAVOURS, help="Default: the cluster's own flavour if it was started before, else "
+              f"{DEFAULT_FLAVOUR}.")
+@click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Members of a new cluster.")
+@click.option("--port", type=click.IntRange(1, 65535), help="HTTP port of the first member (the others follow it; "
+              "default: the cluster's ports of its last start, else the first free run from 9200).")
+@click.option("--heap", help="Heap of each member (default: as last started, else 512m).")
+@click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots shared by every member "
+              "(their path.repo); created and made writable for the nodes. Default: the cluster's folder of its last "
+              "start, if any.")
+@click.option("--json", "as_json", is_flag=True)
+@_cluster_cmd
+def cluster_start(flavour, nodes, port, heap, snapshot_repo, as_json, name):
+    """Install (once) and start every member; waits until they have formed the cluster."""
+
+    async def go() -> int:
+        from ..server import cluster as local
+
+        await asyncio.to_thread(local.start_local, name, flavour, nodes, heap, port, snapshot_repo)
+        view = await asyncio.to_thread(local.local_status, name)
+        if as_json:
+            click.echo(json.dumps(view))
+        else:
+            _echo_cluster(view)
+        return 0
+
+    _run(go)
+
+
+@cluster.command("stop")
+@_cluster_cmd
+def cluster_stop(name):
+    """Stop every member (their data is kept for the next start)."""
+
+    async def go() -> int:
+        from ..server import cluster as local
+
+        stopped = await asyncio.to_thread(local.stop_local, name)
+        if stopped:
+            click.echo(f"cluster {name!r}: stopped {', '.join(stopped)}")
+        else:
+            click.echo(f"cluster {name!r} was not running")
+        return 0
+
+    _run(go)
+
+
+@cluster.command("status")
+@click.option("--json", "as_json", is_flag=True)
+@_cluster_cmd
+def cluster_status(as_json, name):
+    """Each member's pid and port, and the cluster health; exit 1 unless every member runs."""
+
+    async def go() -> int:
+        from ..server import cluster as local
+
+        view = await asyncio.to_thread(local.local_status, name)
+        if as_json:
+            click.echo(json.dumps(view))
+        elif "nodes" not in view:
+            click.echo(f"cluster {name!r}: not running ({view['reason']})")
+        else:
+            _echo_cluster(view)
+        return 0 if view.get("nodes") and all(m["running"] for m in view["nodes"]) else 1
 
     _run(go)

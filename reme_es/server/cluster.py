@@ -3,7 +3,9 @@
 Every member gets a fixed HTTP and transport port, the same `cluster.name`, the members' transport addresses as
 seed hosts and the member names as initial cluster managers. Members are started concurrently (the first one
 cannot become healthy before a quorum has joined). A killed member is restarted with the same ports and its
-node folder's data. Used by the reliability tests (node SIGKILL, re-election, full-cluster restart).
+node folder's data. Used by the reliability tests (node SIGKILL, re-election, full-cluster restart) and by
+`reme-es server cluster start|stop|status`, whose clusters are recorded in `clusters/<name>.json` below the reme-es
+home (members `<name>-1`, `<name>-2`, ...; a restart keeps their ports, folders and data).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from ..errors import ServerError
 from . import node
+from .flavours import get_flavour
+from .install import reme_es_home
 
 
 def _port() -> int:
@@ -38,6 +43,7 @@ class Cluster:
     cluster_name: str
     heap: str = "512m"
     extra: dict = field(default_factory=dict)
+    snapshot_repo: str | None = None  # shared path.repo of every member
 
     def url(self, name: str) -> str:
         """HTTP address of one member."""
@@ -50,13 +56,15 @@ class Cluster:
 
     def settings(self, name: str) -> dict:
         """The node settings of one member."""
+        engine = get_flavour(self.flavour).engine
+        managers = "cluster.initial_cluster_manager_nodes" if engine == "opensearch" else "cluster.initial_master_nodes"
         return {
             "discovery.type": None,
             "cluster.name": self.cluster_name,
             "node.name": name,
             "transport.port": self.transport_ports[name],
             "discovery.seed_hosts": [f"127.0.0.1:{self.transport_ports[n]}" for n in self.names],
-            "cluster.initial_cluster_manager_nodes": list(self.names),
+            managers: list(self.names),
             "node.processors": 1,
             **self.extra,
         }
@@ -84,6 +92,7 @@ class Cluster:
             heap=self.heap,
             timeout=timeout,
             settings=self.settings(name),
+            snapshot_repo=self.snapshot_repo,
         )
         if info.http_port != self.http_ports[name]:
             raise ServerError(f"member {name!r} runs on port {info.http_port}, expected {self.http_ports[name]}")
@@ -186,4 +195,119 @@ def make_cluster(flavour: str, names: list[str], heap: str = "512m", extra: dict
     )
 
 
-__all__ = ["Cluster", "make_cluster"]
+# ---------------------------------------------------------------------- recorded clusters (the CLI's)
+
+
+def _record(name: str) -> Path:
+    return reme_es_home() / "clusters" / f"{name}.json"
+
+
+def load_cluster(name: str) -> Cluster | None:
+    """The cluster recorded under `name` by `start_local`, or None."""
+    path = _record(name)
+    return Cluster(**json.loads(path.read_text())) if path.is_file() else None
+
+
+def _free_run(start: int, count: int) -> int:
+    """The first port from `start` with `count` consecutive free ports."""
+    for first in range(start, start + 200):
+        if all(node._port_free(p) for p in range(first, first + count)):
+            return first
+    raise ServerError(f"no {count} consecutive free ports from {start} on 127.0.0.1; choose a first port with --port")
+
+
+def _local(name: str, flavour: str | None, nodes: int, heap: str | None, port: int | None) -> Cluster:
+    """The recorded cluster `name` (its ports kept unless `port` moves them), or a new one of `nodes` members."""
+    cluster = load_cluster(name)
+    if cluster is not None and len(cluster.names) != nodes:
+        raise ServerError(
+            f"cluster {name!r} has {len(cluster.names)} members; start it with --nodes {len(cluster.names)}, or stop "
+            f"it and remove {_record(name)} and its members' folders to make a new one"
+        )
+    if cluster is None:
+        names = [f"{name}-{i}" for i in range(1, nodes + 1)]
+        cluster = make_cluster(node.flavour_of(names[0], flavour), names)
+        cluster.cluster_name = f"reme-es-{name}"
+        port = port or _free_run(9200, nodes)
+    if flavour and flavour != cluster.flavour:
+        raise ServerError(f"cluster {name!r} runs {cluster.flavour}; start it as that, or another cluster with --name")
+    if port is not None:
+        cluster.http_ports = {n: port + i for i, n in enumerate(cluster.names)}
+    cluster.heap = heap or cluster.heap
+    return cluster
+
+
+def start_local(
+    name: str = "cluster",
+    flavour: str | None = None,
+    nodes: int = 3,
+    heap: str | None = None,
+    port: int | None = None,
+    snapshot_repo: str | os.PathLike | None = None,
+    timeout: float = 300.0,
+) -> Cluster:
+    """Start (or restart) the local cluster `name` on consecutive HTTP ports from `port`, wait until its members
+    have joined (yellow health), and record it. Members share `snapshot_repo` (default: the last start's) as their
+    `path.repo`."""
+    cluster = _local(name, flavour, nodes, heap, port)
+    taken = [p for n, p in cluster.http_ports.items() if not _member_running(n) and not node._port_free(p)]
+    if taken:
+        raise ServerError(f"ports {taken} on 127.0.0.1 are taken; choose another first port with --port")
+    if snapshot_repo is not None:  # else the folder of the last start, if any (repositories registered there)
+        cluster.snapshot_repo = str(node.prepare_snapshot_repo(snapshot_repo))
+    _record(name).parent.mkdir(parents=True, exist_ok=True)
+    _record(name).write_text(json.dumps(asdict(cluster), indent=2))
+    try:
+        cluster.start(timeout=timeout)
+    except ServerError as exc:
+        hint = f"members that started keep running: reme-es server cluster stop --name {name}"
+        raise ServerError(f"{exc}\n({hint})") from exc
+    return cluster
+
+
+def _member_running(name: str) -> bool:
+    info = node.read_node(name)
+    return info is not None and node._alive(info.pid)
+
+
+def local_status(name: str = "cluster") -> dict:
+    """Each member's pid, port and URL (running or not), and the cluster health as a running member reports it."""
+    cluster = load_cluster(name)
+    if cluster is None:
+        return {"name": name, "running": False, "reason": "never started here"}
+    members = []
+    for member in cluster.names:
+        info = node.read_node(member)
+        running = info is not None and node._alive(info.pid)
+        members.append({"name": member, "running": running, "pid": info.pid if running else None,
+                        "http_port": cluster.http_ports[member], "url": cluster.url(member)})
+    up = [m["name"] for m in members if m["running"]]
+    view = {"name": name, "flavour": cluster.flavour, "running": bool(up), "cluster_name": cluster.cluster_name,
+            "snapshot_repo": cluster.snapshot_repo, "urls": cluster.urls, "nodes": members}
+    if up:
+        try:
+            view["health"] = cluster.get("/_cluster/health", up)
+        except ServerError as exc:
+            view["reason"] = str(exc)
+    return view
+
+
+def stop_local(name: str = "cluster") -> list[str]:
+    """Stop every member of the recorded cluster `name` (data kept); the members that were running."""
+    cluster = load_cluster(name)
+    if cluster is None:
+        raise ServerError(f"no cluster {name!r} was started here (reme-es server cluster start --name {name})")
+    running = [n for n in cluster.names if _member_running(n)]
+    cluster.stop()
+    return running
+
+
+def forget_local(name: str) -> None:
+    """Delete a stopped recorded cluster: its members' folders (data included) and its record."""
+    cluster = load_cluster(name)
+    if cluster is not None:
+        cluster.wipe()
+    _record(name).unlink(missing_ok=True)
+
+
+__all__ = ["Cluster", "forget_local", "load_cluster", "local_status", "make_cluster", "start_local", "stop_local"]

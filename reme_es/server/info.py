@@ -24,6 +24,7 @@ class NodeInfo:
     dir: str
     scheme: str = "http"
     red_indices: dict[str, str] = field(default_factory=dict)  # index -> why its primaries are unassigned
+    snapshot_repo: str | None = None  # the node's path.repo, if it was started with one
 
     @property
     def url(self) -> str:

@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import time
+from pathlib import Path
 
 from ..errors import ServerError
 from .config import _node_env, _write_node_config
@@ -33,6 +34,7 @@ from .install import install, optional_extended, reme_es_home
 from .jvm import _absolute_jvm_paths, find_java  # noqa: F401 - _absolute_jvm_paths: tests/unit/test_launcher.py
 from .knn_guard import ensure_knn_guard
 from .process import RUN_USER, _alive, _free_port, _launch, _port_free, _reap
+from .snapshot_repo import prepare_snapshot_repo, repo_settings
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,7 @@ def start(
     settings: dict | None = None,
     config_files: dict[str, bytes] | None = None,
     security: NodeSecurity | None = None,
+    snapshot_repo: str | os.PathLike | None = None,
 ) -> NodeInfo:
     """Install if needed, configure and start a node, and wait until it reports yellow health.
 
@@ -94,11 +97,15 @@ def start(
     `settings` are extra node settings (e.g. `thread_pool.write.queue_size`) written to the node's config; a None
     value removes a default (e.g. `discovery.type` for a cluster node). `config_files` are written into the node's
     config folder before start (certificates, users files). With `security` the node is reached over HTTPS with
-    those credentials and start-up waits for an authenticated 200 (not an open port).
+    those credentials and start-up waits for an authenticated 200 (not an open port). With `snapshot_repo` that
+    folder is created, made writable by the run user and set as the node's `path.repo` (where `fs` snapshot
+    repositories may live); without it the node keeps the folder of its last start, if any (a repository registered
+    there stays usable), and a node never given one has no `path.repo`.
     """
     flavour = get_flavour(flavour_name)
     if running := _running_as(name, flavour.name):
-        return running
+        return _same_repo(running, snapshot_repo)
+    settings = repo_settings(settings, _snapshot_repo(name, snapshot_repo))  # a bad path fails before anything else
     java_home, _ = find_java(flavour.java_min, flavour.java_max)
     home = install(flavour)
     http_port = _http_port(name, http_port, read_node(name))
@@ -107,7 +114,6 @@ def start(
     if flavour.knn_guard:
         ensure_knn_guard(home, java_home, flavour.version)  # refuse faiss/nmslib: no native libraries here
     transport_port = _free_port()
-
     folder = node_dir(name)
     _write_node_config(flavour, folder, home, (http_port, transport_port), settings, config_files)
     env = _node_env(flavour, folder, java_home, heap)
@@ -123,10 +129,30 @@ def start(
         home=str(home),
         dir=str(folder),
         scheme="https" if security else "http",
+        snapshot_repo=settings["path.repo"][0] if settings and "path.repo" in settings else None,
     )
     write_node(info)
     _wait_healthy(info, proc, timeout, security, stop)
     return info
+
+
+def _snapshot_repo(name: str, asked: str | os.PathLike | None) -> str | os.PathLike | None:
+    """The snapshot repository folder to start with: the one asked for, else the one of the node's last start."""
+    if asked is not None:
+        return asked
+    current = read_node(name)
+    return current.snapshot_repo if current is not None else None
+
+
+def _same_repo(running: NodeInfo, snapshot_repo: str | os.PathLike | None) -> NodeInfo:
+    """The running node, unless it was asked for a snapshot repository it was not started with."""
+    if snapshot_repo is not None and str(Path(snapshot_repo).expanduser().resolve()) != running.snapshot_repo:
+        has = f"path.repo {running.snapshot_repo}" if running.snapshot_repo else "no path.repo"
+        raise ServerError(
+            f"node {running.name!r} already runs with {has}; stop it (reme-es server stop --name {running.name}) "
+            f"and start it again with --snapshot-repo {snapshot_repo}"
+        )
+    return running
 
 
 def _http_port(name: str, asked: int | None, current: NodeInfo | None) -> int:
@@ -190,6 +216,7 @@ def status(name: str = "default") -> dict:
         "version": node["version"],
         "health": health["status"],
         "pid": info.pid,
+        "snapshot_repo": info.snapshot_repo,
         "modules": modules,
         "plugins": plugins,
         "capabilities": server_capabilities(
@@ -233,6 +260,7 @@ __all__ = [
     "log_tail",
     "node_dir",
     "optional_extended",
+    "prepare_snapshot_repo",
     "read_node",
     "reme_es_home",
     "server_capabilities",
