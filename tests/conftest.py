@@ -16,7 +16,7 @@ import pytest
 
 from reme_es.server.flavours import get_flavour
 from tests.containers.early import EARLY
-from tests.containers.servers import Server, selected_flavours, test_server
+from tests.containers.servers import Server, selected_flavours, server_for
 
 pytest_plugins = ["reme_es.testing.plugin"]  # the contract suite's store_factory (tests/contract)
 
@@ -43,7 +43,7 @@ class _Servers:
 
     def get(self, flavour: str) -> Server:
         if flavour not in self._servers:
-            self._servers[flavour] = self._stack.enter_context(test_server(flavour))
+            self._servers[flavour] = self._stack.enter_context(server_for(flavour))
         return self._servers[flavour]
 
     def close(self) -> None:

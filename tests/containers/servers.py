@@ -95,7 +95,7 @@ def run_nodes() -> dict[str, str]:
 
 
 @contextmanager
-def test_server(flavour: str) -> Iterator[Server]:
+def server_for(flavour: str) -> Iterator[Server]:
     """Provide a server of `flavour` for the duration of the block."""
     engine = get_flavour(flavour).engine
     external = os.environ.get("REME_ES_TEST_HOSTS")
@@ -121,4 +121,3 @@ def test_server(flavour: str) -> Iterator[Server]:
         shutil.rmtree(node.node_dir(name), ignore_errors=True)
 
 
-test_server.__test__ = False  # a helper named test_*: not a test for pytest to collect

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from reme_es.errors import ConfigError, InvalidFilter
-from reme_es.models import SearchFilter, date_from_path, doc_id
+from reme_es.models import MAX_ID_BYTES, SearchFilter, date_from_path, doc_id
 from reme_es.store import validate_prefix
 
 
@@ -48,9 +50,16 @@ def test_bad_filters_are_named(raw):
 
 def test_long_ids_are_hashed_short_ids_kept():
     assert doc_id("digest/a.md") == "digest/a.md"
-    long = "x/" + "é" * 300
-    assert doc_id(long).startswith("sha256:") and len(doc_id(long)) == 71
-    assert doc_id(long) == doc_id(long)
+    at_limit = "x" * MAX_ID_BYTES  # 512 bytes: the longest key kept as it is
+    assert doc_id(at_limit) == at_limit
+    long = "x/" + "é" * 300  # 602 bytes in UTF-8, though only 302 characters
+    assert doc_id(long) == "sha256:" + hashlib.sha256(long.encode("utf-8")).hexdigest()
+    # pinned: ids already stored in an index must come out the same after any change
+    assert doc_id(long) == "sha256:e14b029c31d43897037b8d565c10cc67b037303e9b34d19a8fe95149f823b5db"
+    assert len(doc_id(long).encode("utf-8")) == 71 <= MAX_ID_BYTES
+    others = [at_limit + "y", long + "!", "x/" + "é" * 301, "y/" + "é" * 300]
+    ids = [doc_id(k) for k in [long, *others]]
+    assert all(i.startswith("sha256:") for i in ids) and len(set(ids)) == len(ids)
 
 
 @pytest.mark.parametrize("bad", ["", "*", "_all", "a,b", "a..b", "Upper", "x" * 201, "-lead", "a b", "a/b"])
