@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from .adapters.port import Action
 from .errors import ConfigError, MappingError, RequestFailed
+from .models import Link, doc_id
 from .store import MemoryStore
 from .templates import INDEX_KINDS, SET_KINDS, IndexOptions, render_index, replica_settings
 
@@ -236,3 +237,51 @@ async def record_vectors_model(store: MemoryStore, model: dict) -> None:
     meta = mapping.get("_meta") or {}
     meta.setdefault("reme_es", {})["embedding"] = model
     await store.port.put_meta(store.index("chunks"), meta)
+
+
+# ------------------------------------------------------------------ move a workspace into a shared set
+
+
+def _id_of(kind: str, src: dict) -> tuple[str, str | None]:
+    """A document's id and routing as a workspace gives them, from its source (ids are derived from the content)."""
+    if kind == "chunks":
+        return doc_id(src["chunk_id"]), src["path"]
+    if kind == "files":
+        return doc_id(src["path"]), None
+    return Link(source=src["source"], target=src["target"], anchor=src.get("anchor", "")).id, None
+
+
+async def migrate(
+    source: MemoryStore, target: MemoryStore, progress: Callable[[str, int], None] | None = None
+) -> dict[str, int]:
+    """Copy every file, chunk (with its vector) and link of `source`'s workspace (a whole set from before workspaces,
+    or one workspace of a shared set) into `target`'s workspace, then check that the target holds exactly as many of
+    each. The source is left as it is: the caller drops it once this returns. Returns the documents copied per kind."""
+    source.indices.connected()
+    target.indices.connected()
+    if source.dims != target.dims:
+        raise ConfigError(
+            f"index set {source.prefix} holds {source.dims or 'no'} vectors but {target.prefix} holds "
+            f"{target.dims or 'no'}: move the workspace into a set made for the same embedding model"
+        )
+    copied: dict[str, int] = {}
+    for kind in INDEX_KINDS:
+        copied[kind] = 0
+        async for page in source.port.scroll(source.index(kind), PAGE, with_vectors=bool(source.dims)):
+            actions = []
+            for d in page:
+                key, routing = _id_of(kind, d.source)
+                actions.append(Action("index", target.index(kind), key, d.source, routing=routing))
+            (await target.port.bulk(actions)).raise_for_failures()
+            copied[kind] += len(actions)
+            if progress:
+                progress(kind, copied[kind])
+    await target.refresh()
+    before, after = await source.health_counts(), await target.health_counts()
+    if before != after:
+        raise RequestFailed(
+            f"migrate: {source.prefix} holds {before} but {target.prefix} (workspace {target.workspace}) got {after}; "
+            "the source was kept. Stop other writers (sync --watch, ReMe) and run `reme-es migrate` again",
+            type="count_mismatch",
+        )
+    return copied

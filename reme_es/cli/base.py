@@ -117,7 +117,7 @@ def common(with_workspace: bool = True):
                 default=".",
                 show_default=True,
                 type=click.Path(file_okay=False, path_type=Path),
-                help="Workspace folder (names the default index prefix).",
+                help="Workspace folder (names the workspace key in the index set).",
             )(f)
         return f
 

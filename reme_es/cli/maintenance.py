@@ -324,7 +324,12 @@ async def _drop_workspace(settings: Settings, store: MemoryStore, yes: bool, exp
     if as_json:
         click.echo(json.dumps({"index_prefix": store.prefix, **result}))
     else:
-        merged = f"; expunged from {', '.join(result['expunged']) or 'no index'}" if expunge else ""
+        merged = ""
+        if expunge:
+            x = result["expunged"]
+            merged = f"; merged {', '.join(x['merged']) or 'nothing'} in {x['seconds']:.1f} s" + (
+                f", {sum(x['left'].values())} deleted docs still held (the shards' retention leases): run "
+                "`reme-es optimize --deleted-ratio 0` later" if x["left"] else ", no deleted text left on disk")
         click.echo(f"dropped {what}: {result['deleted']} documents in {result['seconds']:.1f} s{merged}")
     return 0
 
@@ -357,4 +362,64 @@ async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) ->
     else:
         for label in ("indices", "aliases", "pipelines"):
             click.echo(f"dropped {label}: {', '.join(plan[label]) or 'none'}")
+    return 0
+
+
+@main.command()
+@click.option("--from", "source", help="The index set to move from (default: the folder's own set from before shared "
+              "sets, reme-<folder name>-<hash>).")
+@click.option("--from-key", help="The workspace key in --from, when it is a shared set (default: this workspace's).")
+@click.option("--keep-source", is_flag=True, help="Copy only: leave the source as it is.")
+@click.option("--json", "as_json", is_flag=True)
+@common()
+def migrate(source, from_key, keep_source, as_json, workspace, config_file, **flags):
+    """Move the workspace into a shared index set (default: reme) without loss: copy its files, chunks, vectors and
+    links, check the counts, then drop the source. Stop other writers (sync --watch, ReMe) while it runs."""
+    _run(lambda: _migrate(_settings(workspace, config_file, **flags), workspace, source, from_key, keep_source,
+                          as_json))
+
+
+async def _migrate(settings: Settings, workspace: Path, source: str | None, from_key, keep_source, as_json) -> int:
+    from ..config import SHARED_SET, default_prefix
+    from ..connect import open_store
+    from ..maintenance import migrate as run_migrate
+    from ..maintenance import record_vectors_model, vectors_model
+
+    source = source or default_prefix(workspace)
+    settings.index_prefix = settings.index_prefix or SHARED_SET
+    if source == settings.index_prefix and (from_key or settings.workspace_key) == settings.workspace_key:
+        raise ConfigError(f"the workspace is in index set {source} already; name another set with --index-prefix")
+    cs, engine = await _client(settings)
+    try:
+        old = await open_store(cs, source, engine, create=False, workspace=from_key or settings.workspace_key)
+    except MappingError as exc:
+        raise ConfigError(f"nothing to move: {exc}") from None
+    try:
+        if old.workspace is not None and not (await old.health_counts())["files"]:
+            raise ConfigError(f"nothing to move: workspace {old.workspace} of index set {source} holds no file")
+        new = await _open(settings, dims=old.dims, client=(cs, engine))
+        try:
+            await new.claim(str(workspace.resolve()))
+            model = await vectors_model(old) if old.dims else None
+            if model and await vectors_model(new) is None:
+                await record_vectors_model(new, model)
+            started = time.monotonic()
+            copied = await run_migrate(old, new)
+            seconds = round(time.monotonic() - started, 2)
+        finally:
+            await new.close()
+        if not keep_source:
+            await (old.drop() if old.legacy else old.drop_workspace())
+    finally:
+        await old.close()
+    result = {"from": source, "to": settings.index_prefix, "workspace": settings.workspace_key, "copied": copied,
+              "seconds": seconds, "source_dropped": not keep_source}
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(
+            f"moved {copied['files']} files, {copied['chunks']} chunks, {copied['links']} links from {source} into "
+            f"{settings.index_prefix} (workspace {settings.workspace_key}) in {seconds:.1f} s; "
+            + ("the source is kept" if keep_source else f"{source} dropped")
+        )
     return 0

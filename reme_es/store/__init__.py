@@ -202,14 +202,17 @@ class MemoryStore:
         if self.native_pipeline_wanted():
             await self.ensure_pipeline()
 
-    async def drop_workspace(self, expunge: bool = False) -> dict:
+    async def drop_workspace(self, expunge: bool = False, expunge_timeout: float = 120.0) -> dict:
         """Forget this workspace: delete its files, chunks and links and its record; other workspaces are untouched.
-        `expunge`: then force-merge the set's indices with only_expunge_deletes, so the deleted text leaves the disk
-        (it rewrites the segments that hold deleted docs: seconds to minutes on a large set)."""
+        `expunge`: then force-merge the set's indices until no deleted doc is left (`IndexSet.expunge`), so the
+        deleted text leaves the disk: it rewrites the segments that hold deleted docs, and waits for the shards'
+        retention leases (about 30 s), up to `expunge_timeout` seconds."""
         deleted = await self.indices.delete_workspace()
         await self.registry.release(self.workspace)
-        merged = (await self.optimize(deleted_ratio=0.0))["merged"] if expunge else []
-        return {"workspace": self.workspace, "deleted": deleted, "expunged": merged}
+        out: dict = {"workspace": self.workspace, "deleted": deleted}
+        if expunge:
+            out["expunged"] = await self.indices.expunge(expunge_timeout)
+        return out
 
     async def claim(self, folder: str, take_over: bool = False) -> dict:
         """Record that `folder` (on this host) writes this workspace; refuse another folder's sync (WorkspaceConflict)

@@ -14,6 +14,9 @@ into a set with workspaces.
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from ..adapters.base import Dialect, ensure_mapping_compatible
 from ..adapters.port import Action, IndexPort
 from ..adapters.scope import WORKSPACE_FIELD, Scope, validate_workspace_key
@@ -225,6 +228,22 @@ class IndexSet:
                 deleted += len(actions)
         await self.refresh()
         return deleted
+
+    async def expunge(self, timeout: float = 120.0) -> dict:
+        """Force-merge away the deleted documents of the set's indices, so deleted text leaves the disk. A shard keeps
+        recently deleted docs for replica recovery until its retention lease moves on (about 30 s on a quiet shard),
+        so this merges again every few seconds until none is left or `timeout` passes. Returns the indices merged,
+        the seconds it took and the deleted docs left."""
+        started, merged = time.monotonic(), set()
+        while True:
+            left = {kind: s["deleted"] for kind, s in (await self.stats()).items() if s["deleted"]}
+            if not left or time.monotonic() - started > timeout:
+                return {"merged": sorted(merged), "seconds": round(time.monotonic() - started, 1), "left": left}
+            for kind in left:
+                await self.port.forcemerge(self.index(kind), None)
+                merged.add(kind)
+            await self.refresh()
+            await asyncio.sleep(0 if not merged else 5.0)
 
     async def stats(self) -> dict[str, dict]:
         """Per index kind: docs, deleted docs, segments, size."""

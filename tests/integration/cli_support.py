@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
+from reme_es.config import default_workspace_key
 from reme_es.connect import detect_engine, make_dialect, open_store
 from reme_es.errors import MappingError
 from reme_es.store import MemoryStore
@@ -39,9 +40,9 @@ EXAMPLE_FILES = [
 ]
 
 
-async def _with_store(url: str, prefix: str, fn):
+async def _with_store(url: str, prefix: str, fn, workspace: str | None = None):
     cs = ClientSettings([url])
-    store = MemoryStore(make_dialect(await detect_engine(cs), cs), prefix)
+    store = MemoryStore(make_dialect(await detect_engine(cs), cs), prefix, workspace=workspace)
     try:
         return await fn(store)
     finally:
@@ -66,8 +67,13 @@ class Cli:
     def __init__(self, url: str, prefix: str, workspace: Path, home: Path):
         self.url, self.prefix, self.workspace, self.home = url, prefix, workspace, home
 
+    @property
+    def key(self) -> str:
+        """The workspace key a sync of this test's workspace writes (every other command is pointed at it)."""
+        return default_workspace_key(self.workspace)
+
     def __call__(self, *args: str, target: bool = True) -> object:
-        extra = ["--hosts", self.url, "--index-prefix", self.prefix] if target else []
+        extra = ["--hosts", self.url, "--index-prefix", self.prefix, "--workspace-key", self.key] if target else []
         result = CliRunner().invoke(main, [*args, *extra], env={"REME_ES_HOME": str(self.home)}, catch_exceptions=False)
         return result
 
@@ -80,7 +86,7 @@ class Cli:
         return [(h["path"], h["start_line"], h["end_line"]) for h in json.loads(result.stdout)["hits"]]
 
     def store(self, fn):
-        return asyncio.run(_with_store(self.url, self.prefix, fn))
+        return asyncio.run(_with_store(self.url, self.prefix, fn, self.key))
 
     def watch(self, url: str, stderr) -> subprocess.Popen:
         """`reme-es sync --watch` of the workspace against `url` in a child process (stdout piped, text)."""
@@ -124,7 +130,8 @@ def _local_model_installed() -> bool:
 def _search_json(cli, query: str, *args: str, env: dict | None = None):
     result = CliRunner().invoke(
         main,
-        ["search", query, "--json", "--no-links", *args, "--hosts", cli.url, "--index-prefix", cli.prefix],
+        ["search", query, "--json", "--no-links", *args, "--hosts", cli.url, "--index-prefix", cli.prefix,
+         "--workspace-key", cli.key],
         env={"REME_ES_HOME": str(cli.home), **(env or {})},
     )
     return result, (json.loads(result.stdout) if result.exit_code == 0 else None)

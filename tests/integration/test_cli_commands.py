@@ -32,7 +32,7 @@ def test_status_reports_server_indices_and_last_sync(cli, node_url):
     lines = result.stdout.splitlines()
     assert re.fullmatch(rf"server: (opensearch|elasticsearch) \d+\.\d+\.\d+ at {re.escape(node_url)}", lines[0])
     assert lines[1].startswith("capabilities: knn")
-    assert f"index prefix: {cli.prefix}" in lines
+    assert any(x.startswith(f"index set: {cli.prefix} (workspace {cli.key}; 1 workspace(s)") for x in lines), lines
     stats = [re.sub(r", [\d.]+ [kMG]?B$", "", x) for x in lines if x.startswith("  ")]
     # Each new file's placeholder doc (written before its chunks) is replaced by the real one: 7 overwritten
     # docs, counted as deleted until a merge past the retention lease drops them.

@@ -1,0 +1,141 @@
+"""Many workspaces in one index set through the command line: isolation, who writes a workspace, forgetting one,
+moving a workspace from its own set (the layout before shared sets) into a shared one, replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+
+from click.testing import CliRunner
+
+from reme_es.adapters.base import ClientSettings
+from reme_es.cli import main
+from reme_es.config import default_prefix, default_workspace_key
+from reme_es.connect import detect_engine, make_dialect
+from reme_es.store import MemoryStore
+from reme_es.templates import INDEX_KINDS, render_index
+from tests.integration.cli_support import BUILTIN, EXAMPLE, Cli, _drop, _summary
+
+ALL = 7  # files of examples/workspace that BUILTIN syncs
+
+
+def _done(result) -> str:
+    """A sync's summary up to its failed count."""
+    return re.sub(r", \d+ unchanged.*$", "", _summary(result))
+
+
+def _twin(cli: Cli, name: str) -> Cli:
+    """A second copy of the example workspace (same paths and texts) in another folder, same index set."""
+    folder = cli.workspace.parent / name / "workspace"
+    shutil.copytree(EXAMPLE, folder)
+    return Cli(cli.url, cli.prefix, folder, cli.home)
+
+
+def _run(*args: str, home) -> object:
+    return CliRunner().invoke(main, list(args), env={"REME_ES_HOME": str(home)}, catch_exceptions=False)
+
+
+def test_two_workspaces_with_the_same_paths_share_a_set_and_stay_apart(cli):
+    other = _twin(cli, "b")
+    assert cli.key != other.key  # derived from each folder's absolute path
+    assert _done(cli.sync()) == f"synced: {ALL} added, 0 modified, 0 deleted, 0 failed"
+    # The second folder's sync into the same set adds its own copy and deletes nothing of the first's.
+    assert _done(other.sync()) == f"synced: {ALL} added, 0 modified, 0 deleted, 0 failed"
+    assert _done(cli.sync()) == "synced: 0 added, 0 modified, 0 deleted, 0 failed"
+    (other.workspace / "digest" / "search.md").unlink()
+    assert _done(other.sync()) == "synced: 0 added, 0 modified, 1 deleted, 0 failed"
+    mine, theirs = cli.search("hybrid search"), other.search("hybrid search")
+    assert "digest/search.md" in {p for p, _, _ in mine}
+    assert "digest/search.md" not in {p for p, _, _ in theirs}
+    counts = [json.loads(c("status", "--json").stdout)["workspace_counts"] for c in (cli, other)]
+    assert (counts[0]["files"], counts[1]["files"]) == (ALL, ALL - 1)
+
+
+def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_deleted(cli):
+    other = _twin(cli, "b")
+    assert _done(cli.sync()) == f"synced: {ALL} added, 0 modified, 0 deleted, 0 failed"
+    (other.workspace / "digest" / "search.md").unlink()
+    refused = _run("sync", str(other.workspace), *BUILTIN, "--hosts", cli.url, "--index-prefix", cli.prefix,
+                   "--workspace-key", cli.key, home=cli.home)
+    assert refused.exit_code == 2
+    assert f"workspace {cli.key!r} of index set {cli.prefix!r} is written from {cli.workspace.resolve()}" in refused.stderr
+    assert "--workspace-key" in refused.stderr and "--take-over" in refused.stderr
+    assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL  # nothing deleted
+    taken = _run("sync", str(other.workspace), *BUILTIN, "--hosts", cli.url, "--index-prefix", cli.prefix,
+                 "--workspace-key", cli.key, "--take-over", home=cli.home)
+    assert taken.exit_code == 0, taken.stderr
+    assert _done(taken) == "synced: 0 added, 0 modified, 1 deleted, 0 failed"
+
+
+def test_drop_forgets_one_workspace_and_expunges_it(cli):
+    other = _twin(cli, "b")
+    cli.sync()
+    other.sync()
+    asked = cli("drop")
+    assert asked.exit_code == 2 and f"workspace {cli.key} of index set {cli.prefix}: {ALL} files" in asked.stderr
+    dropped = cli("drop", "--yes", "--expunge", "--json")
+    assert dropped.exit_code == 0, dropped.stderr
+    report = json.loads(dropped.stdout)
+    assert report["workspace"] == cli.key and report["deleted"] > ALL and "chunks" in report["expunged"]["merged"]
+    assert report["expunged"]["left"] == {}
+    assert cli.search("hybrid search") == []
+    assert json.loads(other("status", "--json").stdout)["workspace_counts"]["files"] == ALL
+    assert {p for p, _, _ in other.search("hybrid search")} >= {"digest/search.md"}
+    status = json.loads(other("status", "--json").stdout)
+    assert status["cluster"]["workspaces_in_set"] == 1  # the dropped one's record went with it
+    assert status["indices"]["chunks"]["deleted"] == 0  # expunged: the text left the disk
+
+
+async def _old_layout_set(url: str, prefix: str) -> None:
+    """Indices as reme-es made them before shared sets: no workspace field (the templates of that time)."""
+    cs = ClientSettings(hosts=[url])
+    store = MemoryStore(make_dialect(await detect_engine(cs), cs), prefix)
+    try:
+        caps = await store.dialect.probe()
+        for kind in INDEX_KINDS:
+            body = render_index(kind, store.dialect, caps, store.options)
+            del body["mappings"]["properties"]["workspace"]
+            body["aliases"] = {f"{prefix}-{kind}": {}}
+            await store.port.create_index(f"{prefix}-{kind}-1", body)
+    finally:
+        await store.close()
+
+
+def test_a_set_from_before_shared_sets_keeps_working_and_migrate_moves_it_without_loss(cli):
+    own = default_prefix(cli.workspace)
+    asyncio.run(_old_layout_set(cli.url, own))
+    try:
+        plain = lambda *a: _run(*a, "--hosts", cli.url, home=cli.home)  # noqa: E731 - no prefix, no key given
+        first = plain("sync", str(cli.workspace), *BUILTIN)
+        assert first.exit_code == 0, first.stderr
+        assert f"into {own}-*" in first.stdout and _done(first).startswith(f"synced: {ALL} added")
+        before = plain("search", "hybrid search", "--json", "--limit", "10", "-w", str(cli.workspace))
+        status = plain("status", "-w", str(cli.workspace))
+        assert "from before shared sets: `reme-es migrate`" in status.stdout
+        moved = plain("migrate", "-w", str(cli.workspace), "--index-prefix", cli.prefix, "--json")
+        assert moved.exit_code == 0, moved.stderr
+        report = json.loads(moved.stdout)
+        assert report["copied"]["files"] == ALL and report["source_dropped"] is True
+        assert report["workspace"] == default_workspace_key(cli.workspace)
+        after = cli("search", "hybrid search", "--json", "--limit", "10")
+        assert json.loads(after.stdout)["hits"] == json.loads(before.stdout)["hits"]
+        assert _done(cli.sync()) == "synced: 0 added, 0 modified, 0 deleted, 0 failed"  # ids and mtimes moved intact
+        gone = plain("status", "-w", str(cli.workspace), "--index-prefix", own, "--json")
+        assert json.loads(gone.stdout)["indices"] is None
+    finally:
+        asyncio.run(_drop(cli.url, own))
+
+
+def test_replicas_and_shards_are_settable_and_reindex_keeps_them(cli):
+    assert cli.sync("--replicas", "2", "--shards", "2").exit_code == 0
+    diff = cli("templates", "diff")
+    assert diff.exit_code == 1
+    assert "~ settings.auto_expand_replicas: index has false, wanted 0-1" in diff.stdout
+    assert "~ settings.number_of_shards: index has 2, wanted 1" in diff.stdout
+    assert cli("templates", "diff", "--replicas", "2", "--shards", "2").exit_code == 0
+    assert cli("reindex").exit_code == 0
+    assert cli("templates", "diff", "--replicas", "2", "--shards", "2").exit_code == 0  # kept by the rebuild
+    hits = cli.search("hybrid search")
+    assert "digest/search.md" in {p for p, _, _ in hits}  # routed by workspace: found across two shards
