@@ -14,6 +14,7 @@
     ├── InvalidFilter          a search filter that cannot be translated
     ├── InvalidInput           text, metadata or ids that cannot be stored as given
     ├── RequestFailed          the server rejected a request (status and reason kept)
+    │   └── IndexUnavailable   an index has shards no node holds (a lost node): named, with what to do
     └── BulkError              some bulk items failed; every failed item is listed
 
 Client exceptions are mapped to this tree in one place (`reme_es.adapters.transport.Transport.map_error`), by
@@ -99,6 +100,15 @@ class IndexMissing(RequestFailed, MappingError):
     def __init__(self, message: str, index: str = "", reason: str | None = None):
         super().__init__(message, status=404, reason=reason, type="index_not_found_exception")
         self.index = index
+
+
+class IndexUnavailable(RequestFailed):
+    """Indices the call needs have primary shards that no node holds (red: a lost node without a replica of them);
+    `indices` maps each to its unassigned shard count."""
+
+    def __init__(self, message: str, indices: dict[str, int] | None = None):
+        super().__init__(message, status=503, type="index_unavailable")
+        self.indices = indices or {}
 
 
 @dataclass(frozen=True)

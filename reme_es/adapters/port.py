@@ -8,13 +8,14 @@ searches come from the dialect's pure builders and `lookups`; this module adds o
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
-from ..errors import ConnectionFailed, RequestFailed
+from ..errors import ConnectionFailed, IndexUnavailable, RequestFailed
 from . import lookups as q
 from .base import candidates_only
 from .identity import ClusterIdentity
@@ -22,6 +23,8 @@ from .scope import Scope
 from .transport import BulkOutcome, index_missing, redact_host
 
 log = logging.getLogger(__name__)
+
+REFRESH_WAIT = 10.0  # seconds a refresh may take before the port asks whether an index lost its primary shards
 
 Op = Literal["create", "index", "delete", "update"]
 
@@ -163,7 +166,8 @@ class IndexPort:
 
     async def search(self, index: str, body: dict, params: dict | None = None) -> list[dict]:
         """The hits of one search (routed to this workspace's shard)."""
-        answer = await self._send("POST", f"/{index}/_search", body, self.scope.params(params))
+        answer = await self._unless_unavailable([index], self._send("POST", f"/{index}/_search", body,
+                                                                     self.scope.params(params)))
         _note_partial(index, answer)
         return answer["hits"]["hits"]
 
@@ -179,7 +183,11 @@ class IndexPort:
             return []
         out = []
         body = q.msearch_body(searches, self.scope.routing())
-        for (index, _), resp in zip(searches, (await self._send("POST", "/_msearch", body))["responses"], strict=True):
+        names = sorted({index for index, _ in searches})
+        answers = (await self._unless_unavailable(names, self._send("POST", "/_msearch", body)))["responses"]
+        for (index, _), resp in zip(searches, answers, strict=True):
+            if "error" in resp and resp.get("status") == 503:
+                await self._raise_if_unavailable([index])
             if "error" in resp:
                 error = resp["error"]
                 reason = error.get("reason", error) if isinstance(error, dict) else error
@@ -355,8 +363,49 @@ class IndexPort:
         await self._send("POST", "/_aliases", {"actions": actions})
 
     async def refresh(self, names: list[str]) -> None:
-        """Make every finished write to these indices visible to searches."""
-        await self._send("POST", f"/{','.join(names)}/_refresh")
+        """Make every finished write to these indices visible to searches. A refresh waits for primary shards that no
+        node holds (up to a minute): past REFRESH_WAIT seconds the port asks the cluster and raises IndexUnavailable,
+        naming the index, when that is why; a merely slow refresh is waited for."""
+        call = self._send("POST", f"/{','.join(names)}/_refresh")
+        task = asyncio.ensure_future(call)
+        try:
+            await asyncio.wait_for(asyncio.shield(task), REFRESH_WAIT)
+            return
+        except TimeoutError:
+            pass
+        try:
+            await self._raise_if_unavailable(names)
+        except BaseException:
+            task.cancel()
+            raise
+        await task
+
+    async def _unless_unavailable(self, names: list[str], call: Awaitable[Any]) -> Any:
+        """The call's answer; a 503 from indices with lost primaries becomes IndexUnavailable (named, what to do)."""
+        try:
+            return await call
+        except RequestFailed as exc:
+            if exc.status == 503:
+                await self._raise_if_unavailable(names)
+            raise
+
+    async def _raise_if_unavailable(self, names: list[str]) -> None:
+        """Raise IndexUnavailable when any of these indices (or aliases) is red; return when none is."""
+        try:
+            health = await self._send("GET", f"/_cluster/health/{','.join(names)}", params={"level": "indices"})
+        except RequestFailed:
+            return  # no health API (a managed service): the original error stands
+        red = {i: h.get("unassigned_shards", 0) for i, h in (health.get("indices") or {}).items() if h.get("status") == "red"}
+        if not red:
+            return
+        listed = ", ".join(f"{i} ({n} shard(s) unassigned)" for i, n in sorted(red.items()))
+        raise IndexUnavailable(
+            f"index {listed} has primary shards that no node holds: the node that held them is down and they have no "
+            f"replica. Reads and writes of it fail until that node is back: restart it, or restore the index from a "
+            f"snapshot. `reme-es status` lists the unassigned shards; the cluster has {health.get('number_of_nodes')} "
+            "node(s) now. Indices with a replica (the default `replicas` on two or more nodes) keep answering.",
+            red,
+        )
 
     async def stats(self, index: str) -> dict:
         """Primaries of an index or alias: docs, deleted docs, segments, bytes, and the concrete index names."""
@@ -412,11 +461,13 @@ def _stored(doc: dict, given: dict[str, str] | None = None) -> StoredDoc:
 
 
 def _note_partial(index: str, answer: dict) -> None:
-    """Log a search answered by only some of its shards (a lost node): the hits are partial, and the answer says so."""
+    """Log a search that only some of its shards answered (a lost node leaves shards unassigned, or a shard failed):
+    the hits are partial, and the log says so."""
     shards = answer.get("_shards") or {}
-    if shards.get("failed"):
+    total, answered = shards.get("total", 0), shards.get("successful", 0)
+    if answered < total:
         log.warning(
-            "search of %s answered by %s of %s shards (%s failed): results are partial until the missing shards are "
-            "assigned again (`reme-es status` shows the cluster's health)",
-            index, shards.get("successful"), shards.get("total"), shards.get("failed"),
+            "search of %s answered by %s of %s shards (%s failed or unassigned): results are partial until the "
+            "missing shards are assigned again (`reme-es status` shows the cluster's health)",
+            index, answered, total, total - answered,
         )
