@@ -232,7 +232,7 @@ class IndexPort:
         while True:
             hits = await self.search(index, q.scan_body(query, source, sort, after))
             for hit in hits:
-                yield hit["_source"]
+                yield self.scope.unsource(hit["_source"])
             if len(hits) < q.SCAN_PAGE:
                 return
             after = hits[-1]["sort"]
@@ -244,7 +244,7 @@ class IndexPort:
         params = self.scope.params(None if source else {"_source": "false"})
         given = {self.scope.stored_id(i): i for i in ids}
         resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(list(given)), params)
-        return [_stored(d, given) for d in resp["docs"] if d.get("found")]
+        return [_stored(d, given, self.scope) for d in resp["docs"] if d.get("found")]
 
     async def get_routed(
         self,
@@ -265,7 +265,7 @@ class IndexPort:
             params["realtime"] = "false"
         docs = [(self.scope.stored_id(i), self.scope.routing(r)) for i, r in docs]
         resp = await self._send("POST", f"/{index}/_mget", q.mget_routed(docs), params or None)
-        return [d["_source"] if d.get("found") else None for d in resp["docs"]]
+        return [self.scope.unsource(d["_source"]) if d.get("found") else None for d in resp["docs"]]
 
     async def link_edges(self, index: str, paths: list[str], per_direction: int) -> list[list[dict]]:
         """Per path its first outlinks, then per path its first inlinks (sources of link docs), in one `_msearch`."""
@@ -295,7 +295,7 @@ class IndexPort:
         scroll_id = resp.get("_scroll_id")
         try:
             while hits := resp["hits"]["hits"]:
-                yield [_stored(hit) for hit in hits]
+                yield [_stored(hit, None, self.scope) for hit in hits]
                 resp = await self._send("POST", "/_search/scroll", {"scroll": keep, "scroll_id": scroll_id})
                 scroll_id = resp.get("_scroll_id", scroll_id)
         finally:
@@ -454,10 +454,12 @@ class IndexPort:
         await self._send("PUT", f"/{index}/_mapping", {"_meta": meta})
 
 
-def _stored(doc: dict, given: dict[str, str] | None = None) -> StoredDoc:
-    """A `_mget` doc or search hit as a StoredDoc (`given`: stored id -> the id the caller asked for)."""
+def _stored(doc: dict, given: dict[str, str] | None = None, scope: Scope | None = None) -> StoredDoc:
+    """A `_mget` doc or search hit as a StoredDoc (`given`: stored id -> the id the caller asked for; `scope`: its
+    source without the workspace key the scope added)."""
     version = (doc["_seq_no"], doc["_primary_term"]) if "_seq_no" in doc else None
-    return StoredDoc((given or {}).get(doc["_id"], doc["_id"]), doc.get("_source"), version, doc.get("_routing"))
+    source = scope.unsource(doc.get("_source")) if scope else doc.get("_source")
+    return StoredDoc((given or {}).get(doc["_id"], doc["_id"]), source, version, doc.get("_routing"))
 
 
 def _note_partial(index: str, answer: dict) -> None:

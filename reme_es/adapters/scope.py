@@ -61,6 +61,12 @@ class Scope:
         """A document's `_source` with its workspace key."""
         return {**source, WORKSPACE_FIELD: self.workspace} if self.workspace else source
 
+    def unsource(self, source: dict | None) -> dict | None:
+        """A stored `_source` as its writer gave it: without the workspace key this scope added."""
+        if self.workspace and source is not None and WORKSPACE_FIELD in source:
+            source = {k: v for k, v in source.items() if k != WORKSPACE_FIELD}
+        return source
+
     def params(self, params: dict | None = None) -> dict | None:
         """URL parameters of a read of this workspace: its routing added."""
         if not self.workspace:

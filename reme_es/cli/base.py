@@ -226,6 +226,22 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
     )
 
 
+async def _known_workspace(store: MemoryStore) -> None:
+    """Refuse to read a workspace the set has no record of while it records others (the command was run for another
+    folder, `-w`, or with another key): an empty answer would look like an empty workspace."""
+    if store.workspace is None or await store.registry.record(store.workspace) is not None:
+        return
+    others = await store.workspaces()
+    if not others:
+        return  # written by the library without claims: nothing to point to
+    listed = "; ".join(f"{w['workspace']} ({w.get('folder')})" for w in others[:10])
+    more = f" and {len(others) - 10} more" if len(others) > 10 else ""
+    raise ConfigError(
+        f"workspace {store.workspace} has nothing in index set {store.prefix}, which records: {listed}{more}. "
+        "Name the workspace folder with -w FOLDER (or its key with --workspace-key KEY), or sync it first"
+    )
+
+
 def _stop_on_signals(event: asyncio.Event) -> None:
     """First Ctrl-C (or SIGTERM) asks to stop between batches; a second one stops at once."""
     loop = asyncio.get_running_loop()

@@ -13,6 +13,7 @@ from ..errors import ConfigError
 from ..store import MemoryStore
 from .base import (
     _check_model,
+    _known_workspace,
     _embedder,
     _embedding_given,
     _err,
@@ -157,6 +158,7 @@ async def _search(
     asked, mode = mode, mode or "hybrid"
     store = await _open(settings, create=False)
     try:
+        await _known_workspace(store)
         vector = None
         if mode != "keyword":
             vector = await _query_vector(settings, store, query, mode, asked is not None, workspace)

@@ -51,6 +51,11 @@ class Registry:
             f"`workspace_key`), or, if it is the same workspace moved, take it over (--take-over / `take_over: true`)"
         )
 
+    async def record(self, workspace: str | None) -> dict | None:
+        """The record of `workspace` (None: of a set from before workspaces), or None when nobody claimed it."""
+        found = await self.port.get(self.index, [workspace or LEGACY_KEY])
+        return found[0].source if found else None
+
     async def release(self, workspace: str | None) -> None:
         """Forget who writes `workspace` (it was dropped)."""
         key = workspace or LEGACY_KEY

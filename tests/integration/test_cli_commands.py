@@ -124,18 +124,18 @@ def test_config_and_connection_errors(cli, tmp_path):
     assert bad_date.stderr == "error: filter 'start_date' must be a date written YYYY-MM-DD, got 'yesterday'\n"
 
 
-def test_default_prefix_comes_from_the_workspace(cli, node_url):
-    from reme_es.config import default_prefix
-    from reme_es.config import default_prefix as default_index_prefix
+def test_default_set_is_shared_and_the_workspace_key_comes_from_the_folder(cli, node_url):
+    from reme_es.config import SHARED_SET, default_workspace_key
 
-    prefix = default_prefix(cli.workspace)
-    assert re.fullmatch(r"reme-workspace-[0-9a-f]{10}", prefix)
-    assert default_index_prefix(cli.workspace) == prefix  # the prefix ReMe's plugin reads for this workspace
+    key = default_workspace_key(cli.workspace)
+    assert re.fullmatch(r"workspace-[0-9a-f]{10}", key)  # the key ReMe's plugin derives for this workspace too
     result = CliRunner().invoke(
         main, ["sync", str(cli.workspace), "--hosts", node_url, "--dry-run"], env={"REME_ES_HOME": str(cli.home)}
     )
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[0].startswith(f"syncing {cli.workspace.resolve()} into {prefix}-* ")
+    assert result.stdout.splitlines()[0].startswith(
+        f"syncing {cli.workspace.resolve()} into {SHARED_SET}-* (workspace {key}) "
+    )
 
 
 def test_full_and_json_summary(cli):
@@ -234,7 +234,8 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         assert cli("search", "retention", "--embedding", "local").exit_code == 0  # hybrid: the pipeline is used
         req = urllib.request.Request(f"{node_url}/{cli.prefix}-chunks-7", method="PUT")  # an interrupted reindex
         urllib.request.urlopen(req, timeout=30).close()
-        mine = [f"{cli.prefix}-{k}-1" for k in ("chunks", "files", "links")]
+        kinds = ("chunks", "files", "links", "workspaces")
+        mine = [f"{cli.prefix}-{k}-1" for k in kinds]
         assert _indices(node_url, cli.prefix) == sorted([*mine, f"{cli.prefix}-chunks-7",
                                                           *_indices(node_url, neighbour.prefix)])
         pipelines = _pipelines(node_url, server.engine, cli.prefix)  # ours and the neighbour's
@@ -243,27 +244,27 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         assert own_pipes == ([f"{cli.prefix}-hybrid-rrf-v1"] if native else [])
         assert pipelines == sorted([*own_pipes, *([f"{neighbour.prefix}-hybrid-rrf-v1"] if native else [])])
 
-        refused = cli("drop")
+        refused = cli("drop", "--set")
         assert refused.exit_code == 2
         listed = ", ".join(sorted([*mine, f"{cli.prefix}-chunks-7"]))
         assert refused.stderr == (
             f"error: drop would delete, for prefix {cli.prefix}: indices {listed}; "
-            f"aliases {', '.join(f'{cli.prefix}-{k}' for k in ('chunks', 'files', 'links'))}; "
+            f"aliases {', '.join(f'{cli.prefix}-{k}' for k in kinds)}; "
             f"pipelines {', '.join(own_pipes) or 'none'}. Nothing was deleted: run again with --yes to delete them.\n"
         )
         assert exists(node_url, f"_alias/{cli.prefix}-chunks")
 
-        dropped = cli("drop", "--yes", "--json")
+        dropped = cli("drop", "--set", "--yes", "--json")
         assert dropped.exit_code == 0, dropped.stderr
         assert json.loads(dropped.stdout)["pipelines"] == own_pipes
         assert _indices(node_url, cli.prefix) == _indices(node_url, neighbour.prefix)  # only the neighbour's left
         assert _pipelines(node_url, server.engine, cli.prefix) == [p for p in pipelines if p not in own_pipes]
-        for kind in ("chunks", "files", "links"):
+        for kind in kinds:
             assert not exists(node_url, f"_alias/{cli.prefix}-{kind}")
             assert exists(node_url, f"_alias/{neighbour.prefix}-{kind}")
         assert neighbour.search("retention", "--mode", "keyword") != []
 
-        again = cli("drop", "--yes")
+        again = cli("drop", "--set", "--yes")
         assert (again.exit_code, again.stdout) == (
             0, f"nothing to drop: no indices, aliases or pipelines for prefix {cli.prefix}\n"
         )

@@ -47,7 +47,7 @@ def test_the_no_vectors_hint_runs_as_printed(cli, tmp_path, monkeypatch):
     keyword_only = cli("search", "retention", "-w", "workspace", "--limit", "1")
     assert keyword_only.exit_code == 0, keyword_only.stderr
     commands = re.findall(r"`([^`]+)`", keyword_only.stderr)
-    target = f"--hosts {cli.url} --index-prefix {cli.prefix}"
+    target = f"--hosts {cli.url} --index-prefix {cli.prefix} --workspace-key {cli.key}"
     assert commands == [
         f"reme-es reindex --embedding local -w workspace {target}",
         f"reme-es sync --embedding local workspace {target}",

@@ -72,6 +72,8 @@ def test_local_embeddings_are_computed_once(cli):
             cli.url,
             "--index-prefix",
             cli.prefix,
+            "--workspace-key",
+            cli.key,
         ],
         env={"REME_ES_HYBRID": "client", "REME_ES_FUSION": "rrf", "REME_ES_HOME": str(cli.home)},
     )
@@ -141,7 +143,7 @@ def test_hybrid_on_an_index_without_vectors_says_so(cli):
     result, out = _search_json(cli, "retention")
     assert result.exit_code == 0, result.stderr
     assert (out["mode"], out["fusion"]) == ("keyword", "keyword") and out["hits"]
-    target = f"--hosts {cli.url} --index-prefix {cli.prefix}"  # the hint's commands run as printed
+    target = f"--hosts {cli.url} --index-prefix {cli.prefix} --workspace-key {cli.key}"  # they run as printed
     fix = f"`reme-es reindex --embedding local {target}`, then `reme-es sync --embedding local . {target}`"
     assert result.stderr == (
         f"note: index {cli.prefix}-chunks has no vectors, so this search is BM25 only; for hybrid search run {fix}\n"
@@ -169,7 +171,9 @@ def test_default_sync_indexes_remes_file_set_with_remes_chunkers(cli, node_url):
         env={"REME_ES_HOME": str(cli.home)},
     )
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[0] == f"syncing {cli.workspace.resolve()} into {cli.prefix}-* (daily, digest; md)"
+    assert result.stdout.splitlines()[0] == (
+        f"syncing {cli.workspace.resolve()} into {cli.prefix}-* (workspace {cli.key}) (daily, digest; md)"
+    )
     assert _summary(result) == "synced: 5 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped"
     files = cli.store(lambda s: s.get_files())
     assert [f.path for f in files] == [p for p in EXAMPLE_FILES if p.endswith(".md")]

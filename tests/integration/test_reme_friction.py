@@ -18,7 +18,7 @@ from reme.application import Application
 
 from reme_es.adapters.base import ClientSettings
 from reme_es.cli import main
-from reme_es.config import default_prefix
+from reme_es.config import SHARED_SET, default_workspace_key
 from reme_es.connect import open_store
 from reme_es.embeddings import default_model_path, default_tokenizer_path
 from reme_es.errors import MappingError
@@ -55,13 +55,14 @@ def with_vectors(as_embedding: dict, **embedding_store) -> dict:
     }
 
 
-async def drop_prefix(url: str, prefix: str) -> None:
+async def drop_prefix(url: str, prefix: str, workspace: str | None = None) -> None:
+    """Drop a test's set; with `workspace`, only that workspace of a shared set (other tests may use the set)."""
     try:
-        store = await open_store(ClientSettings(hosts=[url]), prefix, create=False)
+        store = await open_store(ClientSettings(hosts=[url]), prefix, create=False, workspace=workspace)
     except MappingError:
         return
     try:
-        await store.drop()
+        await (store.drop_workspace() if workspace else store.drop())
     finally:
         await store.close()
 
@@ -118,7 +119,7 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
             CliRunner().invoke,
             main,
             ["search", "a kitten napping on a rug", "--mode", "vector", "--json", "--hosts", server.url,
-             "--index-prefix", es_prefix],
+             "--index-prefix", es_prefix, "-w", str(ws)],
             env={"REME_ES_HOME": str(tmp_path / "home")},
         )
         assert cli.exit_code == 0, cli.stderr
@@ -162,9 +163,9 @@ async def test_minilm_backend_refuses_another_dimension(tmp_path):
 # ------------------------------------------------------------------ reme-es sync = ReMe's own indexing
 
 
-async def stored_index(url: str, prefix: str) -> dict:
-    """Every file doc and chunk (without vectors) of a prefix, as stored."""
-    store = await open_store(ClientSettings(hosts=[url]), prefix, create=False)
+async def stored_index(url: str, prefix: str, workspace: str | None = None) -> dict:
+    """Every file doc and chunk (without vectors) of a workspace of a set, as stored."""
+    store = await open_store(ClientSettings(hosts=[url]), prefix, create=False, workspace=workspace)
     try:
         files = await store.get_files(None)
         chunks = await store.get_chunks({f.path: f.chunk_ids for f in files})
@@ -182,26 +183,29 @@ async def test_sync_writes_exactly_what_reme_indexes_into_the_prefix_reme_reads(
     broken = "---\nname: [unclosed\n---\n# Broken\n\nwalrus facts, see [[digest/search.md]]\n"
     (ws / "digest/broken.md").write_text(broken)
     (ws / "digest/open.md").write_text("---\nname: never closed\n# Open\n\nnarwhal facts\n")
-    prefix = default_prefix(ws)
+    prefix, key = SHARED_SET, default_workspace_key(ws)
     cfg = reme_config(ws, server.engine, server.url, None)  # no index_prefix: the plugin's default
     try:
         app = Application(**cfg)
         await app.start()
         try:
-            assert app.context.components["file_store"]["default"].store.prefix == prefix
+            store = app.context.components["file_store"]["default"].store
+            assert (store.prefix, store.workspace) == (prefix, key)
             indexed = await app.run_job("index_once")
             assert indexed.success, indexed.answer
             assert indexed.metadata["counts"] == {"added": 7, "modified": 0, "deleted": 0}
         finally:
             await app.close()
-        by_reme = await stored_index(server.url, prefix)
-        await drop_prefix(server.url, prefix)
+        by_reme = await stored_index(server.url, prefix, key)
+        await drop_prefix(server.url, prefix, key)
 
         home = {"REME_ES_HOME": str(tmp_path / "home")}
         synced = await asyncio.to_thread(CliRunner().invoke, main, ["sync", str(ws), "--hosts", server.url], env=home)
         assert synced.exit_code == 0, synced.stderr
-        assert synced.stdout.splitlines()[0].startswith(f"syncing {ws.resolve()} into {prefix}-* (daily, digest; md)")
-        by_sync = await stored_index(server.url, prefix)
+        assert synced.stdout.splitlines()[0].startswith(
+            f"syncing {ws.resolve()} into {prefix}-* (workspace {key}) (daily, digest; md)"
+        )
+        by_sync = await stored_index(server.url, prefix, key)
 
         assert [f["path"] for f in by_sync["files"]] == [
             "daily/2026-05-18.md",
@@ -229,9 +233,9 @@ async def test_sync_writes_exactly_what_reme_indexes_into_the_prefix_reme_reads(
             assert again.metadata["counts"] == {"added": 0, "modified": 0, "deleted": 0}
         finally:
             await app.close()
-        assert await stored_index(server.url, prefix) == by_sync
+        assert await stored_index(server.url, prefix, key) == by_sync
     finally:
-        await drop_prefix(server.url, prefix)
+        await drop_prefix(server.url, prefix, key)
 
 
 async def test_cli_on_an_index_whose_vectors_reme_made_with_a_model_reme_es_cannot_run(server, es_prefix, tmp_path):
@@ -253,7 +257,8 @@ async def test_cli_on_an_index_whose_vectors_reme_made_with_a_model_reme_es_cann
 
     def cli(*args: str):
         return CliRunner().invoke(
-            main, [*args, "--hosts", server.url, "--index-prefix", es_prefix], env={"REME_ES_HOME": str(tmp_path / "h")}
+            main, [*args, "--hosts", server.url, "--index-prefix", es_prefix, "-w", str(ws)],
+            env={"REME_ES_HOME": str(tmp_path / "h")},
         )
 
     refused = await asyncio.to_thread(cli, "search", "cat")

@@ -18,6 +18,7 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 from reme.schema import FileChunk, FileNode
 
 from reme_es.adapters.base import ClientSettings
+from reme_es.config import default_workspace_key
 from reme_es.connect import open_store
 from tests.integration.test_reme import app_config, make_app
 
@@ -66,7 +67,8 @@ async def open_app(server, es_prefix, tmp_path):
         (tmp_path / "ws").mkdir(exist_ok=True)
         app = make_app(cfg)
         await app.start()
-        reader = await open_store(ClientSettings(hosts=[server.url]), es_prefix, server.engine, create=False)
+        reader = await open_store(ClientSettings(hosts=[server.url]), es_prefix, server.engine, create=False,
+                                  workspace=default_workspace_key(tmp_path / "ws"))
         s = Store(app, reader)
         opened.append(s)
         return s
