@@ -130,18 +130,28 @@ async function deleteByQuery(conn: Connection, alias: string, query: any, what: 
 
 /** Without delete-by-query: scan the matching ids (search_after, no window cap) and delete them with bulk requests. */
 async function deleteByScan(conn: Connection, alias: string, query: any, what: string): Promise<number> {
+  // A page may not exceed the index's max_result_window (10,000 unless lowered); search_after goes past it.
+  const window = await conn.request({
+    method: "GET",
+    path: `/${encodeURIComponent(alias)}/_settings/index.max_result_window`,
+    query: { include_defaults: "true", flat_settings: "true" },
+    what: `read the result window of ${alias}`,
+  });
+  const found = Object.values(window.body ?? {})[0] as any;
+  const max = Number(found?.settings?.["index.max_result_window"] ?? found?.defaults?.["index.max_result_window"]);
+  const page = Number.isInteger(max) && max > 0 ? Math.min(SCAN_PAGE, max) : SCAN_PAGE;
   async function* ops(): AsyncIterable<BulkOp> {
     let after: string | undefined;
     for (;;) {
       const r = await conn.request({
         method: "POST",
         path: `/${encodeURIComponent(alias)}/_search`,
-        body: matchingIdsBody(query, SCAN_PAGE, after),
+        body: matchingIdsBody(query, page, after),
         what: `${what}: find the ids`,
       });
       const hits: any[] = r.body?.hits?.hits ?? [];
       for (const h of hits) yield { action: "delete", id: h._id };
-      if (hits.length < SCAN_PAGE) return;
+      if (hits.length < page) return;
       after = hits[hits.length - 1].sort[0];
     }
   }
