@@ -10,8 +10,8 @@
  *   bulk requests, two in flight, then the index is refreshed. Which one a node has is found out by the first
  *   forget of a connection (a node without the module answers "no handler found"), and remembered.
  * - Expunge: a deleted document stays in its segment until a merge rewrites that segment. The shard's retention
- *   leases keep soft-deleted documents until they sync (every 30 s), so expunge first waits until every lease has
- *   passed the deletes, then force-merges with only_expunge_deletes (the templates set
+ *   leases keep soft-deleted documents until they sync (every 30 s), and so does the last commit, so expunge flushes,
+ *   waits until every lease has passed the deletes, then force-merges with only_expunge_deletes (the templates set
  *   `index.merge.policy.expunge_deletes_allowed: 0`, so every segment with a deleted document is rewritten, not only
  *   those with more than 10%).
  */
@@ -186,10 +186,13 @@ async function seqNos(conn: Connection, alias: string): Promise<{ maxSeqNo: numb
 }
 
 /**
- * Rewrite the segments that hold deleted documents. Soft-deleted documents stay while a retention lease retains
- * them; the leases move past the deletes at their next sync (every 30 s), so wait for that first.
+ * Rewrite the segments that hold deleted documents. A merge keeps soft-deleted documents that a retention lease
+ * retains, or that the last commit may replay; so commit (flush), and wait until the leases move past the deletes at
+ * their next sync (every 30 s), then merge.
  */
 async function expungeDeletes(conn: Connection, alias: string, what: string, leaseWaitMs: number): Promise<void> {
+  // A merge also keeps what the last commit may need to replay (operations above its local checkpoint): commit first.
+  await conn.request({ method: "POST", path: `/${encodeURIComponent(alias)}/_flush`, what: `${what}: flush` });
   const { maxSeqNo } = await seqNos(conn, alias);
   const until = Date.now() + leaseWaitMs;
   for (;;) {
