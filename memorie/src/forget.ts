@@ -18,7 +18,7 @@
 import type { ForgetScope } from "./dialect.js";
 import { matchingIdsBody } from "./dialect.js";
 import { sendPages } from "./bulk-load.js";
-import type { ErrorClass } from "./errors.js";
+import { type ErrorClass, serverReason } from "./errors.js";
 import type { BulkOp, Connection } from "./transport.js";
 
 /** What `forget` takes: the tenant (required, non-empty), optionally narrowed; `expunge` also removes it from disk. */
@@ -87,8 +87,8 @@ async function awaitTask(conn: Connection, task: string, what: string): Promise<
     const r = await conn.request({ method: "GET", path: `/_tasks/${encodeURIComponent(task)}`, what: `${what} (task ${task})` });
     if (r.body?.completed) {
       if (r.body.error) {
-        const e = r.body.error;
-        throw conn.error(`${what} failed: ${e.type}: ${e.reason}`, { reason: `${e.type}: ${e.reason}`, details: { task } });
+        const reason = serverReason({ error: r.body.error }) ?? "unknown error";
+        throw conn.error(`${what} failed: ${reason}`, { reason, details: { task } });
       }
       return r.body.response ?? {};
     }
@@ -97,13 +97,13 @@ async function awaitTask(conn: Connection, task: string, what: string): Promise<
 }
 
 /** One delete-by-query task, run again while documents changed under it (version conflicts); null: no such API. */
-async function deleteByQuery(conn: Connection, alias: string, query: any, what: string): Promise<number | null> {
+async function deleteByQuery(conn: Connection, alias: string, query: any, what: string, page: number): Promise<number | null> {
   let deleted = 0;
   for (let round = 0; round < 5; round++) {
     const started = await conn.request({
       method: "POST",
       path: `/${encodeURIComponent(alias)}/_delete_by_query`,
-      query: { conflicts: "proceed", refresh: "true", slices: "auto", wait_for_completion: "false" },
+      query: { conflicts: "proceed", refresh: "true", slices: "auto", scroll_size: page, wait_for_completion: "false" },
       body: { query },
       accept: [400, 405],
       what,
@@ -128,9 +128,11 @@ async function deleteByQuery(conn: Connection, alias: string, query: any, what: 
   throw conn.error(`${what}: documents kept changing under the delete (version conflicts in 5 runs); call forget again`);
 }
 
-/** Without delete-by-query: scan the matching ids (search_after, no window cap) and delete them with bulk requests. */
-async function deleteByScan(conn: Connection, alias: string, query: any, what: string): Promise<number> {
-  // A page may not exceed the index's max_result_window (10,000 unless lowered); search_after goes past it.
+/**
+ * Documents per page of the scan or per batch of delete-by-query: at most the index's max_result_window (10,000
+ * unless lowered), which no page may exceed; search_after (or the task's scroll) goes past it.
+ */
+async function pageSize(conn: Connection, alias: string): Promise<number> {
   const window = await conn.request({
     method: "GET",
     path: `/${encodeURIComponent(alias)}/_settings/index.max_result_window`,
@@ -139,7 +141,11 @@ async function deleteByScan(conn: Connection, alias: string, query: any, what: s
   });
   const found = Object.values(window.body ?? {})[0] as any;
   const max = Number(found?.settings?.["index.max_result_window"] ?? found?.defaults?.["index.max_result_window"]);
-  const page = Number.isInteger(max) && max > 0 ? Math.min(SCAN_PAGE, max) : SCAN_PAGE;
+  return Number.isInteger(max) && max > 0 ? Math.min(SCAN_PAGE, max) : SCAN_PAGE;
+}
+
+/** Without delete-by-query: scan the matching ids (search_after, no window cap) and delete them with bulk requests. */
+async function deleteByScan(conn: Connection, alias: string, query: any, what: string, page: number): Promise<number> {
   async function* ops(): AsyncIterable<BulkOp> {
     let after: string | undefined;
     for (;;) {
@@ -228,15 +234,16 @@ export async function forgetInIndex(
   const what = `forget in ${alias}`;
   // Everything written so far, by any process, must be searchable, or the delete would not see it.
   await conn.refreshIndex(alias);
+  const page = await pageSize(conn, alias);
   let deleted: number | null = null;
   let method: ForgetResult["method"] = "delete_by_query";
   if (o.method !== "scan" && hasDeleteByQuery.get(conn) !== false) {
-    deleted = await deleteByQuery(conn, alias, query, what);
+    deleted = await deleteByQuery(conn, alias, query, what, page);
     hasDeleteByQuery.set(conn, deleted !== null);
   }
   if (deleted === null) {
     method = "scan";
-    deleted = await deleteByScan(conn, alias, query, what);
+    deleted = await deleteByScan(conn, alias, query, what, page);
   }
   if (o.expunge) await expungeDeletes(conn, alias, what, o.leaseWaitMs ?? LEASE_WAIT_MS);
   return { deleted, expunged: Boolean(o.expunge), seconds: (performance.now() - t0) / 1000, method };
