@@ -272,7 +272,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     }
     if (!this.idx.info) {
       this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
-      if (!this.idx.info) return { deleted: 0, expunged: false, seconds: 0, method: "scan" };
+      if (!this.idx.info) return { deleted: 0, expunged: false, seconds: 0, expungeSeconds: 0, method: "scan" };
     }
     const scope = { ...o, ...this.fixed } as ForgetOptions;
     return forgetInIndex(this.idx.conn, this.idx.info.alias, forgetQuery("vectors", scope), o);
