@@ -108,13 +108,12 @@ async function deleteByQuery(conn: Connection, alias: string, query: any, what: 
       query: { conflicts: "proceed", refresh: "true", slices: "auto", scroll_size: page, wait_for_completion: "false" },
       body: { query },
       accept: [400, 405],
-      what,
+      what: `${what} (delete-by-query)`,
     });
     if (started.status >= 400) {
       if (noHandler(started.status, started.body)) return null;
-      throw conn.error(`${what} failed: HTTP ${started.status} ${JSON.stringify(started.body).slice(0, 500)}`, {
-        status: started.status,
-      });
+      const reason = serverReason(started.body) ?? `HTTP ${started.status}`;
+      throw conn.error(`${what} failed: HTTP ${started.status} ${reason}`, { status: started.status, reason });
     }
     const response = await awaitTask(conn, String(started.body?.task), what);
     const failures: any[] = response.failures ?? [];
