@@ -11,7 +11,8 @@
  *   forget of a connection (a node without the module answers "no handler found"), and remembered.
  * - Expunge: a deleted document stays in its segment until a merge rewrites that segment. The shard's retention
  *   leases keep soft-deleted documents until they sync (every 30 s), and so does the last commit, so expunge flushes,
- *   waits until every lease has passed the deletes, then force-merges with only_expunge_deletes (the templates set
+ *   waits until every lease has passed the deletes and for the merges already running, then force-merges with
+ *   only_expunge_deletes, and checks that no deleted document is left (the templates set
  *   `index.merge.policy.expunge_deletes_allowed: 0`, so every segment with a deleted document is rewritten, not only
  *   those with more than 10%).
  */
@@ -35,7 +36,10 @@ export interface ForgetOptions extends ForgetScope {
 export interface ForgetResult {
   /** Documents deleted from this store's index. */
   deleted: number;
-  /** Whether the segments that held them were rewritten (`expunge: true`). */
+  /**
+   * `expunge: true`: whether the index holds no deleted document any more (its `docs.deleted` is 0) after the merge
+   * (up to three rounds; false when other writes keep deleting, e.g. updates). Always false without expunge.
+   */
   expunged: boolean;
   /** Wall time of the call, expunge included. */
   seconds: number;
@@ -47,6 +51,8 @@ export interface ForgetResult {
 
 /** Longest wait for the retention leases to pass the deletes before expunging (they sync every 30 s). */
 export const LEASE_WAIT_MS = 120_000;
+/** Longest wait for the merges running on the index to end before expunging. */
+const MERGE_WAIT_MS = 3_600_000;
 const SCAN_PAGE = 5000;
 
 /** Check what `forget` was given; an empty tenant is refused (forget never deletes across tenants). */
@@ -192,20 +198,45 @@ async function seqNos(conn: Connection, alias: string): Promise<{ maxSeqNo: numb
   return { maxSeqNo, retaining };
 }
 
+/** Merges running on any copy of the index's shards (index stats). */
+async function mergesRunning(conn: Connection, alias: string): Promise<number> {
+  const r = await conn.request({
+    method: "GET",
+    path: `/${encodeURIComponent(alias)}/_stats/merge`,
+    query: { filter_path: "_all.total.merges.current" },
+    what: `read the merges of ${alias}`,
+  });
+  return r.body?._all?.total?.merges?.current ?? 0;
+}
+
+/** Deleted documents still in the index's segments, all copies (index stats). */
+async function deletedDocs(conn: Connection, alias: string): Promise<number> {
+  const r = await conn.request({
+    method: "GET",
+    path: `/${encodeURIComponent(alias)}/_stats/docs`,
+    query: { filter_path: "_all.total.docs.deleted" },
+    what: `read the deleted documents of ${alias}`,
+  });
+  return r.body?._all?.total?.docs?.deleted ?? 0;
+}
+
 /**
- * Rewrite the segments that hold deleted documents. A merge keeps soft-deleted documents that a retention lease
- * retains, or that the last commit may replay; so commit (flush), and wait until the leases move past the deletes at
- * their next sync (every 30 s), then merge.
+ * Rewrite the segments that hold deleted documents; true when none is left after. A merge keeps soft-deleted
+ * documents that a retention lease retains, or that the last commit may replay; so commit (flush), wait until the
+ * leases move past the deletes at their next sync (every 30 s), and wait for the merges that started before (the
+ * node's own merges after the deletes: they kept the deleted documents, and a force merge skips the segments they
+ * are merging), then force-merge. Up to three rounds while deleted documents are left (other writes delete too: an
+ * update leaves the old version deleted).
  */
-async function expungeDeletes(conn: Connection, alias: string, what: string, leaseWaitMs: number): Promise<void> {
+async function expungeDeletes(conn: Connection, alias: string, what: string, leaseWaitMs: number): Promise<boolean> {
   // A merge also keeps what the last commit may need to replay (operations above its local checkpoint): commit first.
   await conn.request({ method: "POST", path: `/${encodeURIComponent(alias)}/_flush`, what: `${what}: flush` });
   const { maxSeqNo } = await seqNos(conn, alias);
-  const until = Date.now() + leaseWaitMs;
+  const leasesBy = Date.now() + leaseWaitMs;
   for (;;) {
     const { retaining } = await seqNos(conn, alias);
     if (retaining.every((s) => s > maxSeqNo)) break;
-    if (Date.now() >= until) {
+    if (Date.now() >= leasesBy) {
       throw conn.error(
         `${what}: the documents are deleted, but the shard's retention leases still keep them after ` +
           `${Math.round(leaseWaitMs / 1000)} s (a replica recovering, or a cross-cluster follower?), so a merge cannot ` +
@@ -215,13 +246,25 @@ async function expungeDeletes(conn: Connection, alias: string, what: string, lea
     }
     await sleep(500);
   }
-  const started = await conn.request({
-    method: "POST",
-    path: `/${encodeURIComponent(alias)}/_forcemerge`,
-    query: { only_expunge_deletes: "true", wait_for_completion: "false" },
-    what: `${what}: expunge deleted documents`,
-  });
-  await awaitTask(conn, String(started.body?.task), `${what}: expunge deleted documents`);
+  for (let round = 0; round < 3; round++) {
+    const mergesBy = Date.now() + MERGE_WAIT_MS;
+    while ((await mergesRunning(conn, alias)) > 0) {
+      if (Date.now() >= mergesBy) {
+        throw conn.error(`${what}: the documents are deleted, but the index was still merging after ` +
+          `${MERGE_WAIT_MS / 60000} minutes; call forget with expunge again later`);
+      }
+      await sleep(500);
+    }
+    const started = await conn.request({
+      method: "POST",
+      path: `/${encodeURIComponent(alias)}/_forcemerge`,
+      query: { only_expunge_deletes: "true", wait_for_completion: "false" },
+      what: `${what}: expunge deleted documents`,
+    });
+    await awaitTask(conn, String(started.body?.task), `${what}: expunge deleted documents`);
+    if ((await deletedDocs(conn, alias)) === 0) return true;
+  }
+  return false;
 }
 
 /** Delete what `query` matches in `alias`, the whole of it, and expunge it when asked. */
@@ -247,7 +290,7 @@ export async function forgetInIndex(
     deleted = await deleteByScan(conn, alias, query, what, page);
   }
   const t1 = performance.now();
-  if (o.expunge) await expungeDeletes(conn, alias, what, o.leaseWaitMs ?? LEASE_WAIT_MS);
+  const expunged = o.expunge ? await expungeDeletes(conn, alias, what, o.leaseWaitMs ?? LEASE_WAIT_MS) : false;
   const t2 = performance.now();
-  return { deleted, expunged: Boolean(o.expunge), seconds: (t2 - t0) / 1000, expungeSeconds: (t2 - t1) / 1000, method };
+  return { deleted, expunged, seconds: (t2 - t0) / 1000, expungeSeconds: (t2 - t1) / 1000, method };
 }
