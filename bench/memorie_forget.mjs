@@ -97,7 +97,8 @@ for (const [name, store, alias] of [["memories", search, aliases[0]], ["vectors"
   const row = {
     store: name, docs: before.count, method: plain.method,
     forget: { deleted: plain.deleted, seconds: plain.seconds },
-    forgetExpunge: { deleted: expunged.deleted, seconds: expunged.seconds, expungeSeconds: expunged.expungeSeconds },
+    forgetExpunge: { deleted: expunged.deleted, seconds: expunged.seconds, expungeSeconds: expunged.expungeSeconds,
+      expunged: expunged.expunged },
     docsDeletedAfter: after.deleted, sizeBytesAfter: after.total_size_in_bytes ?? null,
   };
   rows.push(row);
@@ -110,11 +111,11 @@ writeFileSync(out, JSON.stringify(result, null, 2));
 
 const f = (x) => x.toFixed(2);
 console.log(`\nforget one tenant (t3, then t4 with expunge) out of ${n} memories, ${engine} ${version}\n`);
-console.log("| store | docs | method | deleted | forget s | deleted | forget+expunge s | of which expunge s | docs.deleted after |");
-console.log("|---|--:|---|--:|--:|--:|--:|--:|--:|");
+console.log("| store | docs | method | deleted | forget s | deleted | forget+expunge s | of which expunge s | expunged | docs.deleted after |");
+console.log("|---|--:|---|--:|--:|--:|--:|--:|---|--:|");
 for (const r of rows) {
   console.log(`| ${r.store} | ${r.docs} | ${r.method} | ${r.forget.deleted} | ${f(r.forget.seconds)} | ${r.forgetExpunge.deleted} | ` +
-    `${f(r.forgetExpunge.seconds)} | ${f(r.forgetExpunge.expungeSeconds)} | ${r.docsDeletedAfter} |`);
+    `${f(r.forgetExpunge.seconds)} | ${f(r.forgetExpunge.expungeSeconds)} | ${r.forgetExpunge.expunged} | ${r.docsDeletedAfter} |`);
 }
 
 if (!args.keep) {
