@@ -198,6 +198,30 @@ async function seqNos(conn: Connection, alias: string): Promise<{ maxSeqNo: numb
   return { maxSeqNo, retaining };
 }
 
+/**
+ * The templates set `index.merge.policy.expunge_deletes_allowed: 0`, so that an expunge rewrites every segment that
+ * holds a deleted document (the node's default, 10%, leaves segments with fewer). An index created before they did
+ * gets it now (a dynamic setting); a user who may not change settings (403) expunges with the index's own value.
+ */
+async function rewriteEverySegmentWithDeletes(conn: Connection, alias: string, what: string): Promise<void> {
+  const key = "index.merge.policy.expunge_deletes_allowed";
+  const r = await conn.request({
+    method: "GET",
+    path: `/${encodeURIComponent(alias)}/_settings/${key}`,
+    query: { flat_settings: "true" },
+    what: `read ${key} of ${alias}`,
+  });
+  const values = Object.values(r.body ?? {}).map((i: any) => i?.settings?.[key]);
+  if (values.length > 0 && values.every((v) => Number(v) === 0)) return;
+  await conn.request({
+    method: "PUT",
+    path: `/${encodeURIComponent(alias)}/_settings`,
+    body: { index: { merge: { policy: { expunge_deletes_allowed: 0 } } } },
+    accept: [403],
+    what: `${what}: set ${key} to 0`,
+  });
+}
+
 /** Merges running on any copy of the index's shards (index stats). */
 async function mergesRunning(conn: Connection, alias: string): Promise<number> {
   const r = await conn.request({
@@ -229,6 +253,7 @@ async function deletedDocs(conn: Connection, alias: string): Promise<number> {
  * update leaves the old version deleted).
  */
 async function expungeDeletes(conn: Connection, alias: string, what: string, leaseWaitMs: number): Promise<boolean> {
+  await rewriteEverySegmentWithDeletes(conn, alias, what);
   // A merge also keeps what the last commit may need to replay (operations above its local checkpoint): commit first.
   await conn.request({ method: "POST", path: `/${encodeURIComponent(alias)}/_flush`, what: `${what}: flush` });
   const { maxSeqNo } = await seqNos(conn, alias);

@@ -232,6 +232,9 @@ for (const { engine, url } of targets) {
       // Without expunge the deleted documents stay in their segments.
       await Promise.all([s.search.forget({ tenantId: "t-c" }), s.vectors.forget({ tenantId: "t-c" }), s.graph.forget({ tenantId: "t-c" })]);
       for (const index of names) assert.ok((await deletedDocs(url, index)) > 0, `${index}: nothing deleted to expunge`);
+      // The memories index as an older template made it: the node's default 10% of deletes before a segment is expunged.
+      const memoriesIndex = names[0]!;
+      await http(url, "PUT", `/${memoriesIndex}/_settings`, { index: { merge: { policy: { expunge_deletes_allowed: null } } } });
       const results: ForgetResult[] = await Promise.all([
         s.search.forget({ tenantId: "t-a", expunge: true }),
         s.vectors.forget({ tenantId: "t-a", expunge: true }),
@@ -240,6 +243,8 @@ for (const { engine, url } of targets) {
       assert.deepEqual(results.map((r) => [r.deleted, r.expunged]),
         [[s.all.length / 3, true], [s.all.length / 3, true], [relationsOf("t-a").length, true]]);
       for (const index of names) assert.equal(await deletedDocs(url, index), 0, `${index} still holds deleted documents`);
+      const setting = await http(url, "GET", `/${memoriesIndex}/_settings/index.merge.policy.expunge_deletes_allowed?flat_settings=true`);
+      assert.equal(setting.body[memoriesIndex].settings["index.merge.policy.expunge_deletes_allowed"], "0");
       assert.deepEqual(sorted(await s.search.listIds()), sorted(s.all.filter((m) => m.tenantId === "t-b").map((m) => m.id)));
     });
 
