@@ -69,6 +69,17 @@ export interface ConnectionOptions {
    * index is missing. One small request (`GET /_cluster/state/metadata/<prefix>-memorie-*`) per check.
    */
   clusterCheckMs?: number;
+  /**
+   * Primary shards of each index this store creates (default 1, the templates'). Fixed at creation: an existing
+   * index with another number makes the factory fail (say what to do), rather than be used as it is.
+   */
+  shards?: number;
+  /**
+   * Replicas of each index this store creates: `number_of_replicas` N with `auto_expand_replicas` off. Default: no
+   * number, `auto_expand_replicas: "0-1"` (one node: no replica, the index stays green; two or more: one replica of
+   * every shard). An existing index with other replicas makes the factory fail with the request that changes them.
+   */
+  replicas?: number;
 }
 
 const ALL_ERROR_STATUSES = Array.from({ length: 200 }, (_, i) => 400 + i);
@@ -99,6 +110,17 @@ function secretsOf(o: ConnectionOptions): string[] {
   return out;
 }
 
+/** A value for an error message: JSON where that says what it is (a string is quoted), else its type. */
+function describe(v: unknown): string {
+  if (typeof v === "number" && !Number.isFinite(v)) return String(v);
+  return JSON.stringify(v) ?? typeof v;
+}
+
+/** The shards and replicas of the indices a store creates, from its options. */
+export function layoutOf(o: ConnectionOptions): { shards?: number; replicas?: number } {
+  return { shards: o.shards, replicas: o.replicas };
+}
+
 /** Check the options every factory shares; throws `errorClass` naming the problem. */
 export function validateOptions(o: ConnectionOptions, errorClass: ErrorClass): void {
   const urls = Array.isArray(o?.url) ? o.url : [o?.url];
@@ -122,6 +144,15 @@ export function validateOptions(o: ConnectionOptions, errorClass: ErrorClass): v
   const after = o.refreshAfterMs;
   if (after !== undefined && (typeof after !== "number" || !Number.isFinite(after) || after < 0)) {
     throw new errorClass(`\`refreshAfterMs\` must be a number of milliseconds >= 0, not ${JSON.stringify(after)}`);
+  }
+  for (const [key, min, hint] of [
+    ["shards", 1, "1 for one primary shard per index (the default), more to spread a large index over nodes"],
+    ["replicas", 0, "0 for none, 1 for one copy of every shard on another node; leave it out for auto_expand_replicas 0-1"],
+  ] as const) {
+    const v = o[key];
+    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min || v > 1024)) {
+      throw new errorClass(`\`${key}\` must be a whole number from ${min} to 1024, not ${describe(v)}: ${hint}`);
+    }
   }
   for (const key of ["requestTimeoutMs", "callTimeoutMs", "clusterCheckMs"] as const) {
     const v = o[key];

@@ -5,7 +5,7 @@
 import type { Engine } from "./connection.js";
 import { metadataClauses, metadataTerms } from "./metadata.js";
 import { HNSW, readDataFile, vectorMapping as sharedVectorMapping } from "./settings.js";
-import type { Memory, MemoryFilters, MemoryRelation, RangeFilter, SearchQuery } from "./types.js";
+import type { Memory, MemoryFilters, MemoryRelation, MemoryScope, RangeFilter, SearchQuery } from "./types.js";
 
 export type IndexKind = "memories" | "vectors" | "relations";
 
@@ -35,10 +35,50 @@ export interface HnswOptions {
   efConstruction?: number;
 }
 
-export interface RenderOptions {
+/**
+ * Shards and replicas of a new index. Default: the template's one shard and `auto_expand_replicas: "0-1"` (a single
+ * node stays green; a cluster of two or more nodes keeps one replica of every shard).
+ */
+export interface IndexLayout {
+  shards?: number;
+  /** A fixed number of replicas: `number_of_replicas` N and `auto_expand_replicas` off. */
+  replicas?: number;
+}
+
+export interface RenderOptions extends IndexLayout {
   hnsw?: HnswOptions;
   stemming?: boolean;
   dims?: number;
+}
+
+/** The index settings a layout asks for (empty when it asks for nothing: the template's settings apply). */
+export function layoutSettings(layout: IndexLayout): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (layout.shards !== undefined) out.number_of_shards = layout.shards;
+  if (layout.replicas !== undefined) {
+    out.number_of_replicas = layout.replicas;
+    out.auto_expand_replicas = false;
+  }
+  return out;
+}
+
+/**
+ * What differs between the layout asked for and an existing index's settings (`index.number_of_shards`,
+ * `index.number_of_replicas`, `index.auto_expand_replicas` as the node reports them: strings), one line per option.
+ */
+export function layoutMismatches(layout: IndexLayout, settings: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const shards = Number(settings.number_of_shards);
+  if (layout.shards !== undefined && shards !== layout.shards) out.push(`shards is ${layout.shards} but the index has ${shards}`);
+  if (layout.replicas !== undefined) {
+    const replicas = Number(settings.number_of_replicas);
+    const auto = settings.auto_expand_replicas;
+    if (replicas !== layout.replicas) out.push(`replicas is ${layout.replicas} but the index has ${replicas}`);
+    else if (auto !== undefined && auto !== "false" && auto !== false) {
+      out.push(`replicas is ${layout.replicas} but the index expands its replicas automatically (auto_expand_replicas ${auto})`);
+    }
+  }
+  return out;
 }
 
 /** The create-index body of one kind for this engine, with the alias and a `_meta` recording the choices. */
@@ -59,6 +99,7 @@ export function renderIndex(kind: IndexKind, engine: Engine, alias: string, o: R
     meta.hnsw = { m: o.hnsw?.m ?? HNSW.m, ef_construction: o.hnsw?.efConstruction ?? HNSW.efConstruction };
     if (engine === "opensearch") settings.index.knn = true;
   }
+  Object.assign(settings.index, layoutSettings(o));
   body.mappings._meta = { reme_es: meta };
   return { settings, mappings: body.mappings, aliases: { [alias]: {} } };
 }
@@ -234,11 +275,27 @@ export * from "./vector-dialect.js";
 
 // ---------------------------------------------------------------------------------------- graph store
 
-export function relationDoc(r: MemoryRelation): Record<string, unknown> {
+/** The scope of a relation's two memories, as the canonical store holds them (null: not resolved). */
+export interface RelationEnds {
+  from: MemoryScope | null;
+  to: MemoryScope | null;
+}
+
+/**
+ * The document of one relation. The scope of each end (tenant, namespace, subject of its memory) is kept so that
+ * `forget` finds the relations of a tenant: Memorie's relations carry no scope of their own.
+ */
+export function relationDoc(r: MemoryRelation, ends: RelationEnds = { from: null, to: null }): Record<string, unknown> {
   return {
     id: r.id,
     from_id: r.fromMemoryId,
     to_id: r.toMemoryId,
+    from_tenant_id: ends.from?.tenantId ?? null,
+    from_namespace: ends.from?.namespace ?? null,
+    from_subject_id: ends.from?.subjectId ?? null,
+    to_tenant_id: ends.to?.tenantId ?? null,
+    to_namespace: ends.to?.namespace ?? null,
+    to_subject_id: ends.to?.subjectId ?? null,
     type: r.type,
     weight: r.weight ?? null,
     created_at: dateOrNull(r.createdAt),
@@ -286,5 +343,42 @@ export function neighbourBody(
     track_total_hits: false,
   };
   if (after) body.search_after = after;
+  return body;
+}
+
+// ------------------------------------------------------------------------------------------------- forget
+
+/** What `forget` removes: every document of one tenant, optionally narrowed to a namespace and/or a subject. */
+export interface ForgetScope {
+  tenantId: string;
+  namespace?: string;
+  subjectId?: string;
+}
+
+/**
+ * The query of a `forget` on one kind of index. Memories keep the scope in `tenant_id`/`namespace`/`subject_id`;
+ * vectors in their metadata (the keys Memorie's engine writes: `tenantId`, `namespace`, `subjectId`); a relation
+ * matches when either of its memories is in the scope (both ends' scope fields are kept on the relation).
+ */
+export function forgetQuery(kind: IndexKind, scope: ForgetScope): any {
+  const keys = (["tenantId", "namespace", "subjectId"] as const).filter((k) => scope[k] !== undefined);
+  if (kind === "vectors") {
+    return { bool: { filter: metadataClauses(Object.fromEntries(keys.map((k) => [k, scope[k]]))).filter } };
+  }
+  const field = { tenantId: "tenant_id", namespace: "namespace", subjectId: "subject_id" } as const;
+  const terms = (prefix: string) => keys.map((k) => ({ term: { [prefix + field[k]]: scope[k] } }));
+  if (kind === "memories") return { bool: { filter: terms("") } };
+  return {
+    bool: {
+      should: [{ bool: { filter: terms("from_") } }, { bool: { filter: terms("to_") } }],
+      minimum_should_match: 1,
+    },
+  };
+}
+
+/** One page of the ids matching `query`, in `id` order after `after` (the scan of `forget` without delete-by-query). */
+export function matchingIdsBody(query: any, size: number, after?: string): any {
+  const body: any = { query, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
+  if (after !== undefined) body.search_after = [after];
   return body;
 }

@@ -1,6 +1,7 @@
-import { connect, type Connection, type ConnectionOptions } from "./connection.js";
-import { type Direction, neighbourBody, relationDoc, relationFromSource } from "./dialect.js";
+import { connect, layoutOf, type Connection, type ConnectionOptions } from "./connection.js";
+import { type Direction, forgetQuery, neighbourBody, type RelationEnds, relationDoc, relationFromSource } from "./dialect.js";
 import { GraphStoreError } from "./errors.js";
+import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
 import type { GraphQueryOptions, GraphStore, Memory, MemoryRelation, TraversalOptions } from "./types.js";
 
@@ -11,6 +12,11 @@ export interface GraphStoreOptions extends ConnectionOptions {
 
 export interface OpenSearchGraphStore extends GraphStore {
   listRelations(): Promise<MemoryRelation[]>;
+  /**
+   * Delete every relation that touches a memory of a tenant (narrowed by `namespace`/`subjectId`: either end in that
+   * scope) in one call; `expunge` also rewrites the segments that held them. Not part of Memorie's GraphStore.
+   */
+  forget(options: ForgetOptions): Promise<ForgetResult>;
   refresh(): Promise<void>;
   drop(): Promise<void>;
   close(): Promise<void>;
@@ -75,13 +81,29 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     if (!(relation.createdAt instanceof Date) || Number.isNaN(relation.createdAt.getTime())) {
       throw new GraphStoreError(`createRelation ${relation.id}: createdAt must be a valid Date`);
     }
+    const ends = await this.ends(relation);
     await this.conn.write(this.alias, {
       method: "PUT",
       path: `/${this.alias}/_doc/${encodeURIComponent(relation.id)}`,
       query: this.conn.indexQuery(),
-      body: relationDoc(relation),
+      body: relationDoc(relation, ends),
       what: `create relation ${relation.id}`,
     });
+  }
+
+  /** The scope of both memories of a relation, read through `resolveMemory` (null for one it cannot resolve). */
+  private async ends(relation: MemoryRelation): Promise<RelationEnds> {
+    const scope = (m: Memory | null) =>
+      m ? { tenantId: m.tenantId, namespace: m.namespace, subjectId: m.subjectId } : null;
+    try {
+      const [from, to] = await Promise.all([this.resolveMemory(relation.fromMemoryId), this.resolveMemory(relation.toMemoryId)]);
+      return { from: scope(from), to: scope(to) };
+    } catch (exc) {
+      throw new GraphStoreError(
+        `createRelation ${relation.id}: resolveMemory failed: ${(exc as Error)?.message ?? String(exc)}`,
+        { cause: exc },
+      );
+    }
   }
 
   async deleteRelation(relationId: string): Promise<void> {
@@ -190,6 +212,11 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     }
   }
 
+  forget(options: ForgetOptions): Promise<ForgetResult> {
+    const o = checkForgetOptions(options, GraphStoreError);
+    return forgetInIndex(this.conn, this.alias, forgetQuery("relations", o), o);
+  }
+
   /** Ids of every relation (for upkeep). */
   listIds(): Promise<string[]> {
     return allIds(this.conn, this.alias);
@@ -215,7 +242,7 @@ export async function createGraphStore(o: GraphStoreOptions): Promise<OpenSearch
   }
   const conn = await connect(o, GraphStoreError);
   try {
-    const info = await ensureIndex(conn, o.indexPrefix, "relations", () => ({}));
+    const info = await ensureIndex(conn, o.indexPrefix, "relations", () => ({}), layoutOf(o));
     return new OpenSearchGraphStoreImpl(conn, o.indexPrefix, info, o.resolveMemory);
   } catch (exc) {
     await conn.close();

@@ -2,6 +2,7 @@ export { createSearchStore, type OpenSearchStore, type SearchStoreOptions } from
 export { createVectorStore, type OpenSearchVectorStore, type VectorStoreOptions } from "./vector-store.js";
 export { createGraphStore, type GraphStoreOptions, type OpenSearchGraphStore } from "./graph-store.js";
 export { GraphStoreError, SearchError, StoreError, type StoreErrorOptions, VectorStoreError } from "./errors.js";
+export type { ForgetOptions, ForgetResult } from "./forget.js";
 export type { Auth, ConnectionOptions, Engine, RefreshPolicy } from "./connection.js";
 export { keywordScore, vectorScore } from "./dialect.js";
 export type * from "./types.js";

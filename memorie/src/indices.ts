@@ -1,6 +1,14 @@
 /** Versioned indices behind aliases: find the one an alias points at, or create it with the alias in one request. */
 import type { Connection } from "./connection.js";
-import { type IndexKind, indexNames, renderIndex, type RenderOptions } from "./dialect.js";
+import {
+  type IndexKind,
+  type IndexLayout,
+  indexNames,
+  layoutMismatches,
+  loadTemplate,
+  renderIndex,
+  type RenderOptions,
+} from "./dialect.js";
 
 export interface IndexInfo {
   alias: string;
@@ -34,6 +42,9 @@ export async function findIndex(conn: Connection, prefix: string, kind: IndexKin
     throw conn.error(`index ${index} (alias ${alias}) was not created by reme-es-memorie as a ${kind} index; ` +
       "choose another indexPrefix");
   }
+  if (kind === "relations" && meta.template_version === 1 && version === 2) {
+    return { alias, index, meta: await upgradeRelations(conn, index, meta) };
+  }
   if (meta.template_version !== version) {
     throw conn.error(
       `index ${index} has template version ${meta.template_version} but this package writes version ${version}; ` +
@@ -43,17 +54,67 @@ export async function findIndex(conn: Connection, prefix: string, kind: IndexKin
   return { alias, index, meta };
 }
 
+/**
+ * Relations index version 1 had no scope fields; version 2 adds them (a mapping change that adds fields only, made in
+ * place). Relations written before carry no scope, so `forget` does not find them.
+ */
+async function upgradeRelations(conn: Connection, index: string, meta: Record<string, any>): Promise<Record<string, any>> {
+  const template = loadTemplate("relations");
+  const added = Object.fromEntries(
+    Object.entries(template.mappings.properties).filter(([name]) => /^(from|to)_(tenant_id|namespace|subject_id)$/.test(name)),
+  );
+  const upgraded = { ...meta, template_version: template.version };
+  await conn.request({
+    method: "PUT",
+    path: `/${encodeURIComponent(index)}/_mapping`,
+    body: { properties: added, _meta: { reme_es: upgraded } },
+    what: `add the scope fields of template version ${template.version} to ${index}`,
+  });
+  return upgraded;
+}
+
+/**
+ * Check that an existing index has the shards and replicas the options ask for (nothing asked: nothing checked).
+ * The number of shards is fixed when an index is created; replicas can be changed, but not behind the back of the
+ * other processes that share the index, so a difference is an error that says what to do.
+ */
+export async function checkLayout(conn: Connection, info: IndexInfo, layout: IndexLayout): Promise<void> {
+  if (layout.shards === undefined && layout.replicas === undefined) return;
+  const r = await conn.request({
+    method: "GET",
+    path: `/${encodeURIComponent(info.index)}/_settings`,
+    query: { filter_path: "*.settings.index.number_of_shards,*.settings.index.number_of_replicas,*.settings.index.auto_expand_replicas" },
+    what: `read the shards and replicas of ${info.index}`,
+  });
+  const settings = (Object.values(r.body ?? {})[0] as any)?.settings?.index ?? {};
+  const problems = layoutMismatches(layout, settings);
+  if (problems.length === 0) return;
+  const fixReplicas = layout.replicas === undefined ? "" :
+    ` To change the replicas of the existing index: PUT /${info.index}/_settings ` +
+    `{"index": {"number_of_replicas": ${layout.replicas}, "auto_expand_replicas": false}}.`;
+  throw conn.error(
+    `index ${info.index} (alias ${info.alias}) exists with other settings: ${problems.join("; ")}.${fixReplicas} ` +
+      "The number of shards is fixed at creation: for another one, create the stores with a new indexPrefix and " +
+      "rebuild (Memorie's reindex()). Or leave shards/replicas out to open the index as it is",
+    { details: { index: info.index, asked: { ...layout }, settings } },
+  );
+}
+
 /** The index of `kind`, created (versioned name, alias, template) if missing; concurrent creators agree. */
 export async function ensureIndex(
   conn: Connection,
   prefix: string,
   kind: IndexKind,
   options: () => Promise<RenderOptions> | RenderOptions,
+  layout: IndexLayout = {},
 ): Promise<IndexInfo> {
   const existing = await findIndex(conn, prefix, kind);
-  if (existing) return existing;
+  if (existing) {
+    await checkLayout(conn, existing, layout);
+    return existing;
+  }
   const { alias, index } = indexNames(prefix, kind);
-  const body = renderIndex(kind, conn.engine, alias, await options());
+  const body = renderIndex(kind, conn.engine, alias, { ...(await options()), ...layout });
   const created = await conn.request({
     method: "PUT",
     path: `/${encodeURIComponent(index)}`,
@@ -72,6 +133,7 @@ export async function ensureIndex(
   }
   const info = await findIndex(conn, prefix, kind);
   if (!info) throw conn.error(`index ${index} exists but alias ${alias} does not point at it; delete ${index} or fix the alias`);
+  if (created.status === 400) await checkLayout(conn, info, layout); // another process created it first
   return info;
 }
 

@@ -1,7 +1,8 @@
 import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
-import { connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
-import { InvalidQuery, keywordScore, loadTemplate, memoryDoc, memoryFromSource, searchBody } from "./dialect.js";
+import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { forgetQuery, InvalidQuery, keywordScore, loadTemplate, memoryDoc, memoryFromSource, searchBody } from "./dialect.js";
 import { SearchError } from "./errors.js";
+import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
 import type { Memory, SearchQuery, SearchResult, SearchStore } from "./types.js";
 
@@ -15,6 +16,11 @@ export interface OpenSearchStore extends SearchStore {
    * refresh off meanwhile (restored after, also on failure), then refresh per the policy.
    */
   indexMany(memories: Iterable<Memory>, options?: LoadOptions & { refresh?: RefreshPolicy }): Promise<void>;
+  /**
+   * Delete every memory of a tenant (narrowed by `namespace`/`subjectId` when given) in one call, with no 10,000-hit
+   * cap; `expunge` also rewrites the segments that held them. Not part of Memorie's SearchStore (see README).
+   */
+  forget(options: ForgetOptions): Promise<ForgetResult>;
   /** Make every write so far searchable (after loads with `refresh: "false"`). */
   refresh(): Promise<void>;
   /** Delete this store's index. */
@@ -126,6 +132,11 @@ class OpenSearchSearchStore implements OpenSearchStore {
     return allIds(this.conn, this.alias);
   }
 
+  forget(options: ForgetOptions): Promise<ForgetResult> {
+    const o = checkForgetOptions(options, SearchError);
+    return forgetInIndex(this.conn, this.alias, forgetQuery("memories", o), o);
+  }
+
   refresh(): Promise<void> {
     return this.conn.refreshNow(this.alias);
   }
@@ -155,7 +166,8 @@ async function hasPorterStem(conn: Connection): Promise<boolean> {
 export async function createSearchStore(o: SearchStoreOptions): Promise<OpenSearchStore> {
   const conn = await connect(o, SearchError);
   try {
-    const info = await ensureIndex(conn, o.indexPrefix, "memories", async () => ({ stemming: await hasPorterStem(conn) }));
+    const stemming = async () => ({ stemming: await hasPorterStem(conn) });
+    const info = await ensureIndex(conn, o.indexPrefix, "memories", stemming, layoutOf(o));
     return new OpenSearchSearchStore(conn, o.indexPrefix, info);
   } catch (exc) {
     await conn.close();

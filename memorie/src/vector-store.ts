@@ -1,8 +1,9 @@
 import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
-import { connect, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
-import { knnBody, loadTemplate, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
+import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
+import { forgetQuery, type IndexLayout, knnBody, loadTemplate, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
 import { VectorStoreError } from "./errors.js";
-import { allIds, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
+import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
+import { allIds, checkLayout, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
 import type { MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
 
 export interface VectorStoreOptions extends ConnectionOptions {
@@ -32,6 +33,12 @@ export interface OpenSearchVectorStore extends VectorStore {
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
     options?: LoadOptions & { refresh?: RefreshPolicy },
   ): Promise<void>;
+  /**
+   * Delete every entry whose metadata has the tenant (and `namespace`/`subjectId` when given) in one call; `expunge`
+   * also rewrites the segments that held them. A scoped store forgets within its scope only. Not part of Memorie's
+   * VectorStore (see README).
+   */
+  forget(options: ForgetOptions): Promise<ForgetResult>;
   /** A view of the same index with a fixed scope inside k-NN (see `VectorStoreOptions.scope`). */
   scoped(scope: MemoryScope): OpenSearchVectorStore;
   refresh(): Promise<void>;
@@ -73,6 +80,7 @@ class VectorIndex {
     readonly conn: Connection,
     readonly prefix: string,
     readonly hnsw: { m?: number; efConstruction?: number } = {},
+    readonly layout: IndexLayout = {},
   ) {}
 
   get dims(): number | undefined {
@@ -82,7 +90,7 @@ class VectorIndex {
   /** The index, created with `dims` if missing. */
   async ensure(dims: number): Promise<IndexInfo> {
     if (this.info) return this.info;
-    this.creating ??= ensureIndex(this.conn, this.prefix, "vectors", () => ({ dims, hnsw: this.hnsw })).finally(() => {
+    this.creating ??= ensureIndex(this.conn, this.prefix, "vectors", () => ({ dims, hnsw: this.hnsw }), this.layout).finally(() => {
       this.creating = null;
     });
     this.info = await this.creating;
@@ -251,6 +259,25 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     return scopedIds(this.idx.conn, this.idx.info.alias, vectorFilter(undefined, this.fixed));
   }
 
+  async forget(options: ForgetOptions): Promise<ForgetResult> {
+    const o = checkForgetOptions(options, VectorStoreError);
+    for (const [key, value] of Object.entries(this.fixed ?? {})) {
+      const given = o[key as keyof ForgetOptions];
+      if (given !== undefined && given !== value) {
+        throw new VectorStoreError(
+          `forget: ${key} is ${JSON.stringify(given)} but this store is scoped to ${JSON.stringify(value)}; ` +
+            "use a store of that scope",
+        );
+      }
+    }
+    if (!this.idx.info) {
+      this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
+      if (!this.idx.info) return { deleted: 0, expunged: false, seconds: 0, expungeSeconds: 0, method: "scan" };
+    }
+    const scope = { ...o, ...this.fixed } as ForgetOptions;
+    return forgetInIndex(this.idx.conn, this.idx.info.alias, forgetQuery("vectors", scope), o);
+  }
+
   async refresh(): Promise<void> {
     if (this.idx.info) await this.idx.conn.refreshNow(this.idx.info.alias);
   }
@@ -295,8 +322,9 @@ export async function createVectorStore(o: VectorStoreOptions): Promise<OpenSear
   }
   const conn = await connect(o, VectorStoreError);
   try {
-    const idx = new VectorIndex(conn, o.indexPrefix, o.hnsw);
+    const idx = new VectorIndex(conn, o.indexPrefix, o.hnsw, layoutOf(o));
     idx.info = await findIndex(conn, o.indexPrefix, "vectors");
+    if (idx.info) await checkLayout(conn, idx.info, idx.layout);
     if (idx.info && o.dimensions !== undefined && idx.info.meta.dims !== o.dimensions) {
       throw new VectorStoreError(
         `dimension mismatch: index ${idx.info.index} holds ${idx.info.meta.dims}-dimensional vectors but ` +

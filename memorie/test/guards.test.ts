@@ -6,6 +6,7 @@ import { after, describe, it } from "node:test";
 
 import { createGraphStore, createSearchStore, createVectorStore } from "../src/index.js";
 import { makeMemory, makeRelation, rejectsWithCode } from "../src/contract/common.js";
+import { indexNames } from "../src/dialect.js";
 import { Forwarder } from "./forwarder.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
 
@@ -20,7 +21,7 @@ for (const { engine, url } of targets) {
       const s = track(await createSearchStore({ url, indexPrefix: prefix }));
       const v = track(await createVectorStore({ url, indexPrefix: prefix, dimensions: 2 }));
       const g = track(await createGraphStore({ url, indexPrefix: prefix, resolveMemory: () => null }));
-      for (const kind of KINDS) assert.equal((await http(url, "DELETE", `/${prefix}-memorie-${kind}-v1`)).status, 200);
+      for (const kind of KINDS) assert.equal((await http(url, "DELETE", `/${indexNames(prefix, kind).index}`)).status, 200);
       const gone = (kind: string) =>
         new RegExp(`index ${prefix}-memorie-${kind} does not exist .*the write was refused, no index created\\. ` +
           "Create the store again");

@@ -18,12 +18,17 @@ import {
 import type { SendParams } from "../src/transport.js";
 import {
   canonicalJson,
+  forgetQuery,
   InvalidQuery,
   keywordScore,
   knnBody,
+  layoutMismatches,
+  layoutSettings,
+  matchingIdsBody,
   metadataTerms,
   neighbourBody,
   num_candidates,
+  relationDoc,
   renderIndex,
   searchBody,
   vectorDoc,
@@ -31,7 +36,8 @@ import {
   vectorMapping,
   vectorScore,
 } from "../src/dialect.js";
-import { redact, SearchError, serverReason } from "../src/errors.js";
+import { GraphStoreError, redact, SearchError, serverReason } from "../src/errors.js";
+import { checkForgetOptions } from "../src/forget.js";
 import { HNSW, knnCandidates } from "../src/settings.js";
 
 // The golden file the Python suite checks too (tests/unit/test_engine_settings.py); this file runs from dist/test.
@@ -371,5 +377,83 @@ describe("cluster check", () => {
       return true;
     });
     assert.deepEqual(sent, ["/_cluster/state/metadata/p-memorie-*"]);
+  });
+});
+
+describe("shards and replicas", () => {
+  it("the templates expand replicas 0-1 and keep one shard; given values replace that", () => {
+    for (const kind of ["memories", "vectors", "relations"] as const) {
+      const index = renderIndex(kind, "opensearch", "a", { dims: 2 }).settings.index;
+      assert.equal(index.auto_expand_replicas, "0-1", kind);
+      assert.equal(index.number_of_replicas, undefined, kind);
+      assert.equal(index.number_of_shards, 1, kind);
+      assert.deepEqual(index.merge, { policy: { expunge_deletes_allowed: 0 } }, kind);
+      const set = renderIndex(kind, "elasticsearch", "a", { dims: 2, replicas: 2, shards: 3 }).settings.index;
+      assert.deepEqual([set.number_of_replicas, set.auto_expand_replicas, set.number_of_shards], [2, false, 3], kind);
+    }
+    assert.deepEqual(layoutSettings({}), {});
+    assert.deepEqual(layoutSettings({ replicas: 0 }), { number_of_replicas: 0, auto_expand_replicas: false });
+  });
+  it("an existing index is compared with what was asked (the node reports strings)", () => {
+    const auto = { number_of_shards: "1", number_of_replicas: "0", auto_expand_replicas: "0-1" };
+    assert.deepEqual(layoutMismatches({}, auto), []);
+    assert.deepEqual(layoutMismatches({ shards: 1 }, auto), []);
+    assert.deepEqual(layoutMismatches({ shards: 2 }, auto), ["shards is 2 but the index has 1"]);
+    assert.deepEqual(layoutMismatches({ replicas: 0 }, auto),
+      ["replicas is 0 but the index expands its replicas automatically (auto_expand_replicas 0-1)"]);
+    const fixed = { number_of_shards: "2", number_of_replicas: "1", auto_expand_replicas: "false" };
+    assert.deepEqual(layoutMismatches({ replicas: 1, shards: 2 }, fixed), []);
+    assert.deepEqual(layoutMismatches({ replicas: 1 }, { number_of_shards: "2", number_of_replicas: "1" }), []);
+    assert.deepEqual(layoutMismatches({ replicas: 2 }, fixed), ["replicas is 2 but the index has 1"]);
+  });
+  it("bad values are refused naming the option", () => {
+    const base = { url: "http://127.0.0.1:9200", indexPrefix: "p" };
+    for (const [key, value] of [["replicas", -1], ["replicas", 0.5], ["replicas", "2"], ["replicas", 1025], ["shards", 0], ["shards", Infinity]]) {
+      assert.throws(() => validateOptions({ ...base, [key as string]: value } as any, SearchError),
+        new RegExp(`\`${key}\` must be a whole number from ${key === "shards" ? 1 : 0} to 1024`));
+    }
+    validateOptions({ ...base, replicas: 0, shards: 1 }, SearchError);
+  });
+});
+
+describe("forget bodies", () => {
+  it("memories: the scope fields; vectors: the metadata keys the engine writes", () => {
+    assert.deepEqual(forgetQuery("memories", { tenantId: "t" }), { bool: { filter: [{ term: { tenant_id: "t" } }] } });
+    assert.deepEqual(forgetQuery("memories", { tenantId: "t", namespace: "n", subjectId: "s" }), {
+      bool: { filter: [{ term: { tenant_id: "t" } }, { term: { namespace: "n" } }, { term: { subject_id: "s" } }] },
+    });
+    assert.deepEqual(forgetQuery("vectors", { tenantId: "t", subjectId: "s" }), {
+      bool: { filter: [{ term: { meta_kv: 'tenantId\u001f"t"' } }, { term: { meta_kv: 'subjectId\u001f"s"' } }] },
+    });
+  });
+  it("relations: either end in the scope, all given keys on the same end", () => {
+    assert.deepEqual(forgetQuery("relations", { tenantId: "t", namespace: "n" }), {
+      bool: {
+        should: [
+          { bool: { filter: [{ term: { from_tenant_id: "t" } }, { term: { from_namespace: "n" } }] } },
+          { bool: { filter: [{ term: { to_tenant_id: "t" } }, { term: { to_namespace: "n" } }] } },
+        ],
+        minimum_should_match: 1,
+      },
+    });
+  });
+  it("a relation keeps the scope of both its memories", () => {
+    const r = { id: "r", fromMemoryId: "a", toMemoryId: "b", type: "supports", createdAt: new Date(0) };
+    const doc = relationDoc(r, { from: { tenantId: "t", namespace: "n", subjectId: "s" }, to: null });
+    assert.deepEqual([doc.from_tenant_id, doc.from_namespace, doc.from_subject_id], ["t", "n", "s"]);
+    assert.deepEqual([doc.to_tenant_id, doc.to_namespace, doc.to_subject_id], [null, null, null]);
+  });
+  it("the scan pages by id after the last one, without counting hits", () => {
+    assert.deepEqual(matchingIdsBody({ match_all: {} }, 100, "k"), {
+      query: { match_all: {} }, sort: [{ id: "asc" }], size: 100, _source: false, track_total_hits: false, search_after: ["k"],
+    });
+  });
+  it("an empty tenant is refused; forget never deletes across tenants", () => {
+    for (const bad of [undefined, {}, { tenantId: "" }, { tenantId: " " }, { tenantId: 1 }, { tenantId: null }]) {
+      assert.throws(() => checkForgetOptions(bad as any, GraphStoreError), (e: any) =>
+        e.code === "GRAPH_STORE_ERROR" && /tenantId must be a non-empty string.*never all of them.*drop\(\)/.test(e.message));
+    }
+    assert.throws(() => checkForgetOptions({ tenantId: "t", subjectId: "" }, SearchError), /subjectId must be/);
+    assert.deepEqual(checkForgetOptions({ tenantId: "t", expunge: true }, SearchError), { tenantId: "t", expunge: true });
   });
 });
