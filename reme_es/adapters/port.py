@@ -334,6 +334,10 @@ class IndexPort:
             return []
         return [r for r in rows if r.get("state") == "UNASSIGNED"]
 
+    async def put_settings(self, index: str, settings: dict) -> None:
+        """Change dynamic settings of an index (or the indices behind an alias)."""
+        await self._send("PUT", f"/{index}/_settings", settings)
+
     async def field_caps(self, index: str) -> dict:
         """Every field's capabilities in an index."""
         return await self._send("GET", f"/{index}/_field_caps", params={"fields": "*"})
