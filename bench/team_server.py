@@ -139,6 +139,12 @@ class Corpus:
         return out
 
 
+def keep_state(prefix: str, chunks: int, dims: int | None, loaded: int) -> None:
+    """Record how many workspaces are surely loaded (--resume goes on from there)."""
+    STATE.parent.mkdir(parents=True, exist_ok=True)
+    STATE.write_text(json.dumps({"prefix": prefix, "chunks": chunks, "dims": dims, "loaded": loaded}))
+
+
 def scoped(base: MemoryStore, key: str) -> MemoryStore:
     """A store of workspace `key` on `base`'s set and client, for loading (the set is connected through `base`)."""
     store = MemoryStore(base.dialect, base.prefix, IndexOptions(dims=base.dims), workspace=key)
@@ -146,8 +152,10 @@ def scoped(base: MemoryStore, key: str) -> MemoryStore:
     return store
 
 
-async def load(base: MemoryStore, corpus: Corpus, start: int, stop: int, chunks: int, streams: int, say) -> float:
-    """Workspaces start..stop-1, one upsert per workspace, `streams` in flight; returns seconds."""
+async def load(base: MemoryStore, corpus: Corpus, start: int, stop: int, chunks: int, streams: int, say,
+               state: bool = True) -> float:
+    """Workspaces start..stop-1, one upsert per workspace, `streams` in flight (`state`: progress kept for --resume);
+    returns seconds."""
     queue: asyncio.Queue = asyncio.Queue(maxsize=streams * 2)
     done = [0]
     t0 = time.perf_counter()
@@ -168,34 +176,50 @@ async def load(base: MemoryStore, corpus: Corpus, start: int, stop: int, chunks:
             if done[0] % step == 0:
                 s = time.perf_counter() - t0
                 say(f"  loaded {start + done[0]:,} workspaces ({done[0] * chunks / s:,.0f} chunks/s)")
+                if state:
+                    keep_state(base.prefix, chunks, base.dims, start + done[0] - streams)
 
     await asyncio.gather(producer(), *(worker() for _ in range(streams)))
     await base.refresh()
     return time.perf_counter() - t0
 
 
-async def new_workspaces(url: str, engine: str, prefix: str, corpus: Corpus, dims: int, label: int, n: int) -> list:
-    """`n` fresh workspaces, one at a time: open (new client), one file written, one keyword search; seconds each."""
-    out = []
+async def new_workspace(url: str, engine: str, prefix: str, key: str, files: list, dims: int) -> dict:
+    """One fresh workspace as an agent starts: open (new client), one file written, one keyword search; seconds."""
+    query = " ".join(files[0][1][0].text.split()[5:8])
+    t0 = time.perf_counter()
+    store = await open_store(ClientSettings(hosts=[url]), prefix, engine, IndexOptions(dims=dims), workspace=key)
+    try:
+        t1 = time.perf_counter()
+        await store.upsert(files, refresh=False)  # what upsert(refresh=True) does, its refresh timed apart
+        t2 = time.perf_counter()
+        await store.refresh()
+        t3 = time.perf_counter()
+        hits = await store.keyword_search(query, LIMIT)
+        t4 = time.perf_counter()
+    finally:
+        await store.close()
+    return {"open": t1 - t0, "write": t2 - t1, "refresh": t3 - t2, "search": t4 - t3, "total": t4 - t0,
+            "hits": len(hits)}
+
+
+async def new_workspaces(url: str, engine: str, prefixes: dict[str, str], corpus: Corpus, dims: int, label: int,
+                         n: int) -> dict[str, list]:
+    """`n` fresh workspaces in each set of `prefixes` (side -> prefix), one at a time, the sides alternating which
+    goes first: seconds of each step."""
+    out: dict[str, list] = {side: [] for side in prefixes}
+    sides = list(prefixes)
     for k in range(n):
-        key = f"new-{label}-{k:02d}"
         files = corpus.workspace(1_000_000 + label * 100 + k, CHUNKS_PER_FILE)[:1]
-        query = " ".join(files[0][1][0].text.split()[5:8])
-        t0 = time.perf_counter()
-        store = await open_store(ClientSettings(hosts=[url]), prefix, engine, IndexOptions(dims=dims), workspace=key)
-        try:
-            t1 = time.perf_counter()
-            await store.upsert(files, refresh=False)  # what upsert(refresh=True) does, its refresh timed apart
-            t2 = time.perf_counter()
-            await store.refresh()
-            t3 = time.perf_counter()
-            hits = await store.keyword_search(query, LIMIT)
-            t4 = time.perf_counter()
-        finally:
-            await store.close()
-        out.append({"open": t1 - t0, "write": t2 - t1, "refresh": t3 - t2, "search": t4 - t3, "total": t4 - t0,
-                    "hits": len(hits)})
+        for side in sides if k % 2 == 0 else sides[::-1]:
+            out[side].append(await new_workspace(url, engine, prefixes[side], f"new-{label}-{k:02d}", files, dims))
     return out
+
+
+def steps(rows: list[dict]) -> dict:
+    """p50 and p95 of each step, the fewest hits and the samples."""
+    return {s: {"p50": median([r[s] for r in rows]), "p95": percentile([r[s] for r in rows], 95)} for s in STEPS} | {
+        "hits_min": min(r["hits"] for r in rows), "samples": len(rows)}
 
 
 async def compare(shared: MemoryStore, alone: MemoryStore, queries: list, warmup: int) -> dict:
@@ -226,7 +250,8 @@ async def node_state(raw: Raw, prefix: str) -> dict:
     shards = await raw.request("GET", "/_cat/shards", params={"format": "json"})
     jvm = next(iter((await raw.request("GET", "/_nodes/stats/jvm"))["nodes"].values()))["jvm"]["mem"]
     rows = await raw.request("GET", f"/_cat/indices/{prefix}-*", params={"format": "json", "bytes": "b"})
-    mine = [r for r in rows if not r["index"].startswith(f"{prefix}-alone")]
+    kinds = ("chunks", "files", "links", "workspaces")
+    mine = [r for r in rows if r["index"].rsplit("-", 1)[0] in {f"{prefix}-{k}" for k in kinds}]
     return {
         "shards": len(shards),
         "heap_used_percent": jvm["heap_used_percent"],
@@ -355,8 +380,12 @@ def plot(results: dict, path: Path) -> None:
     cps = results["checkpoints"]
     n = [c["workspaces"] for c in cps]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for step in ("total", "open", "write", "refresh", "search"):
-        a.plot(n, [c["new_workspace"][step]["p50"] * 1000 for c in cps], marker="o", label=step)
+    for step, colour in zip(("total", "open", "write", "refresh", "search"), ("C0", "C1", "C2", "C3", "C4")):
+        a.plot(n, [c["new_workspace"][step]["p50"] * 1000 for c in cps], marker="o", color=colour, label=step)
+        with_ten = [(x, c) for x, c in zip(n, cps) if c.get("new_workspace_in_ten")]
+        if step == "total" and with_ten:
+            a.plot([x for x, _ in with_ten], [c["new_workspace_in_ten"]["total"]["p50"] * 1000 for _, c in with_ten],
+                   marker="x", ls="--", color=colour, label="total, in a 10-workspace set (same moment)")
     a.set_xscale("log")
     a.set_xlabel("workspaces in the set")
     a.set_ylabel("ms (median of 20 new workspaces)")
@@ -421,9 +450,16 @@ async def run(args, report: Report, results: dict) -> None:
             report(f"resuming: {have:,} workspaces already loaded")
         if not await alone.count("chunks"):
             await alone.upsert(corpus.workspace(0, args.chunks))
+        ten_prefix = f"{args.prefix}-ten"
+        ten = await open_store(settings, ten_prefix, engine, IndexOptions(dims=args.dims), workspace=TARGET_KEY)
+        try:
+            if not await ten.count("chunks"):
+                await load(ten, corpus, 0, 10, args.chunks, args.streams, lambda _: None, state=False)
+        finally:
+            await ten.close()
         queries = corpus.queries(args.queries + args.warmup, 0, args.chunks)
         checkpoints = sorted({c for c in CHECKPOINTS if c <= args.workspaces} | {args.workspaces})
-        results["checkpoints"] = [c for c in results.get("checkpoints", []) if c["workspaces"] <= have]
+        results["checkpoints"] = [c for c in results.get("checkpoints", []) if c["workspaces"] < have]
         for cp in checkpoints:
             if cp < have or any(c["workspaces"] == cp for c in results["checkpoints"]):
                 continue
@@ -432,21 +468,18 @@ async def run(args, report: Report, results: dict) -> None:
                 report(f"\n## {cp:,} workspaces ({cp * args.chunks:,} chunks): loaded {cp - have:,} in {seconds:.0f} s "
                        f"({(cp - have) * args.chunks / seconds:,.0f} chunks/s)")
                 have = cp
-                STATE.parent.mkdir(parents=True, exist_ok=True)
-                STATE.write_text(json.dumps({"prefix": args.prefix, "chunks": args.chunks, "dims": args.dims,
-                                             "loaded": have}))
+                keep_state(args.prefix, args.chunks, args.dims, have)
             else:
                 report(f"\n## {cp:,} workspaces ({cp * args.chunks:,} chunks)")
-            new = await new_workspaces(args.url, engine, args.prefix, corpus, args.dims, cp, args.new)
+            new = await new_workspaces(args.url, engine, {"set": args.prefix, "ten": ten_prefix}, corpus, args.dims, cp,
+                                       args.new)
             node = await node_state(raw, args.prefix)
             cmp = await compare(base, alone, queries, args.warmup)
             entry = {
                 "workspaces": cp,
                 "chunks": cp * args.chunks,
-                "new_workspace": {
-                    step: {"p50": median([r[step] for r in new]), "p95": percentile([r[step] for r in new], 95)}
-                    for step in STEPS
-                } | {"hits_min": min(r["hits"] for r in new), "samples": len(new)},
+                "new_workspace": steps(new["set"]),
+                "new_workspace_in_ten": steps(new["ten"]),
                 "node": node,
                 "search": {
                     mode: {
@@ -460,9 +493,13 @@ async def run(args, report: Report, results: dict) -> None:
             }
             results["checkpoints"].append(entry)
             nw = entry["new_workspace"]
-            report(table(["step", "p50 ms", "p95 ms"], [[s, ms(nw[s]["p50"]), ms(nw[s]["p95"])] for s in STEPS],
+            nt = entry["new_workspace_in_ten"]
+            report(table(["step", "in this set p50", "p95", "in a 10-workspace set p50", "p95", "ratio p50"],
+                         [[s, ms(nw[s]["p50"]), ms(nw[s]["p95"]), ms(nt[s]["p50"]), ms(nt[s]["p95"]),
+                           f"{nw[s]['p50'] / nt[s]['p50']:.2f}x"] for s in STEPS],
                          title=f"new workspace (open_store + 1 file upsert (write, then its refresh) + 1 keyword "
-                               f"search), {len(new)} samples, fewest hits {nw['hits_min']}"))
+                               f"search), ms, {nw['samples']} in this set and {nt['samples']} in `{ten_prefix}` "
+                               f"(10 workspaces), alternating; fewest hits {min(nw['hits_min'], nt['hits_min'])}"))
             report(table(["mode", "among N p50", "among N p95", "alone p50", "alone p95", "ratio p50",
                           "top-10 overlap"],
                          [[mode, f"{s['shared_p50']:.1f}", f"{s['shared_p95']:.1f}", f"{s['alone_p50']:.1f}",
@@ -497,6 +534,18 @@ def save(results: dict) -> None:
     JSON_OUT.write_text(json.dumps(results, indent=1, default=float))
 
 
+def ten_total(c: dict, q: str) -> str:
+    """A checkpoint's new-workspace total in the 10-workspace set, ms ('-' where not measured)."""
+    t = c.get("new_workspace_in_ten")
+    return ms(t["total"][q]) if t else "-"
+
+
+def ten_ratio(c: dict) -> str:
+    """A checkpoint's new-workspace total p50 in the set over the same in the 10-workspace set."""
+    t = c.get("new_workspace_in_ten")
+    return f"{c['new_workspace']['total']['p50'] / t['total']['p50']:.2f}x" if t else "-"
+
+
 def summary(results: dict, args, report: Report) -> None:
     """The tables across checkpoints: growth of a new workspace's cost, search ratios, node, restart, memory."""
     cps = results.get("checkpoints", [])
@@ -505,16 +554,18 @@ def summary(results: dict, args, report: Report) -> None:
     first = cps[0]["new_workspace"]["total"]["p50"]
     report(table(
         ["workspaces", "chunks", "open p50", "write p50", "refresh p50", "search p50", "total p50", "total p95",
-         "growth", "shards", "old-layout shards", "heap %", "heap MiB"],
+         "growth", "total p50 in a 10-workspace set", "side by side", "shards", "old-layout shards", "heap %",
+         "heap MiB"],
         [[f"{c['workspaces']:,}", f"{c['chunks']:,}", ms(c["new_workspace"]["open"]["p50"]),
           ms(c["new_workspace"]["write"]["p50"]), ms(c["new_workspace"]["refresh"]["p50"]),
           ms(c["new_workspace"]["search"]["p50"]),
           ms(c["new_workspace"]["total"]["p50"]), ms(c["new_workspace"]["total"]["p95"]),
-          f"{c['new_workspace']['total']['p50'] / first:.2f}x", c["node"]["shards"],
+          f"{c['new_workspace']['total']['p50'] / first:.2f}x", ten_total(c, "p50"), ten_ratio(c), c["node"]["shards"],
           f"{c['workspaces'] * OLD_SHARDS_PER_WORKSPACE:,}", c["node"]["heap_used_percent"],
           f"{c['node']['heap_used_bytes'] / 2**20:,.0f}"] for c in cps],
         title=f"\n## summary: a new workspace (ms, median of {args.new}) as the set grows; growth against "
-              f"{cps[0]['workspaces']:,} workspaces (target <= {TARGET}x); shards now vs the old layout (limit "
+              f"{cps[0]['workspaces']:,} workspaces, and side by side against a new workspace in a set of 10 measured "
+              f"alternately at the same checkpoint (target <= {TARGET}x); shards now vs the old layout (limit "
               f"{SHARD_LIMIT:,}/node)"))
     report(table(
         ["workspaces"] + [f"{m} among N / alone p50" for m in MODES] + [f"{m} p95 among N / alone" for m in MODES],
