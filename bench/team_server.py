@@ -371,7 +371,7 @@ def ms(seconds: float) -> str:
 
 
 def plot(results: dict, path: Path) -> None:
-    """New-workspace time and search p50 against workspaces loaded."""
+    """New-workspace time, search p50, and both as ratios to their side-by-side reference, against workspaces loaded."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -379,7 +379,7 @@ def plot(results: dict, path: Path) -> None:
 
     cps = results["checkpoints"]
     n = [c["workspaces"] for c in cps]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b, r) = plt.subplots(1, 3, figsize=(16, 4.6))
     for step, colour in zip(("total", "open", "write", "refresh", "search"), ("C0", "C1", "C2", "C3", "C4")):
         a.plot(n, [c["new_workspace"][step]["p50"] * 1000 for c in cps], marker="o", color=colour, label=step)
         with_ten = [(x, c) for x, c in zip(n, cps) if c.get("new_workspace_in_ten")]
@@ -390,7 +390,7 @@ def plot(results: dict, path: Path) -> None:
     a.set_xlabel("workspaces in the set")
     a.set_ylabel("ms (median of 20 new workspaces)")
     a.set_title("a new workspace: open + first write + first search")
-    a.legend()
+    a.legend(fontsize=7)
     for mode, colour in zip(MODES, ("C0", "C1", "C2")):
         b.plot(n, [c["search"][mode]["shared_p50"] for c in cps], marker="o", color=colour, label=f"{mode}, among N")
         b.plot(n, [c["search"][mode]["alone_p50"] for c in cps], marker="x", ls="--", color=colour,
@@ -399,8 +399,21 @@ def plot(results: dict, path: Path) -> None:
     b.set_xlabel("workspaces in the set")
     b.set_ylabel("p50 ms")
     b.set_title(f"one workspace's search (limit {LIMIT}, {CANDIDATES} candidates)")
-    b.legend(fontsize=8)
-    fig.suptitle(results["environment"], fontsize=7)
+    b.legend(fontsize=7)
+    with_ten = [(x, c) for x, c in zip(n, cps) if c.get("new_workspace_in_ten")]
+    ratios = [c["new_workspace"]["total"]["p50"] / c["new_workspace_in_ten"]["total"]["p50"] for _, c in with_ten]
+    r.plot([x for x, _ in with_ten], ratios, marker="s", color="k", label="new workspace / in a set of 10")
+    for mode, colour in zip(MODES, ("C0", "C1", "C2")):
+        r.plot(n, [c["search"][mode]["ratio_p50"] for c in cps], marker="o", color=colour,
+               label=f"{mode} among N / alone")
+    r.axhline(TARGET, color="red", ls=":", label=f"target {TARGET}x")
+    r.set_xscale("log")
+    r.set_ylim(0, max(2.0, TARGET + 0.2))
+    r.set_xlabel("workspaces in the set")
+    r.set_ylabel("ratio of p50s, measured side by side")
+    r.set_title("against the same work in a small set")
+    r.legend(fontsize=7)
+    fig.suptitle(results["environment"] + " (the last run; earlier checkpoints: see the report)", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot: {path}", file=sys.stderr)
