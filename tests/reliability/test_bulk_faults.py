@@ -19,6 +19,7 @@ import pytest
 from reme_es.adapters import base, transport
 from reme_es.errors import BulkError, BulkItemFailure
 from reme_es.models import doc_id
+from reme_es.store.indices import DEFAULT_WORKSPACE
 from reme_es.testing.data import chunk, file_with
 
 from .conftest import chunk_ids, count
@@ -32,8 +33,10 @@ class FaultyBulk:
     `client.options().bulk(operations=[<bytes>, ...])` on a copy of the client and reads `.body`.
     """
 
-    def __init__(self, dialect, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]]):
+    def __init__(self, dialect, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]],
+                 workspace: str = DEFAULT_WORKSPACE):
         self.faults = faults  # id -> (status, failing attempts or None = always[, attempts that pass first])
+        self.namespace = f"{workspace}:"  # the store writes ids as `<workspace>:<id>`; faults and attempts use <id>
         self.attempts: Counter[str] = Counter()
         client = dialect.client
         if dialect.engine == "elasticsearch":
@@ -55,6 +58,7 @@ class FaultyBulk:
         i = 0
         while i < len(lines):
             op, meta = next(iter(lines[i].items()))
+            meta = {**meta, "_id": meta["_id"].removeprefix(self.namespace)}
             sent = lines[i : i + (1 if op == "delete" else 2)]
             items.append((op, meta, sent))
             i += len(sent)

@@ -26,6 +26,7 @@ import pytest
 from reme_es.adapters.base import ClientSettings
 from reme_es.connect import make_dialect, open_store
 from reme_es.store import MemoryStore
+from reme_es.store.indices import DEFAULT_WORKSPACE
 from tests.containers.servers import Server
 
 SEED = 20260518
@@ -73,7 +74,8 @@ class Sync:
         self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES),
                     # the workspace spans resource/ too (sync's default is ReMe's daily + digest); the built-in
                     # chunker keeps the many runs fast (the chunker plays no part in crash safety)
-                    "REME_ES_DIRS": "daily,digest,resource", "REME_ES_CHUNKER": "builtin"}
+                    "REME_ES_DIRS": "daily,digest,resource", "REME_ES_CHUNKER": "builtin",
+                    "REME_ES_WORKSPACE_KEY": DEFAULT_WORKSPACE}  # the workspace the state readers open
 
     def start(self, prefix: str, *args: str, **popen) -> subprocess.Popen:
         code = "from reme_es.cli import main; main()"
