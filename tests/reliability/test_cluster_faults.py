@@ -363,11 +363,13 @@ class Prober:
     def _record(self, kind: str, started: float, error: str | None, startup: float = 0.0) -> None:
         self.answers.append(Answer(kind, started, time.monotonic() - started, error, startup))
 
-    def rounds_since(self, since: float, rounds: int = 5, timeout: float = 60.0) -> None:
-        """Wait until `rounds` writes started after `since` (monotonic) have answered."""
+    def rounds_since(self, since: float, rounds: int = 5, timeout: float = 90.0) -> None:
+        """Wait until `rounds` rounds of the store thread and one `reme-es search` (if it runs) started after `since`
+        (monotonic) have answered."""
+        wanted = {"write": rounds, **({"cli-search": 1} if len(self._threads) > 1 else {})}
         deadline = time.monotonic() + timeout
-        while sum(a.kind == "write" and a.started >= since for a in self.answers) < rounds:
-            assert time.monotonic() < deadline, f"the prober made fewer than {rounds} rounds in {timeout:.0f}s"
+        while any(sum(a.kind == k and a.started >= since for a in self.answers) < n for k, n in wanted.items()):
+            assert time.monotonic() < deadline, f"the prober made fewer calls than {wanted} in {timeout:.0f}s"
             time.sleep(0.1)
 
     async def _timed(self, kind: str, call, check) -> None:
@@ -545,6 +547,7 @@ def test_sigkill_data_node_during_sync(cluster, tmp_path):
         assert comparable(after_kill) == comparable(expected)
         assert comparable(state(live, prefix, clean.key)) == comparable(expected)
         rerun = crashed.run()  # nothing left to do, with the node still down
+        prober.rounds_since(killed_at, 5)
         assert f"synced: 0 added, 0 modified, 0 deleted, 0 failed, {FILES} unchanged" in rerun, rerun
         restart_at = time.monotonic()
         cluster.start_member(victim)
