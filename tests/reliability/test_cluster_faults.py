@@ -64,7 +64,7 @@ SECTIONS = 5  # one chunk per section: 1,500 chunks
 BATCH_FILES = 50
 TOPICS = ["tides", "harbour", "engines", "ledger", "weather", "crew", "cargo", "charts", "radio", "lights"]
 MARKED = (7, 51, 88)  # files whose first section carries a unique marker word (`marker0007`, ...)
-HANG_LIMIT = 10.0  # seconds: the longest any call of the prober may take while a member is down
+HANG_LIMIT = 10.0  # seconds: the longest any prober call may take to answer (a member down, then rejoining)
 PAUSE = 0.5  # seconds between the prober's rounds (the machine may have 2 cores for 3 members and the tests)
 HARD_LIMIT = 90.0  # seconds: a call still running then is recorded as hung (the prober goes on)
 
