@@ -160,7 +160,7 @@ def test_full_and_json_summary(cli):
 
 
 def test_settings_precedence_yaml_env_flags(tmp_path):
-    from reme_es.config import default_prefix, load_settings
+    from reme_es.config import default_prefix, default_workspace_key, load_settings
 
     ws = tmp_path / "My Notes!"
     ws.mkdir()
@@ -172,9 +172,12 @@ def test_settings_precedence_yaml_env_flags(tmp_path):
     assert s.client_settings().password == "s3cret"
     assert load_settings(ws, None, {}, environ=env).index_prefix == "from-env"
     (ws / "reme-es.yaml").unlink()
-    assert load_settings(ws, None, {}, environ={}).index_prefix == default_prefix(ws)
-    assert re.fullmatch(r"reme-my-notes-[0-9a-f]{10}", default_prefix(ws))
-    assert default_prefix(ws) != default_prefix(tmp_path / "other" / "My Notes!")
+    plain = load_settings(ws, None, {}, environ={})
+    assert plain.index_prefix is None  # chosen at connect: the shared set, or the folder's own set from before
+    assert plain.workspace_key == default_workspace_key(ws)
+    assert re.fullmatch(r"my-notes-[0-9a-f]{10}", default_workspace_key(ws))
+    assert default_workspace_key(ws) != default_workspace_key(tmp_path / "other" / "My Notes!")
+    assert default_prefix(ws) == f"reme-{default_workspace_key(ws)}"  # the set a workspace had to itself before
 
 
 

@@ -157,12 +157,13 @@ def test_a_workspace_and_a_memorie_store_come_back_whole_from_a_snapshot(snap_no
     hits = cli.search(QUERY)
     before = {p: index_set(url, p) for p in (workspace_prefix, memorie_prefix)}
     assert hits and before[workspace_prefix] and sum(len(i["ids"]) for i in before[workspace_prefix].values()) > 7
+    name = {kind: memorie_index(kind, memorie_prefix, engine)[0] for kind in ("memories", "vectors", "relations")}
     assert {i: s["ids"] for i, s in before[memorie_prefix].items()} == {
-        f"{memorie_prefix}-memorie-memories-v1": sorted(f"{t}-m{i}" for t in TENANTS for i in range(4)),
-        f"{memorie_prefix}-memorie-relations-v1": sorted(f"{t}-r{i}" for t in TENANTS for i in range(2)),
-        f"{memorie_prefix}-memorie-vectors-v1": sorted(f"{t}-m{i}" for t in TENANTS for i in range(4)),
+        name["memories"]: sorted(f"{t}-m{i}" for t in TENANTS for i in range(4)),
+        name["relations"]: sorted(f"{t}-r{i}" for t in TENANTS for i in range(2)),
+        name["vectors"]: sorted(f"{t}-m{i}" for t in TENANTS for i in range(4)),
     }
-    assert all(s["aliases"] == [i.removesuffix("-v1")] for i, s in before[memorie_prefix].items())
+    assert all(s["aliases"] == [i.rsplit("-v", 1)[0]] for i, s in before[memorie_prefix].items())
     indices = sorted([*before[workspace_prefix], *before[memorie_prefix]])
     repo, snap = f"backups-{workspace_prefix}", "nightly-1"
     try:

@@ -74,9 +74,10 @@ async def test_key_floods_do_not_grow_the_mapping(store_factory, server):
     # and Elasticsearch's flattened none; none grows with the keys.
     flat = [".", ""] if server.flavour == "opensearch-2.19" else [""]
     assert {kind: await _user_fields(store, kind) for kind in ("chunks", "files")} == fields_before == {
-        "chunks": sorted(["chunk_id", "date", "end_line", "hash", "path", "start_line", "text", "text.cjk"]
+        "chunks": sorted(["chunk_id", "date", "end_line", "hash", "path", "start_line", "text", "text.cjk", "workspace"]
                          + [f"metadata{x}" for x in flat]),
-        "files": sorted(["chunk_ids", "hash", "path", "size", "st_mtime"] + [f"front_matter{x}" for x in flat]),
+        "files": sorted(["chunk_ids", "hash", "path", "size", "st_mtime", "workspace"]
+                        + [f"front_matter{x}" for x in flat]),
     }
     (stored,) = await store.get_files([path])
     assert len(stored.front_matter) == 2000 and stored.front_matter["fm_key_1999"] == "value 1999"
