@@ -17,7 +17,7 @@ from .adapters.port import Action
 from .errors import ConfigError, MappingError, RequestFailed
 from .models import Link, doc_id
 from .store import MemoryStore
-from .templates import INDEX_KINDS, SET_KINDS, IndexOptions, render_index, replica_settings
+from .templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index, replica_settings
 
 PAGE = 1000
 
@@ -114,7 +114,10 @@ async def reindex(
             f"index set {store.prefix} predates workspaces: a rebuild would lose track of its documents. Move it into "
             "a set with workspaces with `reme-es migrate` (it rebuilds the indices on the way)"
         )
-    return [await _rebuild(store, kind, target, progress) for kind in kinds]
+    rebuilt = [await _rebuild(store, kind, target, progress) for kind in kinds]
+    # The registry is small and rebuilt never; its replicas follow the set's (a dynamic setting).
+    await store.port.put_settings(store.index(REGISTRY_KIND), replica_settings(target))
+    return rebuilt
 
 
 def _flatten(props: dict, prefix: str = "") -> dict[str, dict]:

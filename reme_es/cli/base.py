@@ -226,7 +226,7 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
     )
 
 
-async def _known_workspace(store: MemoryStore) -> None:
+async def _known_workspace(store: MemoryStore, folder: Path | None = None) -> None:
     """Refuse to read a workspace the set has no record of while it records others (the command was run for another
     folder, `-w`, or with another key): an empty answer would look like an empty workspace."""
     if store.workspace is None or await store.registry.record(store.workspace) is not None:
@@ -237,8 +237,9 @@ async def _known_workspace(store: MemoryStore) -> None:
     listed = "; ".join(f"{w['workspace']} ({w.get('folder')})" for w in others[:10])
     more = f" and {len(others) - 10} more" if len(others) > 10 else ""
     raise ConfigError(
-        f"workspace {store.workspace} has nothing in index set {store.prefix}, which records: {listed}{more}. "
-        "Name the workspace folder with -w FOLDER (or its key with --workspace-key KEY), or sync it first"
+        f"workspace {store.workspace} (folder {folder or '?'}) has nothing in index set {store.prefix}: it was never "
+        f"synced there, or it was dropped. The set records: {listed}{more}. Sync this folder first, or name a recorded "
+        "workspace's folder with -w FOLDER (or its key with --workspace-key KEY)"
     )
 
 

@@ -115,6 +115,10 @@ async def _status(settings: Settings, as_json: bool) -> int:
             stats = await store.stats()
             counts = await store.health_counts()
             cluster["workspaces_in_set"] = None if store.legacy else len(await store.workspaces())
+            recorded = store.legacy or await store.registry.record(store.workspace) is not None
+            if not recorded and not as_json:
+                _err(f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
+                     "or dropped): name a synced folder with -w FOLDER")
         finally:
             await store.close()
     state = State(state_path(settings.index_prefix, cs.hosts, workspace)).data
@@ -253,6 +257,9 @@ async def _reindex(settings: Settings, workspace=None) -> int:
                 f"index {store.index('chunks')} holds vectors made by {describe_model(recorded)} of the same dimension "
                 f"as {describe_model(embedder.identity)}: reindex would keep them. `reme-es drop --yes` and sync again"
             )
+        if not store.legacy:
+            _err(f"rebuilding index set {store.prefix}: every one of its {len(await store.workspaces())} recorded "
+                 "workspace(s), not only this one")
         for r in await run_reindex(store, target):
             vectors = "" if r["vectors"] == "none" else f", vectors {r['vectors']}"
             click.echo(f"{r['alias']}: {r['old']} -> {r['new']} ({r['docs']} docs{vectors})")
@@ -277,13 +284,16 @@ async def _reindex(settings: Settings, workspace=None) -> int:
 @click.option("--expunge", is_flag=True, help="Then force-merge so the deleted text leaves the disk too.")
 @click.option("--json", "as_json", is_flag=True)
 @common()
-def drop(yes, whole_set, expunge, as_json, workspace, config_file, **flags):
+@click.option("--take-over", is_flag=True, help="Drop a workspace another folder or host writes.")
+def drop(yes, whole_set, expunge, take_over, as_json, workspace, config_file, **flags):
     """Forget the workspace: delete its files, chunks and links from its index set (other workspaces are untouched),
     and the local sync state. With --set: delete the set's indices, aliases and hybrid search pipelines."""
-    _run(lambda: _drop(_settings(workspace, config_file, **flags), yes, whole_set, expunge, as_json))
+    _run(lambda: _drop(_settings(workspace, config_file, **flags), yes, whole_set, expunge, as_json, take_over))
 
 
-async def _drop(settings: Settings, yes: bool, whole_set: bool, expunge: bool, as_json: bool) -> int:
+async def _drop(
+    settings: Settings, yes: bool, whole_set: bool, expunge: bool, as_json: bool, take_over: bool = False
+) -> int:
     from ..sync.sync import state_path
 
     cs, engine = await _client(settings)
@@ -293,7 +303,7 @@ async def _drop(settings: Settings, yes: bool, whole_set: bool, expunge: bool, a
         store = None  # no indices: only a whole-set drop has anything (leftovers) to do
     if store is not None and not whole_set and not store.legacy:
         try:
-            return await _drop_workspace(settings, store, yes, expunge, as_json)
+            return await _drop_workspace(settings, store, yes, expunge, as_json, take_over)
         finally:
             await store.close()
     if store is not None:
@@ -304,12 +314,27 @@ async def _drop(settings: Settings, yes: bool, whole_set: bool, expunge: bool, a
     return code
 
 
-async def _drop_workspace(settings: Settings, store: MemoryStore, yes: bool, expunge: bool, as_json: bool) -> int:
-    """Forget one workspace of a shared set (`MemoryStore.drop_workspace`)."""
+async def _drop_workspace(
+    settings: Settings, store: MemoryStore, yes: bool, expunge: bool, as_json: bool, take_over: bool
+) -> int:
+    """Forget one workspace of a shared set (`MemoryStore.drop_workspace`): only from the folder that writes it (as
+    sync), and a workspace with nothing stored is said to be so."""
+    from ..store.registry import writer_identity
     from ..sync.sync import state_path
 
     counts = await store.health_counts()
     what = f"workspace {store.workspace} of index set {store.prefix}"
+    record = await store.registry.record(store.workspace)
+    if record is None and not any(counts.values()):
+        click.echo(f"nothing to drop: {what} holds no document and has no record (never synced, or dropped already)")
+        return 0
+    folder = str(settings.folder.resolve()) if settings.folder is not None else None
+    held = {k: record.get(k) for k in ("folder", "host")} if record else None
+    if held and folder and held != writer_identity(folder) and not take_over:
+        raise ConfigError(
+            f"{what} is written from {held['folder']} on {held['host']}, not from {folder}: nothing was deleted. "
+            "Drop it from there, or pass --take-over to drop it from here"
+        )
     if not yes:
         _err(
             f"error: drop would delete {what}: {counts['files']} files, {counts['chunks']} chunks, "

@@ -158,7 +158,7 @@ async def _search(
     asked, mode = mode, mode or "hybrid"
     store = await _open(settings, create=False)
     try:
-        await _known_workspace(store)
+        await _known_workspace(store, settings.folder.resolve() if settings.folder else None)
         vector = None
         if mode != "keyword":
             vector = await _query_vector(settings, store, query, mode, asked is not None, workspace)

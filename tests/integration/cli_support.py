@@ -74,6 +74,8 @@ class Cli:
 
     def __call__(self, *args: str, target: bool = True) -> object:
         extra = ["--hosts", self.url, "--index-prefix", self.prefix, "--workspace-key", self.key] if target else []
+        if target and args and args[0] != "sync" and "-w" not in args:  # sync names its folder as its argument
+            extra += ["-w", str(self.workspace)]
         result = CliRunner().invoke(main, [*args, *extra], env={"REME_ES_HOME": str(self.home)}, catch_exceptions=False)
         return result
 

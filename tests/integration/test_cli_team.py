@@ -63,6 +63,10 @@ def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_d
     assert f"workspace {cli.key!r} of index set {cli.prefix!r} is written from {cli.workspace.resolve()}" in refused.stderr
     assert "--workspace-key" in refused.stderr and "--take-over" in refused.stderr
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL  # nothing deleted
+    not_mine = _run("drop", "-w", str(other.workspace), "--hosts", cli.url, "--index-prefix", cli.prefix,
+                    "--workspace-key", cli.key, "--yes", home=cli.home)  # a drop from the wrong folder: refused too
+    assert not_mine.exit_code == 2 and f"is written from {cli.workspace.resolve()} on " in not_mine.stderr
+    assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
     taken = _run("sync", str(other.workspace), *BUILTIN, "--hosts", cli.url, "--index-prefix", cli.prefix,
                  "--workspace-key", cli.key, "--take-over", home=cli.home)
     assert taken.exit_code == 0, taken.stderr
@@ -85,7 +89,8 @@ def test_drop_forgets_one_workspace_and_expunges_it(cli):
     assert report["workspace"] == cli.key and report["deleted"] >= 2 and "chunks" in report["expunged"]["merged"]
     assert report["expunged"]["left"] == {}
     gone = cli("search", "hybrid search")  # the record went with it: an empty answer would look like an empty one
-    assert gone.exit_code == 2 and f"workspace {cli.key} has nothing in index set {cli.prefix}" in gone.stderr
+    assert gone.exit_code == 2
+    assert f"workspace {cli.key} (folder {cli.workspace.resolve()}) has nothing in index set {cli.prefix}" in gone.stderr
     assert json.loads(other("status", "--json").stdout)["workspace_counts"]["files"] == ALL
     assert {p for p, _, _ in other.search("hybrid search")} >= {"digest/search.md"}
     status = json.loads(other("status", "--json").stdout)
