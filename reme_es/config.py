@@ -26,7 +26,6 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from .adapters.base import ClientSettings, validate_hosts
@@ -218,6 +217,8 @@ def _describe(exc: ValidationError, source: str) -> str:
 
 
 def _read_yaml(path: Path) -> dict:
+    import yaml  # only with a config file: `reme-es search` without one does not pay for it
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except OSError as exc:

@@ -1,22 +1,30 @@
 """Shared pieces of the CLI: the `main` group, the common options, settings, client, store and embedder helpers,
-and `_run`, which turns reme-es errors into exit codes."""
+and `_run`, which turns reme-es errors into exit codes.
+
+`reme-es --help` and `reme-es <command> --help` import only click and this package's CLI modules: `main` imports a
+command's module when that command is asked for (`COMMANDS`), and the CLI modules import settings (pydantic), the
+store, the clients and asyncio inside the functions that use them. tests/unit/test_cli_imports.py keeps it so.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import signal
 import sys
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..adapters.registry import engine_names
-from ..adapters.transport import redact_host
-from ..config import Settings, load_settings
 from ..errors import ConfigError, InvalidFilter, MappingError, ReMeESError
-from ..store import MemoryStore
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ..config import Settings
+    from ..store import MemoryStore
 
 
 class Exit(Exception):
@@ -33,6 +41,8 @@ def _err(message: str) -> None:
 def _run(make) -> None:
     """Build (settings are loaded here) and run a command coroutine; reme-es errors become one line on stderr
     and an exit code, no traceback."""
+    import asyncio
+
     try:
         code = asyncio.run(make())
     except Exit as exc:
@@ -69,6 +79,8 @@ _TARGET_OPTIONS = {
 def hint(command: str, workspace: Path | None = None, positional: bool = False) -> str:
     """A `reme-es <command>` line that works as printed where this command was run: the same program path, the
     same workspace (`-w`, or the argument of `sync` when `positional`) and the same target options it was given."""
+    from ..adapters.transport import redact_host
+
     program = sys.argv[0] if Path(sys.argv[0]).name == "reme-es" else "reme-es"
     words = [program, *command.split()]
     if workspace is not None and (positional or str(workspace) != "."):
@@ -85,6 +97,8 @@ def hint(command: str, workspace: Path | None = None, positional: bool = False) 
 def common(with_workspace: bool = True):
     """Options every command takes: --config, --hosts, --aws-region, --aws-service, --engine, --index-prefix (and
     --workspace)."""
+
+    from ..adapters.registry import engine_names
 
     def decorate(f):
         f = click.option("--shards", type=click.IntRange(1, 1024), help="Primary shards of new indices (default 1).")(f)
@@ -125,11 +139,15 @@ def common(with_workspace: bool = True):
 
 
 def _settings(workspace: Path | None, config_file: Path | None, **flags) -> Settings:
+    from ..config import load_settings
+
     return load_settings(workspace, config_file, flags)
 
 
 async def _client(settings: Settings):
     """Client settings and engine; with no hosts, the managed local node (started if needed)."""
+    import asyncio
+
     cs = settings.client_settings()
     engine = settings.engine
     if not cs.hosts:
@@ -190,6 +208,8 @@ async def _check_model(store: MemoryStore, embedder, what: str) -> None:
 
 async def _recorded_embedder(settings: Settings, store: MemoryStore):
     """The embedder of the model the index records for its vectors (None when the index has no vectors)."""
+    import asyncio
+
     from ..maintenance import vectors_model
     from ..sync.embed import embedder_for
 
@@ -245,6 +265,8 @@ async def _known_workspace(store: MemoryStore, folder: Path | None = None) -> No
 
 def _stop_on_signals(event: asyncio.Event) -> None:
     """First Ctrl-C (or SIGTERM) asks to stop between batches; a second one stops at once."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
 
     def handler(sig: int) -> None:
@@ -261,7 +283,93 @@ def _stop_on_signals(event: asyncio.Event) -> None:
             pass
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each command of `main`: where it is defined, and the first sentence of its help (what `reme-es --help` lists;
+# tests/unit/test_cli_imports.py checks it against the command's docstring).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sync": (
+        "reme_es.cli.sync:sync",
+        "Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync).",
+    ),
+    "search": (
+        "reme_es.cli.search:search",
+        "Search the indexed workspace; prints each hit as ReMe does, with its file's links.",
+    ),
+    "status": (
+        "reme_es.cli.maintenance:status",
+        "Server version and capabilities, per-index docs/deleted/segments, and the last sync.",
+    ),
+    "optimize": (
+        "reme_es.cli.maintenance:optimize",
+        "Force-merge the indices: expunge deleted documents (or merge to --max-segments).",
+    ),
+    "templates": (
+        "reme_es.cli.maintenance:templates",
+        "Install the index templates, or compare the live indices with them.",
+    ),
+    "reindex": (
+        "reme_es.cli.maintenance:reindex",
+        "Rebuild every index as <prefix>-<kind>-<n+1> from the current templates and swap the aliases.",
+    ),
+    "drop": (
+        "reme_es.cli.maintenance:drop",
+        (
+            "Forget the workspace: delete its files, chunks and links from its index set (other workspaces are "
+            "untouched), and the local sync state."
+        ),
+    ),
+    "migrate": (
+        "reme_es.cli.maintenance:migrate",
+        (
+            "Move the workspace into a shared index set (default: reme) without loss: copy its files, chunks, "
+            "vectors and links, check the counts, then drop the source."
+        ),
+    ),
+    "server": (
+        "reme_es.cli.server:server",
+        "Run a local OpenSearch / Elasticsearch node (fetched from Maven Central, no Docker).",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when one is asked for: its own --help lists them from their first
+    sentences in `commands_at` (name -> ("module:attribute", first sentence)) without importing any."""
+
+    def __init__(self, *args, commands_at: dict[str, tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands_at = commands_at
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted (none imported)."""
+        return sorted({*self.commands, *self.commands_at})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command of that name, its module imported on first use; None for an unknown name."""
+        if cmd_name not in self.commands and cmd_name in self.commands_at:
+            module, _, attribute = self.commands_at[cmd_name][0].partition(":")
+            self.add_command(getattr(import_module(module), attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click's, with every command loaded first for an unknown name: its "Did you mean" looks at loaded ones."""
+        if args and args[0] not in self.list_commands(ctx):
+            for name in self.commands_at:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The Commands section of --help as click writes it, from the first sentences: no command is imported."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            command = self.commands.get(name) or click.Command(name, help=self.commands_at[name][1])
+            rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, commands_at=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="reme-es")
 def main() -> None:
     """OpenSearch / Elasticsearch as the file store of ReMe: sync, search and maintain a memory workspace."""

@@ -7,17 +7,19 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..adapters.base import redact_host
-from ..config import Settings
 from ..errors import ConfigError, MappingError
-from ..store import MemoryStore
-from .base import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint, main
+from .base import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..store import MemoryStore
 
 
-@main.command()
+@click.command()
 @click.option(
     "--deleted-ratio",
     default=0.1,
@@ -52,7 +54,7 @@ async def _optimize(settings: Settings, deleted_ratio, max_segments, as_json) ->
     return 0
 
 
-@main.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True)
 @common()
 def status(as_json, workspace, config_file, **flags):
@@ -93,7 +95,9 @@ def _size(n: int) -> str:
 
 
 async def _status(settings: Settings, as_json: bool) -> int:
+    from ..adapters.transport import redact_host
     from ..connect import make_dialect, resolve_engine
+    from ..store import MemoryStore
     from ..sync.sync import State, state_path
 
     cs, engine = await _client(settings)
@@ -176,7 +180,7 @@ async def _status(settings: Settings, as_json: bool) -> int:
     return 0
 
 
-@main.group()
+@click.group()
 def templates() -> None:
     """Install the index templates, or compare the live indices with them."""
 
@@ -227,7 +231,7 @@ async def _templates_diff(settings: Settings) -> int:
     return 1 if any(diffs.values()) else 0
 
 
-@main.command()
+@click.command()
 @click.option(
     "--embedding",
     type=click.Choice(["none", "local", "e5", "openai"]),
@@ -278,7 +282,7 @@ async def _reindex(settings: Settings, workspace=None) -> int:
     return 0
 
 
-@main.command()
+@click.command()
 @click.option("--yes", is_flag=True, help="Really delete (without it, drop lists what it would delete and exits 2).")
 @click.option("--set", "whole_set", is_flag=True, help="Drop the whole index set: every workspace in it.")
 @click.option("--expunge", is_flag=True, help="Then force-merge so the deleted text leaves the disk too.")
@@ -363,6 +367,7 @@ async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) ->
     """Delete a whole index set: its indices, aliases and pipelines."""
     from ..connect import make_dialect, resolve_engine
     from ..maintenance import drop_plan, drop_prefix
+    from ..store import MemoryStore
 
     engine = await resolve_engine(cs, engine)
     store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
@@ -390,7 +395,7 @@ async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) ->
     return 0
 
 
-@main.command()
+@click.command()
 @click.option("--from", "source", help="The index set to move from (default: the folder's own set from before shared "
               "sets, reme-<folder name>-<hash>).")
 @click.option("--from-key", help="The workspace key in --from, when it is a shared set (default: this workspace's).")

@@ -2,32 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..config import Settings
 from ..errors import ConfigError
-from ..store import MemoryStore
 from .base import (
     _check_model,
-    _known_workspace,
     _embedder,
     _embedding_given,
     _err,
+    _known_workspace,
     _open,
     _recorded_embedder,
     _run,
     _settings,
     common,
     hint,
-    main,
 )
 
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..store import MemoryStore
 
-@main.command()
+
+@click.command()
 @click.argument("query")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
 @click.option(
@@ -124,6 +125,8 @@ async def _query_vector(
 ):
     """The query's vector from the model that made the index's vectors; None (with a note) when the index has
     none and hybrid was the default; ConfigError when the asked mode cannot run."""
+    import asyncio
+
     chunks = store.index("chunks")
     if not store.dims:
         reason = f"index {chunks} has no vectors"

@@ -3,16 +3,15 @@ multi-node cluster of managed nodes (reme_es/server/cluster.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import click
 
 from ..server.flavours import DEFAULT_FLAVOUR, LOCAL_FLAVOURS
-from .base import _run, main
+from .base import _run
 
 
-@main.group()
+@click.group()
 def server() -> None:
     """Run a local OpenSearch / Elasticsearch node (fetched from Maven Central, no Docker)."""
 
@@ -56,6 +55,8 @@ def server_start(flavour, port, heap, snapshot_repo, as_json, name):
     """Install (once) and start a node; waits until it is healthy."""
 
     async def go() -> int:
+        import asyncio
+
         from ..server import node
 
         info = await asyncio.to_thread(
@@ -78,6 +79,8 @@ def server_stop(name):
     """Stop a node."""
 
     async def go() -> int:
+        import asyncio
+
         from ..server import node
 
         stopped = await asyncio.to_thread(node.stop, name)
@@ -94,6 +97,8 @@ def server_status(as_json, name):
     """Version, modules, plugins and capabilities of a node."""
 
     async def go() -> int:
+        import asyncio
+
         st = await asyncio.to_thread(_node_view, name)
         if as_json:
             click.echo(json.dumps(st))
@@ -160,6 +165,8 @@ def cluster_start(flavour, nodes, port, heap, snapshot_repo, as_json, name):
     """Install (once) and start every member; waits until they have formed the cluster."""
 
     async def go() -> int:
+        import asyncio
+
         from ..server import cluster as local
 
         await asyncio.to_thread(local.start_local, name, flavour, nodes, heap, port, snapshot_repo)
@@ -179,6 +186,8 @@ def cluster_stop(name):
     """Stop every member (their data is kept for the next start)."""
 
     async def go() -> int:
+        import asyncio
+
         from ..server import cluster as local
 
         stopped = await asyncio.to_thread(local.stop_local, name)
@@ -198,6 +207,8 @@ def cluster_status(as_json, name):
     """Each member's pid and port, and the cluster health; exit 1 unless every member runs."""
 
     async def go() -> int:
+        import asyncio
+
         from ..server import cluster as local
 
         view = await asyncio.to_thread(local.local_status, name)

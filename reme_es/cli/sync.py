@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..config import Settings
 from ..errors import ConfigError, MappingError
-from ..store import MemoryStore
 from .base import (
     _check_model,
     _client,
@@ -23,11 +22,14 @@ from .base import (
     _settings,
     _stop_on_signals,
     common,
-    main,
 )
 
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..store import MemoryStore
 
-@main.command()
+
+@click.command()
 @click.argument("workspace", default=".", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--watch", is_flag=True, help="After the sync, follow changes until Ctrl-C.")
 @click.option("--dirs", help="Comma-separated folders to sync (default: daily,digest, as ReMe's file store).")
@@ -129,6 +131,7 @@ async def _sync_store(settings: Settings, dry_run: bool):
     """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
     embedder asked for (checked against the index's recorded model), or the model the index records."""
     from ..connect import make_dialect, resolve_engine
+    from ..store import MemoryStore
 
     embedder = None
     if dry_run:
