@@ -13,7 +13,6 @@ import shlex
 import signal
 import sys
 from importlib import import_module
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -22,6 +21,7 @@ from ..errors import ConfigError, InvalidFilter, MappingError, ReMeESError
 
 if TYPE_CHECKING:
     import asyncio
+    from pathlib import Path
 
     from ..config import Settings
     from ..store import MemoryStore
@@ -79,6 +79,8 @@ _TARGET_OPTIONS = {
 def hint(command: str, workspace: Path | None = None, positional: bool = False) -> str:
     """A `reme-es <command>` line that works as printed where this command was run: the same program path, the
     same workspace (`-w`, or the argument of `sync` when `positional`) and the same target options it was given."""
+    from pathlib import Path
+
     from ..adapters.transport import redact_host
 
     program = sys.argv[0] if Path(sys.argv[0]).name == "reme-es" else "reme-es"
@@ -97,6 +99,8 @@ def hint(command: str, workspace: Path | None = None, positional: bool = False) 
 def common(with_workspace: bool = True):
     """Options every command takes: --config, --hosts, --aws-region, --aws-service, --engine, --index-prefix (and
     --workspace)."""
+
+    from pathlib import Path
 
     from ..adapters.registry import engine_names
 
