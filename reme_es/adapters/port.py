@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
@@ -245,6 +246,12 @@ class IndexPort:
         given = {self.scope.stored_id(i): i for i in ids}
         resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(list(given)), params)
         return [_stored(d, given, self.scope) for d in resp["docs"] if d.get("found")]
+
+    async def get_one(self, index: str, doc_id: str, routing: str | None = None) -> dict | None:
+        """One document's `_source` by its stored id (real-time), None when it does not exist."""
+        params = {"routing": routing} if routing else None
+        found = await or_none(self._send("GET", f"/{index}/_doc/{urllib.parse.quote(doc_id, safe='')}", params=params))
+        return found["_source"] if found and found.get("found") else None
 
     async def get_routed(
         self,

@@ -38,8 +38,7 @@ class Registry:
             return mine
         if outcome.failures[0].status != 409:
             outcome.raise_for_failures()
-        found = await self.port.get(self.index, [key])
-        held = found[0].source if found else {}
+        held = await self.port.get_one(self.index, key, routing=key) or {}
         if {k: held.get(k) for k in ("folder", "host")} == writer_identity(folder) or take_over:
             if take_over:
                 (await self.port.bulk([Action("index", self.index, key, mine, routing=key)])).raise_for_failures()
@@ -53,8 +52,8 @@ class Registry:
 
     async def record(self, workspace: str | None) -> dict | None:
         """The record of `workspace` (None: of a set from before workspaces), or None when nobody claimed it."""
-        found = await self.port.get(self.index, [workspace or LEGACY_KEY])
-        return found[0].source if found else None
+        key = workspace or LEGACY_KEY
+        return await self.port.get_one(self.index, key, routing=key)
 
     async def release(self, workspace: str | None) -> None:
         """Forget who writes `workspace` (it was dropped)."""
