@@ -206,7 +206,9 @@ def expect_counts(st: dict) -> None:
 
 def default_layout(c: Cluster, prefix: str) -> dict[str, int]:
     """Check that every index of the set has `auto_expand_replicas: 0-1` and one replica, each shard started on two
-    members; return how many primaries of the set each member holds."""
+    members; return how many primaries of the set each member holds. Waits for green first: a replica just
+    allocated (a new set's registry, say) is still INITIALIZING for a moment."""
+    c.wait(nodes=3, status="green", timeout=120)
     settings = c.get(f"/{prefix}-*/_settings?flat_settings=true")
     kinds = sorted(name.removeprefix(f"{prefix}-").rsplit("-", 1)[0] for name in settings)
     assert kinds == ["chunks", "files", "links", "workspaces"], sorted(settings)
