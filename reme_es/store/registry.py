@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import socket
 
+from ..adapters import lookups as q
 from ..adapters.port import Action, IndexPort
 from ..errors import WorkspaceConflict
 
@@ -63,4 +64,4 @@ class Registry:
     async def workspaces(self) -> list[dict]:
         """Every recorded workspace of the set: key, folder, host, since (sorted by key)."""
         await self.port.refresh([self.index])
-        return [src async for src in self.port.scan(self.index, {"match_all": {}}, True, ["workspace"])]
+        return [src async for src in self.port.scan(self.index, q.match_all(), True, ["workspace"])]
