@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, mib, parser, table
 
-from reme_es.models import Chunk, FileDoc
+from reme_es.adapters.templates import render_index
+from reme_es.core.models import Chunk, FileDoc
 from reme_es.store import MemoryStore, chunk_source
-from reme_es.templates import render_index
 
 TARGETS = {"text": 0.80, "vectors": 0.70}
 

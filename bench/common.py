@@ -21,10 +21,10 @@ from typing import Any, Self
 
 import numpy as np
 
-from reme_es.adapters.base import ClientSettings, Dialect
-from reme_es.connect import detect_engine, make_dialect, open_store
+from reme_es.adapters.dialect import ClientSettings, Dialect
+from reme_es.adapters.templates import IndexOptions
 from reme_es.store import MemoryStore
-from reme_es.templates import IndexOptions
+from reme_es.store.connect import detect_engine, make_dialect, open_store
 
 DEFAULT_URL = "http://127.0.0.1:9200"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -106,7 +106,6 @@ async def wait_ready(url: str, proc: subprocess.Popen, result: Path, timeout: fl
 async def load(url: str, queries: list[str], clients: int, seconds: float, warmup: float = 5.0) -> dict:
     """`clients` concurrent clients searching back to back; throughput and latency after the warm-up."""
     import aiohttp
-
     from common import percentile
 
     latencies: list[float] = []

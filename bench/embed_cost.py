@@ -32,7 +32,7 @@ def encoders(threads: int) -> dict:
     def minilm():
         import onnxruntime as ort
 
-        from reme_es.embeddings import LocalMiniLM
+        from reme_es.embeddings.minilm import LocalMiniLM
 
         model = LocalMiniLM(batch_size=64)
         model._load()
@@ -43,7 +43,7 @@ def encoders(threads: int) -> dict:
         return model.embed
 
     def e5():
-        from reme_es.embeddings_e5 import LocalE5
+        from reme_es.embeddings.e5 import LocalE5
 
         return LocalE5(threads=threads, batch_size=64).embed
 

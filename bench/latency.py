@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, parser, percentile, table
 
-from reme_es.adapters.base import keyword_body
-from reme_es.fusion import candidate_depth
-from reme_es.models import Chunk, FileDoc, SearchFilter
+from reme_es.adapters.dialect import keyword_body
+from reme_es.core.models import Chunk, FileDoc, SearchFilter
 from reme_es.store import MemoryStore
+from reme_es.store.fusion import candidate_depth
 
 # ReMe's local store (linear scan), measured on this machine kind (PERFORMANCE.md): p50 ms by size.
 REME_VECTOR_MS = {10_000: 78.0, 100_000: 803.0, 300_000: 2455.0}

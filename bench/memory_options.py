@@ -1,14 +1,14 @@
 """The fusion options of bench/memory_quality.py: every way reme-es could fuse, applied to the same candidates.
 
 Per query the drop-in's two branches are fetched once (keyword and k-NN, `candidates` each, with their text); every
-client-side option fuses those same lists (reme_es.fusion), so the options differ only in fusion. The native rows
+client-side option fuses those same lists (reme_es.store.fusion), so the options differ only in fusion. The native rows
 are the server's own fusion (OpenSearch hybrid query + search pipeline) over the same depth.
 """
 
 from __future__ import annotations
 
-from reme_es import fusion
-from reme_es.fusion import collapse_repeats, fuse, proximity_rescore
+from reme_es.store import fusion
+from reme_es.store.fusion import collapse_repeats, fuse, proximity_rescore
 
 RRF_WEIGHTS = (0.3, 0.5, 0.7)
 CONVEX_WEIGHTS = (0.3, 0.5, 0.55, 0.6, 0.7)
@@ -24,7 +24,7 @@ OPTIONS = (
 NATIVE = (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
           ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5))
 OPTIONS += [name for name, *_ in NATIVE]
-COLLAPSED = (  # options also run with repeated texts kept once (reme_es.fusion.collapse_repeats)
+COLLAPSED = (  # options also run with repeated texts kept once (reme_es.store.fusion.collapse_repeats)
     ["keyword only", "vector only", "rrf w_v=0.7", "minmax w_v=0.7"] + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
     + [f"zscore w_v={w} + feedback" for w in FEEDBACK_WEIGHTS]
 )
@@ -69,7 +69,7 @@ async def native(store, kind: str, weight: float, queries: list[str], vectors: l
 
 async def sweep(store, queries: list[str], vectors: list, candidates: int, limit: int) -> dict[str, list[list[str]]]:
     """Ranked chunk ids per option and query (top `limit`)."""
-    from reme_es.models import SearchFilter
+    from reme_es.core.models import SearchFilter
 
     runs: dict[str, list[list[str]]] = {}
     for q, v in zip(queries, vectors):
@@ -120,7 +120,7 @@ BM25_VARIANTS = {  # name -> (field, extra should clause)
 
 def bm25_index_body() -> dict:
     """An index with one text subfield per analyzer variant, analysis from the chunks template."""
-    from reme_es.templates import load_template
+    from reme_es.adapters.templates import load_template
 
     analysis = load_template("chunks")["settings"]["analysis"]
     analysis["filter"]["bench_shingle"] = {"type": "shingle", "min_shingle_size": 2, "max_shingle_size": 2,
@@ -135,7 +135,7 @@ def bm25_index_body() -> dict:
 
 def bm25_query(variant: str, q: str, limit: int) -> dict:
     """The keyword query of one variant (CJK queries also match t.cjk, as reme-es' auto keyword fields do)."""
-    from reme_es.adapters.base import keyword_fields_for
+    from reme_es.adapters.dialect import keyword_fields_for
 
     field, extra = BM25_VARIANTS[variant]
     cjk = "text.cjk" in keyword_fields_for(q, None) and extra != "nocjk"

@@ -3,7 +3,7 @@
     python bench/quality.py [--url http://127.0.0.1:9200] [--data /work/shared/data/cranfield]
 
 Each of the 1,400 documents is one chunk (title + abstract) at `resource/cran/NNNN.md`, embedded with
-all-MiniLM-L6-v2 (reme_es.embeddings.LocalMiniLM; vectors cached under ~/.cache/reme-es-bench). The 225 queries
+all-MiniLM-L6-v2 (reme_es.embeddings.minilm.LocalMiniLM; vectors cached under ~/.cache/reme-es-bench). The 225 queries
 are numbered 1..225 in file order (the judgments' numbering, not the `.I` numbers). Every mode retrieves the top
 100 through the store (`limit=100`, so hybrid modes fuse min(200, limit x 5) = 200 candidates per branch):
   BM25                 store.keyword_search, with the default keyword_fields (auto) and with ("text",)
@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import Raw, Report, Stopwatch, connect, drop_prefix, environment, parser, table
 
-from reme_es.adapters.base import keyword_query
-from reme_es.embeddings import LocalMiniLM, default_model_path
-from reme_es.fusion import candidate_depth
-from reme_es.models import Chunk, FileDoc, SearchFilter
+from reme_es.adapters.dialect import keyword_query
+from reme_es.core.models import Chunk, FileDoc, SearchFilter
+from reme_es.embeddings.minilm import LocalMiniLM, default_model_path
 from reme_es.store import MemoryStore
+from reme_es.store.fusion import candidate_depth
 
 GAINS = {1: 4, 2: 3, 3: 2, 4: 1, 5: 0, -1: 0}  # the README's mapping (ReMe's numbers use it)
 # QRelsCorrectedforTRECeval's mapping: the one -1 judgment per query (it looks like the query's source document,

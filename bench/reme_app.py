@@ -238,8 +238,8 @@ def raw_ops(fs, corpus: Corpus, queries: list[str]) -> dict:
     ceiling), per mode."""
     from common import Raw
 
-    from reme_es.adapters.base import keyword_body
-    from reme_es.models import SearchFilter
+    from reme_es.adapters.dialect import keyword_body
+    from reme_es.core.models import SearchFilter
 
     store = fs.store
     raw = Raw(store.dialect)

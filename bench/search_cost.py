@@ -32,11 +32,18 @@ sys.path.insert(0, str(HERE))
 
 from common import Report, connect, environment, parser, percentile, table  # noqa: E402
 from memory_quality import (  # noqa: E402
-    PASSAGE_VECTORS, VECTORS, cranfield_set, embed_all, memory_set, ndcg_at, recall_at, use_model,
+    PASSAGE_VECTORS,
+    VECTORS,
+    cranfield_set,
+    embed_all,
+    memory_set,
+    ndcg_at,
+    recall_at,
+    use_model,
 )
 
-from reme_es import fusion  # noqa: E402
-from reme_es.models import Chunk, FileDoc  # noqa: E402
+from reme_es.core.models import Chunk, FileDoc  # noqa: E402
+from reme_es.store import fusion  # noqa: E402
 
 PREFIX = "bench-search-cost"
 LIMIT, CANDIDATES, WARMUP = 10, 50, 20

@@ -177,8 +177,8 @@ def table(results: list[dict]) -> str:
 
 
 async def engine_of(url: str) -> str:
-    from reme_es.adapters.base import ClientSettings
-    from reme_es.connect import detect_engine
+    from reme_es.adapters.dialect import ClientSettings
+    from reme_es.store.connect import detect_engine
 
     return await detect_engine(ClientSettings(hosts=[url]))
 

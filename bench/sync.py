@@ -31,12 +31,12 @@ from pathlib import Path
 
 import orjson
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import detect_engine, make_dialect
-from reme_es.models import date_from_path
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.templates import IndexOptions, render_index
+from reme_es.core.models import date_from_path
 from reme_es.store import MemoryStore
+from reme_es.store.connect import detect_engine, make_dialect
 from reme_es.sync.scan import parse
-from reme_es.templates import IndexOptions, render_index
 
 _VOCABULARY = (
     "agent memory index chunk search vector keyword hybrid ranking fusion note digest daily resource link "

@@ -54,11 +54,11 @@ sys.path.insert(0, str(HERE))
 
 from common import RESULTS, Raw, Report, drop_prefix, median, percentile, table, vocabulary
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import detect_engine, make_dialect, open_store
-from reme_es.models import Chunk, FileDoc
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.templates import IndexOptions
+from reme_es.core.models import Chunk, FileDoc
 from reme_es.store import MemoryStore
-from reme_es.templates import IndexOptions
+from reme_es.store.connect import detect_engine, make_dialect, open_store
 
 PREFIX = "bench-team"
 LIMIT = 10

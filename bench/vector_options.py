@@ -35,9 +35,9 @@ import reme_backends as rb  # noqa: E402
 from common import Raw  # noqa: E402
 from workloads import DIMS, SHAPES, Corpus  # noqa: E402
 
-from reme_es.adapters.base import ClientSettings  # noqa: E402
-from reme_es.connect import detect_engine, make_dialect  # noqa: E402
-from reme_es.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M, vector_mapping  # noqa: E402
+from reme_es.adapters.dialect import ClientSettings  # noqa: E402
+from reme_es.core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M, vector_mapping  # noqa: E402
+from reme_es.store.connect import detect_engine, make_dialect  # noqa: E402
 
 K = 50
 BLOCK = 5_000

@@ -22,11 +22,11 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import reme_backends as rb
-from workloads import file_path
 from common import Raw, drop_prefix
+from workloads import file_path
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import make_dialect
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.store.connect import make_dialect
 
 
 async def main(url: str, n: int) -> None:

@@ -18,7 +18,7 @@ from reme_es.server.flavours import get_flavour
 from tests.containers.early import EARLY
 from tests.containers.servers import Server, selected_flavours, server_for
 
-pytest_plugins = ["reme_es.testing.plugin"]  # the contract suite's store_factory (tests/contract)
+pytest_plugins = ["reme_es.testing.pytest_plugin"]  # the contract suite's store_factory (tests/contract)
 
 FLAVOURS = [f for f in selected_flavours() if get_flavour(f).security_plugin is None]
 

@@ -9,9 +9,9 @@ its own (no `_refresh`) and merges on its own (no `_forcemerge`, no `_stats`). U
 
 from __future__ import annotations
 
-from ..errors import CapabilityError, ConfigError
-from ..models import Capabilities
-from .base import ClientSettings
+from ..core.errors import CapabilityError, ConfigError
+from ..core.models import Capabilities
+from .dialect import ClientSettings
 from .opensearch import OpenSearchDialect, OpenSearchTransport
 
 SERVERLESS_VERSION = "serverless"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine_settings import vector_mapping as engine_vector_mapping
-from ..errors import AuthError, ConfigError, RequestFailed
-from ..models import RRF_K, Capabilities, SearchFilter
-from .base import (
+from ..core.engine_settings import vector_mapping as engine_vector_mapping
+from ..core.errors import AuthError, ConfigError, RequestFailed
+from ..core.models import RRF_K, Capabilities, SearchFilter
+from .dialect import (
     SOURCE_EXCLUDES,
     ClientSettings,
     Dialect,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
+from ..core.errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
 from .transport import redact_host
 
 IDLE_RECHECK_SECONDS = 10.0

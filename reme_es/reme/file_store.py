@@ -24,25 +24,32 @@ from reme.components.tag_index import BaseTagIndex
 from reme.enumeration import LinkScopeEnum
 from reme.schema import FileChunk, FileLink, FileNode
 
-from ..adapters.base import ClientSettings, redact_host, validate_hosts
-from ..config import default_workspace_key
-from ..engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
-from ..fusion import (
-    DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_PROXIMITY, DEFAULT_VECTOR_WEIGHT, apply_min_score,
-    validate_collapse, validate_feedback, validate_fusion,
-)
+from ..adapters.dialect import ClientSettings, redact_host, validate_hosts
 from ..adapters.scope import validate_workspace_key
-from ..models import Chunk, Hit, LinkScope
+from ..adapters.templates import IndexOptions
+from ..core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
+from ..core.models import Chunk, Hit, LinkScope
+from ..core.options import default_workspace_key
 from ..store import MemoryStore, validate_hybrid
+from ..store.fusion import (
+    DEFAULT_COLLAPSE,
+    DEFAULT_FEEDBACK,
+    DEFAULT_FUSION,
+    DEFAULT_PROXIMITY,
+    DEFAULT_VECTOR_WEIGHT,
+    apply_min_score,
+    validate_collapse,
+    validate_feedback,
+    validate_fusion,
+)
 from ..store.shown import Shown
-from ..templates import IndexOptions
+from .backfill import Embeddings
 from .convert import as_vector, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
-from .health import EsFileGraph, HealthCounts, stand_in_for_paired
+from .counts import EsFileGraph, HealthCounts, stand_in_for_paired
 from .keys import REME_PASS_THROUGH_KEYS, _checked_keys, file_store_keys
 from .opening import HOSTS_ENV, open_matching, resolve_hosts
 from .pending import PendingChanges, unreachable
 from .tags import TagIndexSync
-from .vectors import Embeddings
 from .visibility import DeferredRefresh
 
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")

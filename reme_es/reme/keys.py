@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 # Keys ReMe's default.yaml gives `file_store.default` for its local store; a config that `extends: default` passes them
 # to every file store, so they are accepted here and mean nothing.

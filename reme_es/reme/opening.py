@@ -7,11 +7,11 @@ import asyncio
 import os
 from typing import Any
 
-from ..adapters.base import validate_hosts
-from ..connect import open_store
-from ..errors import ConfigError, MappingError
+from ..adapters.dialect import validate_hosts
+from ..adapters.templates import IndexOptions
+from ..core.errors import ConfigError, MappingError
 from ..store import MemoryStore
-from ..templates import IndexOptions
+from ..store.connect import open_store
 
 HOSTS_ENV = "REME_ES_HOSTS"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from reme.schema import FileChunk, FileNode
 
-from ..engine_settings import RETRYABLE_STATUS
-from ..errors import BulkError, ConnectionFailed, RequestFailed
+from ..core.engine_settings import RETRYABLE_STATUS
+from ..core.errors import BulkError, ConnectionFailed, RequestFailed
 
 PENDING_BATCH = 100  # kept upserts written per request when the cluster answers again
 RETRY_MAX_S = 30.0

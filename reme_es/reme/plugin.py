@@ -36,7 +36,7 @@ def plugin():
     """The plugin descriptor ReMe's PluginManager loads."""
     from reme.plugin import Backend, Plugin
 
-    from ..adapters.registry import engine_names
+    from ..adapters.engines import engine_names
     from .as_embedding import BACKEND as MINILM
     from .as_embedding import E5_BACKEND, E5AsEmbedding, MiniLMAsEmbedding
     from .backends import file_store_class

@@ -20,8 +20,8 @@ from reme.steps.index._source_format import ALL_RETURNED_MESSAGE, NO_RESULTS_MES
 from reme.steps.index.search import SearchStep, _default_limit
 from reme.utils import expand_links, render_expansion_lines
 
-from ..fusion import MAX_CANDIDATES as _MAX_CANDIDATES
-from ..fusion import RRF_K as _RRF_K
+from ..store.fusion import MAX_CANDIDATES as _MAX_CANDIDATES
+from ..store.fusion import RRF_K as _RRF_K
 from ..store.shown import Shown
 from .convert import to_file_link, to_file_node
 from .file_store import EsFileStore

@@ -9,7 +9,7 @@ from typing import Any
 from reme.components.tag_index import BaseTagIndex
 from reme.schema import FileNode
 
-from ..models import FileDoc
+from ..core.models import FileDoc
 from .convert import to_file_node
 
 # The stored files whose front matter holds a key (the store makes its writes visible first).

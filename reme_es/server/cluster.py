@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 from . import node
 from .flavours import get_flavour
 from .install import reme_es_home

@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 from .flavours import Artifact
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 @dataclass(frozen=True)

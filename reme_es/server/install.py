@@ -10,7 +10,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from ..home import reme_es_home
+from ..core.home import reme_es_home
 from .fetch import fetch_artifacts
 from .flavours import Artifact, Flavour, Module
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 
 log = logging.getLogger(__name__)
 

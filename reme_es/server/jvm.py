@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 
 
 def _java_major(java_home: Path) -> int | None:

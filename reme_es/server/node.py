@@ -24,15 +24,15 @@ import signal
 import time
 from pathlib import Path
 
-from ..errors import ServerError
-from .config import _node_env, _write_node_config
+from ..core.errors import ServerError
 from .es_plugin import ensure_analysis_plugin
 from .flavours import DEFAULT_FLAVOUR, get_flavour
-from .health import RED_SETTLE_SECONDS, _http_json, _wait_healthy
 from .info import NodeInfo, NodeSecurity, log_tail, node_dir, read_node, write_node
 from .install import install, optional_extended, reme_es_home
 from .jvm import _absolute_jvm_paths, find_java  # noqa: F401 - _absolute_jvm_paths: tests/unit/test_launcher.py
 from .knn_guard import ensure_knn_guard
+from .node_config import _node_env, _write_node_config
+from .probe import RED_SETTLE_SECONDS, _http_json, _wait_healthy
 from .process import RUN_USER, _alive, _free_port, _launch, _port_free, _reap
 from .snapshot_repo import prepare_snapshot_repo, repo_settings
 
@@ -230,7 +230,7 @@ def server_capabilities(
 ) -> dict[str, bool]:
     """What a node can do, computed by the engine's dialect from its modules, plugins and license (the one place
     capabilities are judged); analyzers count as present with analysis-common."""
-    from ..adapters.registry import dialect_class
+    from ..adapters.engines import dialect_class
 
     dialect = dialect_class(engine)
     node = {"version": version, "modules": [{"name": m} for m in modules], "plugins": [{"name": p} for p in plugins]}

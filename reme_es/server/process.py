@@ -8,7 +8,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 
 RUN_USER = "reme-es"
 

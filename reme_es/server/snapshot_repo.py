@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 from .process import _make_traversable, _run_user
 
 

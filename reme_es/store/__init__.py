@@ -29,19 +29,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import Self
 
-from ..adapters.base import Dialect
+from ..adapters.dialect import Dialect
 from ..adapters.port import IndexPort
+from ..adapters.templates import IndexOptions
 from ..adapters.transport import BulkOutcome
-from ..fusion import validate_feedback
-from ..models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
-from ..templates import IndexOptions
+from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
+from .fusion import validate_feedback
 from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
 from .links import LinkGraph
-from .registry import Registry
 from .search import SearchStore
 from .shown import Shown, fetch_shown
 from .sources import chunk_source, stored_chunk_source
 from .vectors import VectorStore
+from .workspaces import Registry
 from .writer import Writer
 
 

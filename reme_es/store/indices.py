@@ -6,7 +6,7 @@ Indices (each an alias over a concrete, versioned index so `reindex` can swap th
     <prefix>-chunks       one doc per chunk
     <prefix>-files        one doc per file (id = workspace:path, hashed past 512 bytes)
     <prefix>-links        one doc per wikilink edge; REAL/VIRTUAL is decided at query time against -files
-    <prefix>-workspaces   one doc per workspace: which folder writes it (`reme_es.store.registry`)
+    <prefix>-workspaces   one doc per workspace: which folder writes it (`reme_es.store.workspaces`)
 Every doc carries its workspace key and is routed by it. A set made before workspaces (no `workspace` field) holds
 one workspace and is used as it was written (chunks routed by path, ids as they were): `reme-es migrate` moves it
 into a set with workspaces.
@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..adapters.base import Dialect, ensure_mapping_compatible
+from ..adapters.dialect import Dialect, ensure_mapping_compatible
 from ..adapters.port import Action, IndexPort
 from ..adapters.scope import WORKSPACE_FIELD, Scope, validate_workspace_key
-from ..engine_settings import valid_prefix
-from ..errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
-from ..models import Capabilities, SearchFilter
-from ..templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index
+from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index
+from ..core.engine_settings import valid_prefix
+from ..core.errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
+from ..core.models import Capabilities, SearchFilter
 from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one

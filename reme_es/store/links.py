@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from ..adapters import lookups as q
 from ..adapters.port import IndexPort
-from ..models import FileDoc, Link, LinkScope, Neighbour, doc_id
+from ..core.models import FileDoc, Link, LinkScope, Neighbour, doc_id
 from .protocol import Indices
 from .sources import file_from_source, link_from_source
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 
 from ..adapters.port import Action, StoredDoc
 from ..adapters.transport import BulkOutcome
-from ..errors import BulkItemFailure
-from ..models import Chunk, FileDoc, doc_id
+from ..core.errors import BulkItemFailure
+from ..core.models import Chunk, FileDoc, doc_id
 from .sources import as_stored, link_from_file, link_source
 
 LOST_REASON = (

@@ -5,14 +5,24 @@ from __future__ import annotations
 
 import logging
 
-from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body
+from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body
 from ..adapters.port import Candidate
-from ..errors import CapabilityError, ConfigError, RequestFailed
-from ..fusion import (
-    COLLAPSE_MAX_DEPTH, FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, PROXIMITY_TOP, apply_min_score, candidate_depth,
-    collapse_repeats, feeds_back, fuse, proximity_rescore, rocchio,
+from ..core.errors import CapabilityError, ConfigError, RequestFailed
+from ..core.models import Chunk, Hit, SearchFilter, SearchResult, doc_id
+from .fusion import (
+    COLLAPSE_MAX_DEPTH,
+    FEEDBACK_BETA,
+    FEEDBACK_BOOST,
+    FEEDBACK_TERMS,
+    PROXIMITY_TOP,
+    apply_min_score,
+    candidate_depth,
+    collapse_repeats,
+    feeds_back,
+    fuse,
+    proximity_rescore,
+    rocchio,
 )
-from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .indices import IndexSet
 from .sources import chunk_from_source
 from .vectors import VectorStore, branch_hit

@@ -16,9 +16,9 @@ import logging
 from dataclasses import dataclass, field
 
 from ..adapters import lookups as q
-from ..adapters.base import SOURCE_EXCLUDES
+from ..adapters.dialect import SOURCE_EXCLUDES
 from ..adapters.port import IndexPort
-from ..models import FileDoc, Hit, Link, LinkScope, doc_id
+from ..core.models import FileDoc, Hit, Link, LinkScope, doc_id
 from .links import LinkGraph
 from .protocol import Indices
 from .sources import chunk_from_source, file_from_source, link_from_source

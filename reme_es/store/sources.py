@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import DimensionMismatch, InvalidInput
-from ..models import Chunk, FileDoc, Link, date_from_path
+from ..core.errors import DimensionMismatch, InvalidInput
+from ..core.models import Chunk, FileDoc, Link, date_from_path
 
 MAX_TEXT_BYTES = 8 << 20
 

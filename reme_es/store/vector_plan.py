@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..models import Chunk
+from ..core.models import Chunk
 from .sources import stored_chunk_source
 
 

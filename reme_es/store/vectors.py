@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..adapters import lookups as q
-from ..adapters.base import SOURCE_EXCLUDES, cosine_from_score
+from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score
 from ..adapters.port import Action
 from ..adapters.transport import BulkOutcome
-from ..errors import CapabilityError
-from ..models import Chunk, Hit, SearchFilter, doc_id
+from ..core.errors import CapabilityError
+from ..core.models import Chunk, Hit, SearchFilter, doc_id
 from .indices import IndexSet
 from .sources import check_vector, chunk_from_source
 from .vector_plan import VectorPlan, plan_vectors

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from ..adapters import lookups as q
 from ..adapters.port import Action, IndexPort, StoredDoc
 from ..adapters.transport import BulkOutcome
-from ..errors import InvalidInput
-from ..models import Chunk, FileDoc, doc_id
+from ..core.errors import InvalidInput
+from ..core.models import Chunk, FileDoc, doc_id
 from . import protocol as p
 from .sources import checked_chunk_source, file_from_source, file_source, link_from_source
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..models import Chunk, Link, chunk_id
+from ..core.models import Chunk, Link, chunk_id
 
 Warn = Callable[[str], None]
 

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..models import Chunk, FileDoc
+from ..core.errors import ConfigError
+from ..core.models import Chunk, FileDoc
 
 _INSTALL_HINT = "pip install 'reme-es[reme]'"
 

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-log = logging.getLogger("reme_es.sync.sync")  # the name sync runs have always logged under
+log = logging.getLogger("reme_es.sync.workspace")  # the name sync runs have always logged under
 
 
 @dataclass

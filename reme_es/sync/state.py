@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..home import reme_es_home
+from ..core.home import reme_es_home
 
 
 @dataclass

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import ConnectionFailed, RequestFailed
+from ..core.errors import ConnectionFailed, RequestFailed
 from .report import Summary
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from ..errors import BulkError, InvalidInput
-from ..models import Chunk, FileDoc, doc_id
+from ..core.errors import BulkError, InvalidInput
+from ..core.models import Chunk, FileDoc, doc_id
 from .report import Failure, Summary
 from .scan import LocalFile, parse, read_text
 from .state import _Known

@@ -1,7 +1,7 @@
 """The reme-es contract suite, importable by anyone who writes an adapter.
 
 Use it by subclassing `StoreContract` (or single mixins) in a pytest module and loading the plugin
-(`-p reme_es.testing.plugin`): it provides `store_factory`, an async callable
+(`-p reme_es.testing.pytest_plugin`): it provides `store_factory`, an async callable
 `(dims: int | None = 8, prefix=None, **store_kwargs) -> MemoryStore` that returns a connected store on a fresh
 index prefix and drops it at teardown; override its `reme_es_open_store` fixture to open your own dialect's
 store, or pass `--reme-es-hosts`. Capability-dependent cases skip, with the reason, when the store lacks the

@@ -1,6 +1,6 @@
 """Contract mixins: one per capability, each test with exact expectations (ids, order, counts, reasons).
 
-Every test takes the `store_factory` fixture (see `reme_es.testing.plugin`). Nothing here knows which engine
+Every test takes the `store_factory` fixture (see `reme_es.testing.pytest_plugin`). Nothing here knows which engine
 runs or how it stores things: cases speak through the store's public methods and its port, and a case that
 needs a capability says so with `require` (reme_es.testing.requirements), which skips it with the reason.
 Each class carries its asyncio mark, so a subclass in any test module runs without `asyncio_mode = auto`.

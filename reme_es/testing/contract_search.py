@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ..errors import DimensionMismatch
-from ..models import doc_id
+from ..core.errors import DimensionMismatch
+from ..core.models import doc_id
 from ._common import ASYNC
 from ._common import ids as _ids
 from ._common import paths as _paths
@@ -170,7 +170,7 @@ class HybridContract:
 
     @pytest.mark.parametrize("method", ["minmax", "zscore"])
     async def test_client_fusion_follows_the_configured_method(self, store_factory, method):
-        from ..fusion import convex
+        from ..store.fusion import convex
 
         store = await self._hybrid_corpus(store_factory, hybrid="client", pipeline=method, vector_weight=0.4)
         query, vector = "orbital mechanics filler3", unit_vector(1, 0.9)
@@ -181,7 +181,7 @@ class HybridContract:
         assert [round(h.score, 6) for h in result.hits] == [round(h.score, 6) for h in expected[:6]]
 
     async def test_client_fusion_rescores_its_head_by_term_proximity(self, store_factory):
-        from ..fusion import PROXIMITY_TOP, convex, proximity_rescore
+        from ..store.fusion import PROXIMITY_TOP, convex, proximity_rescore
 
         store = await self._hybrid_corpus(store_factory, hybrid="client", pipeline="zscore", vector_weight=0.5)
         store.indices.proximity = 0.3
@@ -198,7 +198,7 @@ class HybridContract:
         # Six "orbital" chunks (the first the most orbital, holding "hohmann transfer") and digest/x.md, which shares
         # no term with the query "orbital"; `long`: every orbital chunk has the terms feedback needs. Searched for
         # "orbital" without feedback, then with it (the store, both results, the query and its vector).
-        from ..fusion import FEEDBACK_MIN_TERMS
+        from ..store.fusion import FEEDBACK_MIN_TERMS
 
         store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
         pad = FEEDBACK_MIN_TERMS // 2 if long else 0
@@ -226,9 +226,9 @@ class HybridContract:
         # "hohmann transfer budget" shares no term with the query: only the more_like_this of the top keyword hit
         # (which holds "hohmann transfer") brings it into the keyword branch; the k-NN query moves toward the top
         # vector hit's stored vector.
-        from ..adapters.base import feedback_keyword_body
-        from ..fusion import FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, convex, rocchio
-        from ..models import Chunk, SearchFilter
+        from ..adapters.dialect import feedback_keyword_body
+        from ..core.models import Chunk, SearchFilter
+        from ..store.fusion import FEEDBACK_BETA, FEEDBACK_BOOST, FEEDBACK_TERMS, convex, rocchio
         from ..store.vectors import branch_hit
 
         store, plain, result, query, vector = await self._with_and_without_feedback(store_factory, long=True)
@@ -249,7 +249,7 @@ class HybridContract:
         assert [round(h.score, 6) for h in result.hits] == [round(h.score, 6) for h in expected[:7]]
 
     async def test_a_response_that_bypassed_the_pipeline_fails_loudly(self, store_factory):
-        from ..errors import RequestFailed
+        from ..core.errors import RequestFailed
 
         store = await self._hybrid_corpus(store_factory)
         require(store, "search_pipeline")
@@ -353,8 +353,8 @@ class MaintenanceContract:
     async def test_reindex_keeps_every_vector(self, store_factory, reme_es_neighbours):
         # Vectors are kept out of the stored `_source` (OpenSearch derived source, Elasticsearch's default): the copy
         # must still carry them, or the new index answers k-NN with nothing and nobody notices until a search.
-        from ..maintenance import reindex
-        from ..templates import IndexOptions
+        from ..adapters.templates import IndexOptions
+        from ..store.lifecycle import reindex
 
         store = await store_factory()
         require(store, "vectors")

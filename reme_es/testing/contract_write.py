@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ..errors import BulkError, InvalidFilter, InvalidInput, MappingError
-from ..models import LinkScope
+from ..core.errors import BulkError, InvalidFilter, InvalidInput, MappingError
+from ..core.models import LinkScope
 from ._common import ASYNC
 from ._common import ids as _ids
 from ._common import paths as _paths

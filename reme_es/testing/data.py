@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..models import Chunk, FileDoc, Link, chunk_id
+from ..core.models import Chunk, FileDoc, Link, chunk_id
 
 DIMS = 8
 

@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.adapters.registry import resolve_engine
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.engines import resolve_engine
 from reme_es.server import node
 from tests.containers.servers import node_name
 

@@ -1,6 +1,6 @@
 """The contract suite, unchanged, against every flavour under test (see tests/conftest.py).
 
-`store_factory` comes from the suite's pytest plugin (reme_es.testing.plugin, loaded in tests/conftest.py);
+`store_factory` comes from the suite's pytest plugin (reme_es.testing.pytest_plugin, loaded in tests/conftest.py);
 this module only says how a store is opened: on the current flavour's server.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.store.connect import open_store
 from reme_es.testing import SharedSetContract, StoreContract
 
 

@@ -34,7 +34,7 @@ def test_the_suite_runs_from_a_separate_package_with_only_its_plugin(server, tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_ES_TEST", "PYTEST"))}
     proc = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "reme_es.testing.plugin",
+            sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "reme_es.testing.pytest_plugin",
             "--rootdir", str(tmp_path), "--reme-es-hosts", server.url, "--reme-es-engine", server.engine,
             "-k", CASES, str(tmp_path),
         ],
@@ -96,7 +96,7 @@ def test_an_out_of_tree_dialect_plugs_in_through_the_entry_point_and_passes_a_co
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "reme_es.testing.plugin",
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "reme_es.testing.pytest_plugin",
             "--rootdir", str(tests), "--reme-es-hosts", server.url, "--reme-es-engine", "partner",
             "-k", "runs_on_the_dialect or upsert_then_keyword_search_finds_exactly_the_matching_chunk", str(tests),
         ],

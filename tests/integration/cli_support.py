@@ -20,12 +20,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.cli import main
-from reme_es.config import default_workspace_key
-from reme_es.connect import detect_engine, make_dialect, open_store
-from reme_es.errors import MappingError
+from reme_es.core.errors import MappingError
+from reme_es.core.options import default_workspace_key
 from reme_es.store import MemoryStore
+from reme_es.store.connect import detect_engine, make_dialect, open_store
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
 BUILTIN = ["--chunker", "builtin", "--dirs", "daily,digest,resource", "--suffix", "md,jsonl"]
@@ -124,7 +124,7 @@ def _chunk_versions(cli, path: str) -> dict[str, tuple[int, int]]:
 
 
 def _local_model_installed() -> bool:
-    from reme_es.embeddings import default_model_path, default_tokenizer_path
+    from reme_es.embeddings.minilm import default_model_path, default_tokenizer_path
 
     return default_model_path() is not None and default_tokenizer_path() is not None
 

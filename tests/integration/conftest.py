@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.store.connect import open_store
 from tests.integration.cli_support import EXAMPLE, Cli, _drop
 
 

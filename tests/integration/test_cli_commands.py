@@ -125,7 +125,7 @@ def test_config_and_connection_errors(cli, tmp_path):
 
 
 def test_default_set_is_shared_and_the_workspace_key_comes_from_the_folder(cli, node_url):
-    from reme_es.config import SHARED_SET, default_workspace_key
+    from reme_es.core.options import SHARED_SET, default_workspace_key
 
     key = default_workspace_key(cli.workspace)
     assert re.fullmatch(r"workspace-[0-9a-f]{10}", key)  # the key ReMe's plugin derives for this workspace too
@@ -160,7 +160,7 @@ def test_full_and_json_summary(cli):
 
 
 def test_settings_precedence_yaml_env_flags(tmp_path):
-    from reme_es.config import default_prefix, default_workspace_key, load_settings
+    from reme_es.core.options import default_prefix, default_workspace_key, load_settings
 
     ws = tmp_path / "My Notes!"
     ws.mkdir()

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from reme_es.cli import main
-from reme_es.maintenance import vectors_model
+from reme_es.store.lifecycle import vectors_model
 from tests.integration.cli_support import (
     EXAMPLE_FILES,
     _chunk_versions,

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from reme_es.models import LinkScope, chunk_id
+from reme_es.core.models import LinkScope, chunk_id
 from tests.integration.cli_support import EXAMPLE_FILES, _summary, _touch
 from tests.integration.nodes import Proxy, exists
 

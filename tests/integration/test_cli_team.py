@@ -10,12 +10,12 @@ import shutil
 
 from click.testing import CliRunner
 
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.templates import INDEX_KINDS, render_index
 from reme_es.cli import main
-from reme_es.config import default_prefix, default_workspace_key
-from reme_es.connect import detect_engine, make_dialect
+from reme_es.core.options import default_prefix, default_workspace_key
 from reme_es.store import MemoryStore
-from reme_es.templates import INDEX_KINDS, render_index
+from reme_es.store.connect import detect_engine, make_dialect
 from tests.integration.cli_support import BUILTIN, EXAMPLE, EXAMPLE_FILES, Cli, _drop, _summary
 
 ALL = 7  # files of examples/workspace that BUILTIN syncs

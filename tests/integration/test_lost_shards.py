@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.port import REFRESH_WAIT
-from reme_es.connect import open_store
-from reme_es.errors import IndexUnavailable
+from reme_es.core.errors import IndexUnavailable
+from reme_es.store.connect import open_store
 from reme_es.testing import chunk, file_with
 
 UNASSIGNABLE = {"settings": {"number_of_replicas": 0, "index.routing.allocation.require._name": "no-such-node"}}

@@ -18,7 +18,7 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 from click.testing import CliRunner
 
 from reme_es.cli import main
-from reme_es.errors import ConfigError
+from reme_es.core.errors import ConfigError
 from reme_es.reme.keys import REME_PASS_THROUGH_KEYS
 from tests.integration.test_reme import PATHS, app_config, make_app, write_workspace
 

@@ -16,13 +16,13 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 from click.testing import CliRunner
 from reme.application import Application
 
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.cli import main
-from reme_es.config import SHARED_SET, default_workspace_key
-from reme_es.connect import open_store
-from reme_es.embeddings import default_model_path, default_tokenizer_path
-from reme_es.errors import MappingError
-from reme_es.maintenance import vectors_model
+from reme_es.core.errors import MappingError
+from reme_es.core.options import SHARED_SET, default_workspace_key
+from reme_es.embeddings.minilm import default_model_path, default_tokenizer_path
+from reme_es.store.connect import open_store
+from reme_es.store.lifecycle import vectors_model
 from tests.integration.reme_app import index_once_job, quiet_config
 
 pytestmark = pytest.mark.asyncio
@@ -137,7 +137,7 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
 async def test_minilm_backend_without_its_model_stops_reme_at_start_with_the_install_hint(server, es_prefix, tmp_path):
     minilm = {"backend": "minilm", "model_path": str(tmp_path / "missing.onnx")}
     cfg = reme_config(tmp_path / "ws", server.engine, server.url, es_prefix, with_vectors(minilm))
-    from reme_es.errors import ConfigError
+    from reme_es.core.errors import ConfigError
 
     app = Application(**cfg)
     try:
@@ -153,7 +153,7 @@ async def test_minilm_backend_without_its_model_stops_reme_at_start_with_the_ins
 
 
 async def test_minilm_backend_refuses_another_dimension(tmp_path):
-    from reme_es.errors import ConfigError
+    from reme_es.core.errors import ConfigError
     from reme_es.reme.as_embedding import MiniLMAsEmbedding
 
     with pytest.raises(ConfigError, match=r"gives 384-d vectors; remove `dimensions: 1024` or set it to 384"):

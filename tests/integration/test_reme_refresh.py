@@ -17,9 +17,9 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 
 from reme.schema import FileChunk, FileNode
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.config import default_workspace_key
-from reme_es.connect import open_store
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.options import default_workspace_key
+from reme_es.store.connect import open_store
 from tests.integration.test_reme import app_config, make_app
 
 pytestmark = pytest.mark.asyncio

@@ -18,7 +18,7 @@ pytest.importorskip("reme.application", reason="ReMe is not installed: pip insta
 
 from reme.schema import FileChunk, FileNode
 
-from reme_es.templates import INDEX_KINDS
+from reme_es.adapters.templates import INDEX_KINDS
 from tests.integration.test_reme import app_config, make_app, write_workspace
 
 pytestmark = pytest.mark.asyncio
@@ -67,7 +67,7 @@ def trips(sent: list[tuple[str, str]]) -> list[str]:
 
 
 # The top hits' texts and vectors; the expanded branches' `_msearch` follows only when a top hit is long enough to feed
-# back (`reme_es.fusion.feeds_back`), which this workspace's 160-byte chunks are not (the contract suite covers it).
+# back (`reme_es.store.fusion.feeds_back`), which this workspace's 160-byte chunks are not (the contract suite covers it).
 FEEDBACK_TRIPS = ["chunks/_mget"]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
 
-from reme_es.errors import WorkspaceConflict
+from reme_es.core.errors import WorkspaceConflict
 from tests.integration.test_reme import app_config, make_app, run_scenario, write_workspace
 
 pytestmark = pytest.mark.asyncio

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.engine_settings import vector_mapping
-from reme_es.errors import ServerError
+from reme_es.core.engine_settings import vector_mapping
+from reme_es.core.errors import ServerError
 from reme_es.server import node
 from reme_es.server.flavours import DEFAULT_FLAVOUR, get_flavour
 from tests.containers.early import EARLY, Call, needs
 from tests.integration.cli_support import EXAMPLE, Cli
-
 
 
 def default_flavour() -> str:

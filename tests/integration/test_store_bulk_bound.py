@@ -11,10 +11,10 @@ import asyncio
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.transport import BULK_REQUEST_BYTES
-from reme_es.connect import open_store
-from reme_es.models import Chunk, FileDoc, chunk_id
+from reme_es.core.models import Chunk, FileDoc, chunk_id
+from reme_es.store.connect import open_store
 
 pytestmark = pytest.mark.asyncio
 

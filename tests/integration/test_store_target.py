@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from reme_es.adapters import identity
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.port import Action
-from reme_es.connect import open_store
-from reme_es.errors import ClusterChanged, ConnectionFailed, IndexMissing
-from reme_es.models import Chunk, FileDoc
+from reme_es.core.errors import ClusterChanged, ConnectionFailed, IndexMissing
+from reme_es.core.models import Chunk, FileDoc
+from reme_es.store.connect import open_store
 from reme_es.testing.data import chunk, file_with
 from tests.integration.nodes import Proxy, exists
 

@@ -21,12 +21,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
-from reme_es.errors import ServerError
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.errors import ServerError
 from reme_es.server import node
 from reme_es.store import MemoryStore
-from reme_es.testing.plugin import dropped_at_exit
+from reme_es.store.connect import open_store
+from reme_es.testing.pytest_plugin import dropped_at_exit
 
 # Every logger of the client stacks of both engines; `debug_log` collects them at DEBUG.
 CLIENT_LOGGERS = ("opensearch", "elasticsearch", "elastic_transport", "urllib3", "aiohttp", "reme_es", "asyncio")

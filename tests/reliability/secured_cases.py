@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
-from reme_es.errors import AuthError, ConnectionFailed
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.errors import AuthError, ConnectionFailed
 from reme_es.server import certs, node
+from reme_es.store.connect import open_store
 
 from .conftest import free_port
 

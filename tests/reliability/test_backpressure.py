@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 
-from reme_es.errors import BulkError
+from reme_es.core.errors import BulkError
 from reme_es.testing.data import chunk, file_with
 from tests.containers.early import EARLY, Call, needs
 

@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
-from reme_es.adapters import base, transport
-from reme_es.errors import BulkError, BulkItemFailure
-from reme_es.models import doc_id
+from reme_es.adapters import dialect, transport
+from reme_es.core.errors import BulkError, BulkItemFailure
+from reme_es.core.models import doc_id
 from reme_es.store.indices import DEFAULT_WORKSPACE
 from reme_es.testing.data import chunk, file_with
 
@@ -97,7 +97,7 @@ def _retries(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "reme_es.adapters.transport"]
 
 
-RETRY_CAP = inspect.signature(base.Dialect.bulk).parameters["max_retries"].default
+RETRY_CAP = inspect.signature(dialect.Dialect.bulk).parameters["max_retries"].default
 
 
 class _Backoff:

@@ -52,11 +52,11 @@ from typing import Self
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.config import default_workspace_key
-from reme_es.connect import open_store
-from reme_es.models import FileDoc, Link
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.models import FileDoc, Link
+from reme_es.core.options import default_workspace_key
 from reme_es.server.cluster import Cluster, make_cluster
+from reme_es.store.connect import open_store
 from reme_es.sync.markdown import make_chunk
 from tests.containers.early import EARLY, Call, needs
 

@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from reme_es.errors import BulkError
-from reme_es.models import doc_id
+from reme_es.core.errors import BulkError
+from reme_es.core.models import doc_id
 from reme_es.testing.data import chunk, file_with
 
 from .conftest import chunk_ids
@@ -214,8 +214,8 @@ def test_two_syncs_of_one_workspace_at_once_end_consistent_and_a_rerun_is_clean(
 
 
 async def _create(server, prefix: str) -> None:
-    from reme_es.adapters.base import ClientSettings
-    from reme_es.connect import open_store
+    from reme_es.adapters.dialect import ClientSettings
+    from reme_es.store.connect import open_store
 
     store = await open_store(ClientSettings([server.url]), prefix, server.engine)
     await store.close()

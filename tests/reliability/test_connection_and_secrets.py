@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
-from reme_es.errors import AuthError, ConnectionFailed
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.errors import AuthError, ConnectionFailed
+from reme_es.store.connect import open_store
 
 from .conftest import free_port
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reme_es.errors import BulkError
-from reme_es.models import MAX_ID_BYTES, SearchFilter, doc_id
+from reme_es.core.errors import BulkError
+from reme_es.core.models import MAX_ID_BYTES, SearchFilter, doc_id
 from reme_es.testing.data import chunk, file_with
 
 from .conftest import chunk_ids, count

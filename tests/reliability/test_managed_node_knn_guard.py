@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.errors import ServerError
+from reme_es.core.errors import ServerError
 from reme_es.server import knn_guard, node
 from reme_es.server.flavours import FLAVOURS, get_flavour
 from tests.containers.early import EARLY, Call, needs

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import make_dialect, open_store
-from reme_es.errors import AuthError
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.errors import AuthError
+from reme_es.store.connect import make_dialect, open_store
 from reme_es.testing.data import chunk, file_with
 from tests.containers.early import EARLY, Call, needs
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import open_store
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.templates import IndexOptions
 from reme_es.server import node
 from reme_es.server.flavours import Flavour, get_flavour
-from reme_es.templates import IndexOptions
+from reme_es.store.connect import open_store
 from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours

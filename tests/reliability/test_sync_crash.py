@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import make_dialect, open_store
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.store import MemoryStore
+from reme_es.store.connect import make_dialect, open_store
 from reme_es.store.indices import DEFAULT_WORKSPACE
 from tests.containers.servers import Server
 
@@ -227,8 +227,8 @@ def test_killed_sync_then_edits_converge_on_rerun(server, tmp_path, prefixes):
 
 def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(server, tmp_path, prefixes):
     """The state a SIGKILL between the upsert phases leaves, made deterministic with an injected phase-2 failure."""
-    from reme_es.errors import BulkError
-    from reme_es.models import FileDoc, SearchFilter, doc_id
+    from reme_es.core.errors import BulkError
+    from reme_es.core.models import FileDoc, SearchFilter, doc_id
     from reme_es.sync.scan import parse
 
     from .test_bulk_faults import FaultyBulk

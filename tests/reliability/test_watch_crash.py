@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings
-from reme_es.connect import make_dialect
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.store import MemoryStore
+from reme_es.store.connect import make_dialect
 from tests.containers.servers import Server
 
 from .test_sync_crash import BATCH_FILES, FILES, SEED, TOPICS, Sync, indexed_state, make_workspace

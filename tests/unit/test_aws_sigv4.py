@@ -22,14 +22,14 @@ pytest.importorskip("botocore", reason="botocore is not installed: pip install '
 from click.testing import CliRunner
 from opensearchpy import AsyncHttpConnection
 
-from reme_es import connect
 from reme_es.adapters.aoss import ServerlessDialect
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.cli import main
-from reme_es.config import load_settings
-from reme_es.errors import ConfigError
+from reme_es.core.errors import ConfigError
+from reme_es.core.options import load_settings
+from reme_es.store import connect
 
 ACCESS_KEY = "AKIAREMEESTEST000001"
 SECRET_KEY = "reme-es/Secret+Key/0001"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings, candidates_only, filter_clauses, keyword_body
+from reme_es.adapters.dialect import ClientSettings, candidates_only, filter_clauses, keyword_body
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.models import Capabilities, SearchFilter
-from reme_es.templates import IndexOptions, render_index
+from reme_es.adapters.templates import IndexOptions, render_index
+from reme_es.core.models import Capabilities, SearchFilter
 
 GOLDEN = Path(__file__).parent / "golden"
 SETTINGS = ClientSettings(hosts=["http://127.0.0.1:9200"])
@@ -183,7 +183,7 @@ def test_candidates_only_keeps_the_query_and_drops_stored_fields():
 
 
 def test_feedback_keyword_body_ors_the_query_with_a_more_like_this_of_the_top_hits_under_the_same_filter():
-    from reme_es.adapters.base import feedback_keyword_body
+    from reme_es.adapters.dialect import feedback_keyword_body
 
     body = feedback_keyword_body("p-chunks", "moon 月球", [("d1", "daily/a.md")], 50, FILTER, terms=10, boost=0.5)
     plain = keyword_body("moon 月球", 50, FILTER)["query"]["bool"]

@@ -12,18 +12,18 @@ import click
 import pytest
 
 from reme_es.cli import main
-from reme_es.cli.base import COMMANDS, LazyGroup
+from reme_es.cli.app import COMMANDS, LazyGroup
 
 # What none of the --help runs may import (a package and its submodules).
 HEAVY = (
     "pydantic", "yaml", "rich", "asyncio", "opensearchpy", "elasticsearch", "aiohttp", "requests", "urllib3",
-    "botocore", "watchfiles", "reme_es.config", "reme_es.models", "reme_es.store", "reme_es.connect",
-    "reme_es.maintenance", "reme_es.adapters.base", "reme_es.adapters.transport", "reme_es.sync",
+    "botocore", "watchfiles", "reme_es.core.options", "reme_es.core.models", "reme_es.store", "reme_es.store.connect",
+    "reme_es.store.lifecycle", "reme_es.adapters.dialect", "reme_es.adapters.transport", "reme_es.sync",
     "reme_es.server.node",
 )
 # What `import reme_es.cli` and `reme-es --help` may not import either: the commands and the entry points.
 COMMAND_MODULES = (
-    "reme_es.cli.sync", "reme_es.cli.search", "reme_es.cli.maintenance", "reme_es.cli.server", "importlib.metadata",
+    "reme_es.cli.sync_command", "reme_es.cli.search_command", "reme_es.cli.admin_commands", "reme_es.cli.server_commands", "importlib.metadata",
 )
 
 # Prints the modules a fresh interpreter imported for `import reme_es.cli` and then, given arguments, `reme-es ARGS`.

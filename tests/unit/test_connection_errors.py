@@ -18,11 +18,11 @@ from elastic_transport import ConnectionError as ESConnectionError
 from elastic_transport import TlsError
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.adapters.transport import REFUSED, TLS, UNKNOWN_HOST, connection_kind
-from reme_es.errors import ConnectionFailed
+from reme_es.core.errors import ConnectionFailed
 
 TLS_HINT = "set ca_certs"
 _KEY = ConnectionKey("127.0.0.1", 9, False, True, None, None, None, None)  # what aiohttp's connector builds

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.adapters import registry
+from reme_es.adapters import engines
 from reme_es.adapters.aoss import ServerlessDialect
-from reme_es.adapters.base import ClientSettings
+from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
+from reme_es.adapters.engines import GROUP, dialect_class, engine_for_node, engine_names, make_dialect
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.adapters.registry import GROUP, dialect_class, engine_for_node, engine_names, make_dialect
-from reme_es.config import Settings
-from reme_es.errors import CapabilityError, ConfigError, RequestFailed
-from reme_es.models import SearchFilter
+from reme_es.adapters.templates import IndexOptions, render_index
+from reme_es.core.errors import CapabilityError, ConfigError, RequestFailed
+from reme_es.core.models import SearchFilter
+from reme_es.core.options import Settings
 from reme_es.store import MemoryStore
-from reme_es.templates import IndexOptions, render_index
 
 GOLDEN = Path(__file__).parent / "golden"
 AOSS = ClientSettings(hosts=["https://abc.eu-west-1.aoss.amazonaws.com"], aws_region="eu-west-1", aws_service="aoss")
@@ -144,8 +144,8 @@ def test_each_dialect_detects_its_own_nodes_and_a_subclass_does_not_take_them_ov
     assert (OpenSearchDialect.detects(os_node), OpenSearchDialect.detects(es_node)) == (True, False)
     assert (ServerlessDialect.detects(os_node), ServerlessDialect.detects(es_node)) == (False, False)
     assert (engine_for_node(es_node), engine_for_node(os_node)) == ("elasticsearch", "opensearch")
-    targets = {**registry._targets(), "partner": f"{__name__}:PartnerDialect", "fork": f"{__name__}:ForkDialect"}
-    monkeypatch.setattr(registry, "_targets", lambda: targets)
+    targets = {**engines._targets(), "partner": f"{__name__}:PartnerDialect", "fork": f"{__name__}:ForkDialect"}
+    monkeypatch.setattr(engines, "_targets", lambda: targets)
     fork_node = {**os_node, "distribution": "fork"}
     assert [engine_for_node(n) for n in (es_node, os_node, fork_node)] == ["elasticsearch", "opensearch", "fork"]
 

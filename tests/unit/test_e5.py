@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from reme_es.embeddings import local_identity
-from reme_es.embeddings_e5 import E5_MODEL_NAME, LocalE5, e5_identity
-from reme_es.errors import ConfigError
-from reme_es.sync.embed import describe_model, embedder_for, same_model
+from reme_es.core.errors import ConfigError
+from reme_es.embeddings.e5 import E5_MODEL_NAME, LocalE5, e5_identity
+from reme_es.embeddings.embedders import describe_model, embedder_for, same_model
+from reme_es.embeddings.minilm import local_identity
 
 
 class FakeEngine:
@@ -117,7 +117,7 @@ async def test_the_reme_backend_embeds_what_reme_hands_it_as_questions_and_passa
 
 
 def test_the_command_line_embedder_keeps_the_two_sides_apart():
-    from reme_es.sync.embed import _CheckedLocal
+    from reme_es.embeddings.embedders import _CheckedLocal
 
     embedder = _CheckedLocal("e5")
     engine = FakeEngine()

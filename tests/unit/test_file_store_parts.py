@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from reme.schema import FileNode
 
-from reme_es.errors import BulkError, BulkItemFailure, ConnectionFailed, InvalidInput, RequestFailed
-from reme_es.models import FileDoc
+from reme_es.core.errors import BulkError, BulkItemFailure, ConnectionFailed, InvalidInput, RequestFailed
+from reme_es.core.models import FileDoc
 from reme_es.reme.pending import PENDING_BATCH, RETRY_MAX_S, PendingChanges, unreachable
 from reme_es.reme.tags import TagIndexSync
 from reme_es.reme.visibility import MAX_DELAY_FACTOR, DeferredRefresh

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from reme_es.fusion import apply_min_score, candidate_depth, weighted_rrf
-from reme_es.models import Chunk, Hit
+from reme_es.core.models import Chunk, Hit
+from reme_es.store.fusion import apply_min_score, candidate_depth, weighted_rrf
 
 
 def _hit(cid: str, branch: str, score: float) -> Hit:
@@ -57,7 +57,7 @@ def test_matches_reme_rrf_merge(seed, weight):
 
 
 def test_minmax_convex_by_hand():
-    from reme_es.fusion import convex
+    from reme_es.store.fusion import convex
 
     vec = [_hit("a", "vector", 0.9), _hit("b", "vector", 0.5), _hit("c", "vector", 0.1)]
     kw = [_hit("c", "keyword", 12.0), _hit("d", "keyword", 2.0)]
@@ -68,7 +68,7 @@ def test_minmax_convex_by_hand():
 
 
 def test_zscore_convex_by_hand():
-    from reme_es.fusion import convex
+    from reme_es.store.fusion import convex
 
     vec = [_hit("a", "vector", 3.0), _hit("b", "vector", 1.0)]  # z: +1, -1
     kw = [_hit("b", "keyword", 10.0), _hit("c", "keyword", 4.0), _hit("d", "keyword", 4.0)]  # z: +1.414, -0.707 x2
@@ -80,7 +80,7 @@ def test_zscore_convex_by_hand():
 
 
 def test_fuse_dispatch_and_errors():
-    from reme_es.fusion import convex, fuse
+    from reme_es.store.fusion import convex, fuse
 
     vec, kw = _lists(3)
     assert [h.chunk.id for h in fuse(vec, kw, "rrf", 0.3)] == [h.chunk.id for h in weighted_rrf(vec, kw, 0.3)]
@@ -92,7 +92,7 @@ def test_fuse_dispatch_and_errors():
 
 
 def test_proximity_and_rescore():
-    from reme_es.fusion import proximity, proximity_rescore, terms
+    from reme_es.store.fusion import proximity, proximity_rescore, terms
 
     assert terms("What did Sam name the new dog?") == ["sam", "name", "new", "dog"]
     assert terms("小林的狗") == ["小", "林", "的", "狗"]
@@ -115,7 +115,7 @@ def test_proximity_and_rescore():
 
 
 def test_rocchio_moves_the_query_toward_the_mean_of_its_unit_feedback_vectors():
-    from reme_es.fusion import rocchio
+    from reme_es.store.fusion import rocchio
 
     # q = (2, 0) -> (1, 0); feedback (0, 3) and (0, 1) -> both (0, 1); (1, 0) + 0.5 x (0, 1) = (1, 0.5) -> unit
     moved = rocchio([2.0, 0.0], [[0.0, 3.0], [0.0, 1.0]], beta=0.5)
@@ -124,7 +124,7 @@ def test_rocchio_moves_the_query_toward_the_mean_of_its_unit_feedback_vectors():
 
 
 def test_rocchio_without_usable_feedback_keeps_the_query():
-    from reme_es.fusion import rocchio
+    from reme_es.store.fusion import rocchio
 
     assert rocchio([0.6, 0.8], []) == [0.6, 0.8]
     assert rocchio([0.6, 0.8], [[1.0, 0.0, 0.0], []]) == [0.6, 0.8]  # another dimension, an empty vector: ignored
@@ -133,8 +133,8 @@ def test_rocchio_without_usable_feedback_keeps_the_query():
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "2", True, None])
 def test_feedback_depth_is_a_whole_number_of_hits(bad):
-    from reme_es.errors import ConfigError
-    from reme_es.fusion import validate_feedback
+    from reme_es.core.errors import ConfigError
+    from reme_es.store.fusion import validate_feedback
 
     assert validate_feedback(0) == 0 and validate_feedback(2) == 2 and validate_feedback(3.0) == 3
     with pytest.raises(ConfigError, match="feedback must be a whole number of hits >= 0"):
@@ -142,9 +142,9 @@ def test_feedback_depth_is_a_whole_number_of_hits(bad):
 
 
 def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
-    from reme_es.config import load_settings
-    from reme_es.errors import ConfigError
-    from reme_es.fusion import DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT
+    from reme_es.core.errors import ConfigError
+    from reme_es.core.options import load_settings
+    from reme_es.store.fusion import DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT
 
     s = load_settings(tmp_path, environ={})
     assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == (
@@ -172,7 +172,7 @@ def _said(cid: str, text: str, score: float) -> Hit:
 
 
 def test_collapse_keeps_each_repeated_text_once_at_its_best_rank_and_counts_the_copies():
-    from reme_es.fusion import collapse_repeats
+    from reme_es.store.fusion import collapse_repeats
 
     ranked = [_said("a", "Long day, talk tomorrow?", 0.9), _said("b", "Long day, talk tomorrow?", 0.9),
               _said("c", "We adopted a puppy.", 0.8), _said("d", "Long day, talk tomorrow?", 0.7),
@@ -185,7 +185,7 @@ def test_collapse_keeps_each_repeated_text_once_at_its_best_rank_and_counts_the_
 
 
 def test_copies_that_tie_are_shown_by_the_latest_path():
-    from reme_es.fusion import collapse_repeats
+    from reme_es.store.fusion import collapse_repeats
 
     ranked = [_said("2026-03-01", "Work has been hectic.", 0.9), _said("2026-03-09", "Work has been hectic.", 0.9),
               _said("2026-03-05", "Work has been hectic.", 0.9), _said("2026-03-20", "Work has been hectic.", 0.4)]
@@ -197,8 +197,8 @@ def test_copies_that_tie_are_shown_by_the_latest_path():
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_collapse_is_true_or_false(bad):
-    from reme_es.errors import ConfigError
-    from reme_es.fusion import validate_collapse
+    from reme_es.core.errors import ConfigError
+    from reme_es.store.fusion import validate_collapse
 
     assert validate_collapse(True) is True and validate_collapse(False) is False
     with pytest.raises(ConfigError, match="collapse must be true or false"):
@@ -206,7 +206,7 @@ def test_collapse_is_true_or_false(bad):
 
 
 def test_the_cli_shows_how_many_copies_of_a_hit_were_left_out():
-    from reme_es.cli.search import _format_scores
+    from reme_es.cli.search_command import _format_scores
 
     assert _format_scores({"score": 0.5, "vector": 0.8, "repeats": 2.0}) == "score=0.5000 vector=0.8000 repeats=2"
     assert _format_scores({"score": 0.5, "keyword": 3.0}) == "score=0.5000 keyword=3.0000"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reme_es.adapters.base import ClientSettings, validate_hosts
-from reme_es.errors import ConfigError
+from reme_es.adapters.dialect import ClientSettings, validate_hosts
+from reme_es.core.errors import ConfigError
 
 
 def test_http_and_https_pass_normalised():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.errors import ConfigError, ServerError
+from reme_es.core.errors import ConfigError, ServerError
 from reme_es.server import node
 from reme_es.server.flavours import FLAVOURS, get_flavour
 

@@ -11,8 +11,8 @@ pytest.importorskip("reme.schema", reason="ReMe is not installed: pip install 'r
 import numpy as np
 from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 
-from reme_es.config import default_prefix as default_index_prefix
-from reme_es.models import Hit
+from reme_es.core.models import Hit
+from reme_es.core.options import default_prefix as default_index_prefix
 from reme_es.reme.convert import (
     as_vector,
     to_chunk,

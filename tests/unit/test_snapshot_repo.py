@@ -10,10 +10,10 @@ import socket
 import pytest
 import yaml
 
-from reme_es.errors import ServerError
+from reme_es.core.errors import ServerError
 from reme_es.server import cluster, node, process
-from reme_es.server.config import _node_settings
 from reme_es.server.flavours import get_flavour
+from reme_es.server.node_config import _node_settings
 from reme_es.server.snapshot_repo import prepare_snapshot_repo, repo_settings
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reme_es.errors import ConfigError
-from reme_es.sync.embed import OpenAIEmbedder, describe_model, embedder_for, local_identity, same_model
+from reme_es.core.errors import ConfigError
+from reme_es.embeddings.embedders import OpenAIEmbedder, describe_model, embedder_for, local_identity, same_model
 
 
 def test_local_record_and_comparison():

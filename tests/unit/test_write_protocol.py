@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.errors import BulkError
-from reme_es.models import doc_id
+from reme_es.core.errors import BulkError
+from reme_es.core.models import doc_id
 from reme_es.store import protocol
 from reme_es.store.sources import file_source
 from reme_es.store.writer import STREAM_MIN_ACTIONS, Writer

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-
 from dataclasses import replace
 
-from .adapters.port import Action
-from .errors import ConfigError, MappingError, RequestFailed
-from .models import Link, doc_id
-from .store import MemoryStore
-from .templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index, replica_settings
+from ..adapters.port import Action
+from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index, replica_settings
+from ..core.errors import ConfigError, MappingError, RequestFailed
+from ..core.models import Link, doc_id
+from . import MemoryStore
 
 PAGE = 1000
 

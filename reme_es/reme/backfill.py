@@ -12,10 +12,10 @@ import numpy as np
 from reme.components.embedding_store import BaseEmbeddingStore
 from reme.schema import FileChunk, FileNode
 
-from ..embeddings import describe_model, same_model
-from ..maintenance import record_vectors_model, vectors_model
-from ..models import Chunk
+from ..core.models import Chunk
+from ..embeddings.minilm import describe_model, same_model
 from ..store import MemoryStore
+from ..store.lifecycle import record_vectors_model, vectors_model
 from .as_embedding import vectors_identity
 from .convert import as_vector, to_chunk
 

@@ -1,6 +1,6 @@
 """The engine-neutral part of an adapter: request builders shared by every dialect, and the dialect surface.
 
-A dialect (one module per engine, found by entry point: `reme_es.adapters.registry`) subclasses `Dialect` and
+A dialect (one module per engine, found by entry point: `reme_es.adapters.engines`) subclasses `Dialect` and
 overrides only what differs: its transport (how a client is made and called), the vector field and k-NN
 clause, the metadata field type, the capability probe and the native hybrid request. Builders are pure
 functions of their arguments; only the transport (`reme_es.adapters.transport`) does I/O.
@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from ..engine_settings import RETRYABLE_STATUS, knn_candidates
-from ..errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError, RequestFailed
-from ..models import RRF_K, Capabilities, SearchFilter
+from ..core.engine_settings import RETRYABLE_STATUS, knn_candidates
+from ..core.errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError, RequestFailed
+from ..core.models import RRF_K, Capabilities, SearchFilter
 from .transport import (
     AWS_SERVICES,
     BULK_REQUEST_BYTES,

@@ -14,11 +14,11 @@ from functools import cache
 from importlib import resources
 from typing import Protocol
 
-from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
-from .models import Capabilities
+from ..core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
+from ..core.models import Capabilities
 
 INDEX_KINDS = ("chunks", "files", "links")  # the workspace content of an index set
-REGISTRY_KIND = "workspaces"  # one doc per workspace of the set: which folder writes it (`reme_es.store.registry`)
+REGISTRY_KIND = "workspaces"  # one doc per workspace of the set: which folder writes it (`reme_es.store.workspaces`)
 SET_KINDS = (*INDEX_KINDS, REGISTRY_KIND)
 
 
@@ -33,7 +33,7 @@ def load_template(name: str) -> dict:
 
 
 class IndexDialect(Protocol):
-    """What rendering an index needs from a dialect (`reme_es.adapters.base.Dialect` offers it)."""
+    """What rendering an index needs from a dialect (`reme_es.adapters.dialect.Dialect` offers it)."""
 
     metadata_type: str
 
@@ -57,7 +57,7 @@ class IndexOptions:
     replicas: int | None = None
 
     def __post_init__(self) -> None:
-        from .errors import ConfigError
+        from ..core.errors import ConfigError
 
         if not isinstance(self.shards, int) or isinstance(self.shards, bool) or self.shards < 1:
             raise ConfigError(f"shards must be a whole number of at least 1, got {self.shards!r}")

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import ConfigError
-from .base import (
+from ..core.errors import ConfigError
+from .app import (
     _check_model,
     _embedder,
     _embedding_given,
@@ -24,7 +24,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..core.options import Settings
     from ..store import MemoryStore
 
 
@@ -155,7 +155,7 @@ async def _query_vector(
 async def _search(
     settings: Settings, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
 ):
-    from ..models import SearchFilter
+    from ..core.models import SearchFilter
 
     search_filter = SearchFilter.parse({"start_date": start_date, "end_date": end_date, "path_prefix": prefixes})
     asked, mode = mode, mode or "hybrid"

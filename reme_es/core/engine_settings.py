@@ -12,7 +12,7 @@ import re
 from importlib import resources
 from typing import Any
 
-SETTINGS: dict[str, Any] = json.loads(resources.files(__package__).joinpath("engine_settings.json").read_text())
+SETTINGS: dict[str, Any] = json.loads(resources.files("reme_es").joinpath("engine_settings.json").read_text())
 
 HNSW_M: int = SETTINGS["hnsw"]["m"]
 HNSW_EF_CONSTRUCTION: int = SETTINGS["hnsw"]["ef_construction"]

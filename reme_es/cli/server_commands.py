@@ -8,7 +8,7 @@ import json
 import click
 
 from ..server.flavours import DEFAULT_FLAVOUR, LOCAL_FLAVOURS
-from .base import _run
+from .app import _run
 
 
 @click.group()

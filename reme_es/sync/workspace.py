@@ -16,9 +16,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from ..errors import RequestFailed
+from ..core.errors import RequestFailed
+from ..embeddings.embedders import Embedder
 from ..store import MemoryStore
-from .embed import Embedder
 from .reme_chunkers import ReMeChunkers
 from .report import Failure, Reporter, Summary
 from .scan import MB, Changes, diff, in_scope, walk

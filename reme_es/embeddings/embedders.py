@@ -9,9 +9,9 @@ import urllib.error
 import urllib.request
 from typing import Protocol
 
-from ..embeddings import MODEL_NAME, describe_model, local_identity, same_model
-from ..embeddings_e5 import E5_MODEL_NAME, E5_PREFIXES, e5_identity
-from ..errors import ConfigError, ReMeESError
+from ..core.errors import ConfigError, ReMeESError
+from .e5 import E5_MODEL_NAME, E5_PREFIXES, e5_identity
+from .minilm import MODEL_NAME, describe_model, local_identity, same_model
 
 
 class Embedder(Protocol):
@@ -84,8 +84,8 @@ class _CheckedLocal:
     dimensions = 384
 
     def __init__(self, kind: str = "local") -> None:
-        from ..embeddings import LocalMiniLM
-        from ..embeddings_e5 import LocalE5
+        from .e5 import LocalE5
+        from .minilm import LocalMiniLM
 
         self.kind = kind
         self._model = LocalE5() if kind == "e5" else LocalMiniLM()

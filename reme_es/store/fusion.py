@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .models import RRF_K, Hit
+from ..core.models import RRF_K, Hit
 
 
 def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.7, k: int = RRF_K) -> list[Hit]:
@@ -204,7 +204,7 @@ def validate_fusion(value: str | None) -> str | None:
     """A fusion method name (None: the store's default), or ConfigError naming the choices."""
     if value is None or value in FUSION_METHODS:
         return value
-    from .errors import ConfigError
+    from ..core.errors import ConfigError
 
     raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)} (or left out), got {value!r}")
 
@@ -213,7 +213,7 @@ def validate_collapse(value) -> bool:
     """Whether to collapse repeated texts (a bool, as YAML gives it), or ConfigError."""
     if isinstance(value, bool):
         return value
-    from .errors import ConfigError
+    from ..core.errors import ConfigError
 
     raise ConfigError(f"collapse must be true or false, got {value!r}")
 
@@ -240,7 +240,7 @@ def rocchio(query: list[float], feedback: list[list[float]], beta: float = FEEDB
 
 def validate_feedback(value) -> int:
     """A feedback depth (hits per branch used as feedback; 0 turns feedback off), or ConfigError."""
-    from .errors import ConfigError
+    from ..core.errors import ConfigError
 
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or int(value) != value:
         raise ConfigError(f"feedback must be a whole number of hits >= 0 (0: off), got {value!r}")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .adapters.base import ClientSettings, Dialect
-from .adapters.port import IndexPort
-from .adapters.registry import engine_names, resolve_engine
-from .adapters.registry import make_dialect as _registered
-from .config import SHARED_SET, default_prefix
-from .store import MemoryStore
-from .templates import IndexOptions
+from ..adapters.dialect import ClientSettings, Dialect
+from ..adapters.engines import engine_names, resolve_engine
+from ..adapters.engines import make_dialect as _registered
+from ..adapters.port import IndexPort
+from ..adapters.templates import IndexOptions
+from ..core.options import SHARED_SET, default_prefix
+from . import MemoryStore
 
 
 def __getattr__(name: str):

@@ -14,7 +14,7 @@ from reme.components.keyword_index import BaseKeywordIndex
 from reme.enumeration import LinkScopeEnum
 from reme.schema import FileLink, FileNode
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..store import MemoryStore
 
 

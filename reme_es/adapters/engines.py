@@ -15,10 +15,10 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from .base import ClientSettings, Dialect
+    from .dialect import ClientSettings, Dialect
 
 GROUP = "reme_es.dialects"
 

@@ -13,7 +13,7 @@ import socket
 
 from ..adapters import lookups as q
 from ..adapters.port import Action, IndexPort
-from ..errors import WorkspaceConflict
+from ..core.errors import WorkspaceConflict
 
 LEGACY_KEY = "_set"  # the record of a set from before workspaces: the one workspace it holds
 

@@ -135,7 +135,7 @@ class Neighbour(BaseModel):
 class Capabilities(BaseModel):
     """What the connected server can do, probed once at connect."""
 
-    engine: str  # the name the dialect that probed is registered under (`reme_es.adapters.registry`)
+    engine: str  # the name the dialect that probed is registered under (`reme_es.adapters.engines`)
     version: str
     knn: bool = False
     knn_engines: list[str] = Field(default_factory=list)

@@ -28,12 +28,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
-from .adapters.base import ClientSettings, validate_hosts
-from .adapters.scope import validate_workspace_key
+from ..adapters.dialect import ClientSettings, validate_hosts
+from ..adapters.scope import validate_workspace_key
+from ..adapters.templates import IndexOptions
+from ..server.flavours import LOCAL_FLAVOURS
+from ..store import validate_hybrid, validate_prefix
 from .errors import ConfigError
-from .server.flavours import LOCAL_FLAVOURS
-from .store import validate_hybrid, validate_prefix
-from .templates import IndexOptions
 
 CONFIG_NAME = "reme-es.yaml"
 # What ReMe's file-store watcher (default.yaml's index_update_loop) indexes: Markdown in daily_dir and digest_dir.
@@ -56,7 +56,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     hosts: list[str] = Field(default_factory=list)
-    engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.registry)
+    engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.engines)
     index_prefix: str | None = None  # the index set; None: SHARED_SET (or the workspace's own set from before them)
     workspace_key: str | None = None  # None: from the workspace folder (default_workspace_key)
     replicas: int | None = Field(default=None, ge=0)  # None: auto_expand_replicas 0-1
@@ -93,7 +93,7 @@ class Settings(BaseModel):
     @field_validator("engine")
     @classmethod
     def _registered_engine(cls, value: str) -> str:
-        from .adapters.registry import engine_names
+        from ..adapters.engines import engine_names
 
         if value != "auto" and value not in engine_names():
             raise ValueError(f"engine must be auto or one of {', '.join(engine_names())}, got {value!r}")

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import ConfigError, MappingError
-from .base import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint
+from ..core.errors import ConfigError, MappingError
+from .app import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..core.options import Settings
     from ..store import MemoryStore
 
 
@@ -96,9 +96,9 @@ def _size(n: int) -> str:
 
 async def _status(settings: Settings, as_json: bool) -> int:
     from ..adapters.transport import redact_host
-    from ..connect import make_dialect, resolve_engine
     from ..store import MemoryStore
-    from ..sync.sync import State, state_path
+    from ..store.connect import make_dialect, resolve_engine
+    from ..sync.workspace import State, state_path
 
     cs, engine = await _client(settings)
     stats = counts = workspace = None
@@ -193,7 +193,7 @@ def templates_install(workspace, config_file, **flags):
 
 
 async def _templates_install(settings: Settings) -> int:
-    from ..maintenance import concrete_indices
+    from ..store.lifecycle import concrete_indices
 
     embedder = _embedder(settings)
     store = await _open(settings, dims=embedder.dimensions if embedder else None)
@@ -217,7 +217,7 @@ def templates_diff(workspace, config_file, **flags):
 
 
 async def _templates_diff(settings: Settings) -> int:
-    from ..maintenance import template_diff
+    from ..store.lifecycle import template_diff
 
     store = await _open(settings, create=False)
     try:
@@ -244,9 +244,9 @@ def reindex(embedding, workspace, config_file, **flags):
 
 
 async def _reindex(settings: Settings, workspace=None) -> int:
-    from ..maintenance import live_options, record_vectors_model, vectors_model
-    from ..maintenance import reindex as run_reindex
-    from ..sync.embed import describe_model, same_model
+    from ..embeddings.embedders import describe_model, same_model
+    from ..store.lifecycle import live_options, record_vectors_model, vectors_model
+    from ..store.lifecycle import reindex as run_reindex
 
     embedder = _embedder(settings)
     store = await _open(settings, create=False)
@@ -298,7 +298,7 @@ def drop(yes, whole_set, expunge, take_over, as_json, workspace, config_file, **
 async def _drop(
     settings: Settings, yes: bool, whole_set: bool, expunge: bool, as_json: bool, take_over: bool = False
 ) -> int:
-    from ..sync.sync import state_path
+    from ..sync.workspace import state_path
 
     cs, engine = await _client(settings)
     try:
@@ -323,8 +323,8 @@ async def _drop_workspace(
 ) -> int:
     """Forget one workspace of a shared set (`MemoryStore.drop_workspace`): only from the folder that writes it (as
     sync), and a workspace with nothing stored is said to be so."""
-    from ..store.registry import writer_identity
-    from ..sync.sync import state_path
+    from ..store.workspaces import writer_identity
+    from ..sync.workspace import state_path
 
     counts = await store.health_counts()
     what = f"workspace {store.workspace} of index set {store.prefix}"
@@ -365,9 +365,9 @@ async def _drop_workspace(
 
 async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) -> int:
     """Delete a whole index set: its indices, aliases and pipelines."""
-    from ..connect import make_dialect, resolve_engine
-    from ..maintenance import drop_plan, drop_prefix
     from ..store import MemoryStore
+    from ..store.connect import make_dialect, resolve_engine
+    from ..store.lifecycle import drop_plan, drop_prefix
 
     engine = await resolve_engine(cs, engine)
     store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
@@ -410,10 +410,10 @@ def migrate(source, from_key, keep_source, as_json, workspace, config_file, **fl
 
 
 async def _migrate(settings: Settings, workspace: Path, source: str | None, from_key, keep_source, as_json) -> int:
-    from ..config import SHARED_SET, default_prefix
-    from ..connect import open_store
-    from ..maintenance import migrate as run_migrate
-    from ..maintenance import record_vectors_model, vectors_model
+    from ..core.options import SHARED_SET, default_prefix
+    from ..store.connect import open_store
+    from ..store.lifecycle import migrate as run_migrate
+    from ..store.lifecycle import record_vectors_model, vectors_model
 
     source = source or default_prefix(workspace)
     settings.index_prefix = settings.index_prefix or SHARED_SET

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import ConfigError, MappingError
-from .base import (
+from ..core.errors import ConfigError, MappingError
+from .app import (
     _check_model,
     _client,
     _embedder,
@@ -25,7 +25,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..core.options import Settings
     from ..store import MemoryStore
 
 
@@ -78,7 +78,7 @@ def _where(store: MemoryStore) -> str:
 
 
 def _reporter(as_json: bool):
-    from ..sync.sync import Reporter
+    from ..sync.workspace import Reporter
 
     echo = (lambda msg: None) if as_json else click.echo
     warn = lambda msg: _err(f"warning: {msg}")
@@ -130,8 +130,8 @@ def _reme_chunkers(settings: Settings, workspace: Path):
 async def _sync_store(settings: Settings, dry_run: bool):
     """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
     embedder asked for (checked against the index's recorded model), or the model the index records."""
-    from ..connect import make_dialect, resolve_engine
     from ..store import MemoryStore
+    from ..store.connect import make_dialect, resolve_engine
 
     embedder = None
     if dry_run:
@@ -169,7 +169,7 @@ async def _sync(
     workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, settings: Settings
 ) -> int:
     from ..sync.scan import MB
-    from ..sync.sync import State, WorkspaceSync, state_path
+    from ..sync.workspace import State, WorkspaceSync, state_path
 
     if watch and dry_run:
         raise ConfigError("--watch and --dry-run cannot be combined")

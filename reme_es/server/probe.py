@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 from .info import NodeInfo, NodeSecurity, log_tail, write_node
 
 log = logging.getLogger("reme_es.server.node")  # the managed node's one logger

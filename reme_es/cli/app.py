@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import ConfigError, InvalidFilter, MappingError, ReMeESError
+from ..core.errors import ConfigError, InvalidFilter, MappingError, ReMeESError
 
 if TYPE_CHECKING:
     import asyncio
     from pathlib import Path
 
-    from ..config import Settings
+    from ..core.options import Settings
     from ..store import MemoryStore
 
 
@@ -102,7 +102,7 @@ def common(with_workspace: bool = True):
 
     from pathlib import Path
 
-    from ..adapters.registry import engine_names
+    from ..adapters.engines import engine_names
 
     def decorate(f):
         f = click.option("--shards", type=click.IntRange(1, 1024), help="Primary shards of new indices (default 1).")(f)
@@ -143,7 +143,7 @@ def common(with_workspace: bool = True):
 
 
 def _settings(workspace: Path | None, config_file: Path | None, **flags) -> Settings:
-    from ..config import load_settings
+    from ..core.options import load_settings
 
     return load_settings(workspace, config_file, flags)
 
@@ -167,7 +167,7 @@ async def _client(settings: Settings):
         cs.hosts = [info.url]
         engine = info.engine
     if settings.index_prefix is None:
-        from ..connect import choose_set, make_dialect, resolve_engine
+        from ..store.connect import choose_set, make_dialect, resolve_engine
 
         engine = await resolve_engine(cs, engine)
         dialect = make_dialect(engine, cs)
@@ -179,7 +179,7 @@ async def _client(settings: Settings):
 
 
 def _embedder(settings: Settings):
-    from ..sync.embed import make_embedder
+    from ..embeddings.embedders import make_embedder
 
     key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
     return make_embedder(settings.embedding, settings.embedding_model, settings.embedding_base_url, key, settings.dims)
@@ -196,8 +196,8 @@ def _api_key(settings: Settings) -> str | None:
 
 async def _check_model(store: MemoryStore, embedder, what: str) -> None:
     """Refuse an embedder other than the one that made the index's vectors; record it when none is recorded."""
-    from ..maintenance import record_vectors_model, vectors_model
-    from ..sync.embed import describe_model, same_model
+    from ..embeddings.embedders import describe_model, same_model
+    from ..store.lifecycle import record_vectors_model, vectors_model
 
     recorded = await vectors_model(store)
     if recorded is None:
@@ -214,8 +214,8 @@ async def _recorded_embedder(settings: Settings, store: MemoryStore):
     """The embedder of the model the index records for its vectors (None when the index has no vectors)."""
     import asyncio
 
-    from ..maintenance import vectors_model
-    from ..sync.embed import embedder_for
+    from ..embeddings.embedders import embedder_for
+    from ..store.lifecycle import vectors_model
 
     if not store.dims:
         return None
@@ -232,7 +232,7 @@ async def _recorded_embedder(settings: Settings, store: MemoryStore):
 
 
 async def _open(settings: Settings, dims: int | None = None, create: bool = True, client=None) -> MemoryStore:
-    from ..connect import open_store
+    from ..store.connect import open_store
 
     cs, engine = client or await _client(settings)
     return await open_store(
@@ -291,45 +291,45 @@ def _stop_on_signals(event: asyncio.Event) -> None:
 # tests/unit/test_cli_imports.py checks it against the command's docstring).
 COMMANDS: dict[str, tuple[str, str]] = {
     "sync": (
-        "reme_es.cli.sync:sync",
+        "reme_es.cli.sync_command:sync",
         "Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync).",
     ),
     "search": (
-        "reme_es.cli.search:search",
+        "reme_es.cli.search_command:search",
         "Search the indexed workspace; prints each hit as ReMe does, with its file's links.",
     ),
     "status": (
-        "reme_es.cli.maintenance:status",
+        "reme_es.cli.admin_commands:status",
         "Server version and capabilities, per-index docs/deleted/segments, and the last sync.",
     ),
     "optimize": (
-        "reme_es.cli.maintenance:optimize",
+        "reme_es.cli.admin_commands:optimize",
         "Force-merge the indices: expunge deleted documents (or merge to --max-segments).",
     ),
     "templates": (
-        "reme_es.cli.maintenance:templates",
+        "reme_es.cli.admin_commands:templates",
         "Install the index templates, or compare the live indices with them.",
     ),
     "reindex": (
-        "reme_es.cli.maintenance:reindex",
+        "reme_es.cli.admin_commands:reindex",
         "Rebuild every index as <prefix>-<kind>-<n+1> from the current templates and swap the aliases.",
     ),
     "drop": (
-        "reme_es.cli.maintenance:drop",
+        "reme_es.cli.admin_commands:drop",
         (
             "Forget the workspace: delete its files, chunks and links from its index set (other workspaces are "
             "untouched), and the local sync state."
         ),
     ),
     "migrate": (
-        "reme_es.cli.maintenance:migrate",
+        "reme_es.cli.admin_commands:migrate",
         (
             "Move the workspace into a shared index set (default: reme) without loss: copy its files, chunks, "
             "vectors and links, check the counts, then drop the source."
         ),
     ),
     "server": (
-        "reme_es.cli.server:server",
+        "reme_es.cli.server_commands:server",
         "Run a local OpenSearch / Elasticsearch node (fetched from Maven Central, no Docker).",
     ),
 }

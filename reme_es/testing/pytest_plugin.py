@@ -1,5 +1,5 @@
-"""pytest plugin for running the contract suite from any package: `-p reme_es.testing.plugin` or
-`pytest_plugins = ["reme_es.testing.plugin"]`.
+"""pytest plugin for running the contract suite from any package: `-p reme_es.testing.pytest_plugin` or
+`pytest_plugins = ["reme_es.testing.pytest_plugin"]`.
 
 It provides `store_factory`, the one fixture the contract cases take: an async callable
 `(dims=8, prefix=None, **store_kwargs) -> MemoryStore` that opens a connected store on a fresh index prefix,
@@ -29,8 +29,8 @@ from contextlib import asynccontextmanager
 import pytest
 import pytest_asyncio
 
+from ..adapters.templates import IndexOptions
 from ..store import MemoryStore
-from ..templates import IndexOptions
 from .data import DIMS
 
 Opener = Callable[..., Awaitable[MemoryStore]]
@@ -59,8 +59,8 @@ async def dropped_at_exit() -> AsyncIterator[list[MemoryStore]]:
 @pytest.fixture
 def reme_es_open_store(request: pytest.FixtureRequest) -> Opener:
     """How the contract suite opens a connected store (override this fixture to use your own dialect)."""
-    from ..adapters.base import ClientSettings
-    from ..connect import open_store
+    from ..adapters.dialect import ClientSettings
+    from ..store.connect import open_store
 
     hosts = request.config.getoption("--reme-es-hosts") or os.environ.get("REME_ES_TEST_HOSTS")
     engine = request.config.getoption("--reme-es-engine") or os.environ.get("REME_ES_TEST_ENGINE", "auto")

@@ -1,0 +1,1 @@
+"""The bottom layer: models, errors, the options model, shared engine settings, paths."""
