@@ -22,7 +22,7 @@ from typing import Any, Self
 import numpy as np
 
 from reme_es.adapters.dialect import ClientSettings, Dialect
-from reme_es.adapters.templates import IndexOptions
+from reme_es.core.options import IndexOptions
 from reme_es.store import MemoryStore
 from reme_es.store.connect import detect_engine, make_dialect, open_store
 

@@ -43,6 +43,7 @@ from memory_quality import (  # noqa: E402
 )
 
 from reme_es.core.models import Chunk, FileDoc  # noqa: E402
+from reme_es.core.options import SearchOptions  # noqa: E402
 from reme_es.store import fusion  # noqa: E402
 
 PREFIX = "bench-search-cost"
@@ -133,7 +134,7 @@ async def main() -> None:
         embed_all(texts + data.queries)
         embed_all(texts, side="passage")
         store = await connect(args.url, f"{PREFIX}-{data.name}", dims=len(VECTORS[data.queries[0]]), hybrid="client",
-                              pipeline="zscore", vector_weight=fusion.DEFAULT_VECTOR_WEIGHT)
+                              fusion="zscore", vector_weight=SearchOptions().vector_weight)
         try:
             if not rows:
                 report(environment(store, args.url))

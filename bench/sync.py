@@ -32,8 +32,9 @@ from pathlib import Path
 import orjson
 
 from reme_es.adapters.dialect import ClientSettings
-from reme_es.adapters.templates import IndexOptions, render_index
+from reme_es.adapters.templates import render_index
 from reme_es.core.models import date_from_path
+from reme_es.core.options import IndexOptions
 from reme_es.store import MemoryStore
 from reme_es.store.connect import detect_engine, make_dialect
 from reme_es.sync.scan import parse

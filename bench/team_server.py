@@ -55,8 +55,8 @@ sys.path.insert(0, str(HERE))
 from common import RESULTS, Raw, Report, drop_prefix, median, percentile, table, vocabulary
 
 from reme_es.adapters.dialect import ClientSettings
-from reme_es.adapters.templates import IndexOptions
 from reme_es.core.models import Chunk, FileDoc
+from reme_es.core.options import IndexOptions
 from reme_es.store import MemoryStore
 from reme_es.store.connect import detect_engine, make_dialect, open_store
 

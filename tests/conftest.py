@@ -1,7 +1,7 @@
 """Session-wide test servers and per-test stores.
 
-Flavours under test (tests.containers.servers.selected_flavours): opensearch-2.19 and elasticsearch-9 always;
-opensearch-3 when REME_ES_TEST_OPENSEARCH3=1; `REME_ES_TEST_FLAVOURS=a,b` picks. Secured flavours need TLS
+Flavours under test (tests.containers.servers.selected_flavours): opensearch-3 (the flavour users get by default)
+and elasticsearch-9; opensearch-2.19 runs the contract suite; `REME_ES_TEST_FLAVOURS=a,b` picks. Secured flavours need TLS
 material and users, so the `server` fixture leaves them to tests/reliability/test_secured_opensearch.py.
 Every store gets its own index prefix and is dropped afterwards, so tests never see each other's data.
 Dedicated nodes some tests need are started in the background once collection is over (tests/containers/early.py).
@@ -68,8 +68,8 @@ def server(request, servers) -> Server:
 
 @pytest.fixture(scope="session")
 def node_url(servers) -> str:
-    """URL of the default OpenSearch 2.19 test server."""
-    return servers.get("opensearch-2.19").url
+    """URL of the first flavour's test server (OpenSearch 3 by default)."""
+    return servers.get(FLAVOURS[0]).url
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..core.checks import redact_host
 from ..core.errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
-from .transport import redact_host
 
 IDLE_RECHECK_SECONDS = 10.0
 _STATE_PARAMS = {"filter_path": "metadata.cluster_uuid"}

@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
+from ..core.checks import redact_host
 from ..core.errors import ConnectionFailed, IndexUnavailable, RequestFailed
 from . import lookups as q
 from .dialect import candidates_only
 from .identity import ClusterIdentity
 from .scope import Scope
-from .transport import BulkOutcome, index_missing, redact_host
+from .transport import BulkOutcome, index_missing
 
 log = logging.getLogger(__name__)
 

@@ -12,25 +12,11 @@ routing and queries pass unchanged, as they were written.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..core.errors import ConfigError
 from ..core.models import doc_id
 
 WORKSPACE_FIELD = "workspace"
-_KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
-
-
-def validate_workspace_key(key: str) -> str:
-    """Refuse a workspace key that is not 1-100 lowercase letters, digits, '-' and '_' (starting with a letter or
-    digit): the key is part of every document id of the workspace."""
-    if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
-        raise ConfigError(
-            f"workspace key {key!r} is not allowed: use 1-100 characters of lowercase letters, digits, '-' and '_', "
-            "starting with a letter or digit"
-        )
-    return key
 
 
 @dataclass(frozen=True)

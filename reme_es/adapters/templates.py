@@ -9,13 +9,12 @@ Analyzers the server lacks (the Elasticsearch integ-test node has no analysis-co
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Protocol
 
-from ..core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from ..core.models import Capabilities
+from ..core.options import IndexOptions
 
 INDEX_KINDS = ("chunks", "files", "links")  # the workspace content of an index set
 REGISTRY_KIND = "workspaces"  # one doc per workspace of the set: which folder writes it (`reme_es.store.workspaces`)
@@ -42,39 +41,13 @@ class IndexDialect(Protocol):
     def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict: ...
 
 
-@dataclass(frozen=True)
-class IndexOptions:
-    """Choices that shape the indices: vector dimension (None = no vectors), HNSW, shards and replicas (None: one
-    replica wherever the cluster has a second node, `auto_expand_replicas: 0-1`, so a single node stays green)."""
-
-    dims: int | None = None
-    # Defaults from the shared engine settings: ef_construction 64 (ReMe's faiss store uses it too), not Lucene's
-    # 100: 1.5-2x the HNSW ingest rate on 2 cores with recall@10 unchanged within run-to-run noise (bench:
-    # OpenSearch 2.19 and Elasticsearch 9, 20k chunks, k 50)
-    hnsw_m: int = HNSW_M
-    hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION
-    shards: int = 1
-    replicas: int | None = None
-
-    def __post_init__(self) -> None:
-        from ..core.errors import ConfigError
-
-        if not isinstance(self.shards, int) or isinstance(self.shards, bool) or self.shards < 1:
-            raise ConfigError(f"shards must be a whole number of at least 1, got {self.shards!r}")
-        if self.replicas is not None and (
-            not isinstance(self.replicas, int) or isinstance(self.replicas, bool) or self.replicas < 0
-        ):
-            raise ConfigError(f"replicas must be a whole number of at least 0 (or unset: 0-1 by node count), got "
-                              f"{self.replicas!r}")
-
-
 def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: IndexOptions) -> dict:
     """The create-index body of one kind (chunks, files, links) for this dialect and server."""
     body = load_template(kind)
     version = body.pop("version")
     settings = body["settings"]
     settings["index"].update(replica_settings(options))
-    if kind != REGISTRY_KIND:  # the registry holds one small doc per workspace: one shard is enough
+    if kind != REGISTRY_KIND and options.shards is not None:  # the registry: one small doc per workspace, one shard
         settings["index"]["number_of_shards"] = options.shards
     props = body["mappings"]["properties"]
     for name, spec in list(props.items()):
@@ -93,10 +66,15 @@ def render_index(kind: str, dialect: IndexDialect, caps: Capabilities, options: 
     return body
 
 
+def template_shards() -> int:
+    """The primary shards the templates give an index when the options name none."""
+    return int(load_template("chunks")["settings"]["index"]["number_of_shards"])
+
+
 def replica_settings(options: IndexOptions) -> dict:
     """The index settings of `options`' replicas: a fixed count, or one copy wherever a second node exists."""
     if options.replicas is None:
-        return {"auto_expand_replicas": "0-1"}
+        return {"auto_expand_replicas": load_template("chunks")["settings"]["index"]["auto_expand_replicas"]}
     return {"number_of_replicas": options.replicas, "auto_expand_replicas": "false"}
 
 

@@ -13,12 +13,11 @@ import logging
 import random
 import socket
 import ssl
-import urllib.parse
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..core.checks import redact_host, validate_hosts
 from ..core.engine_settings import RETRYABLE_STATUS
 from ..core.errors import (
     AuthError,
@@ -30,6 +29,7 @@ from ..core.errors import (
     ReMeESError,
     RequestFailed,
 )
+from ..core.options import ConnectionOptions
 
 log = logging.getLogger(__name__)
 
@@ -42,38 +42,6 @@ BULK_REQUEST_BYTES = 4 << 20
 # How a connection failed, from the exception objects the client raised (see `connection_kind`).
 REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE = "refused", "unknown host", "tls", "timeout", "unreachable"
 
-
-def redact_host(url: str) -> str:
-    """A host URL fit for messages and logs: a password written into it (`user:pw@host`) becomes `***`."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, hostport = parts.netloc.rsplit("@", 1)
-    user = userinfo.split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}" if ":" in userinfo else parts.netloc))
-
-
-HOST_SCHEMES = ("http", "https")
-
-
-def validate_hosts(hosts: Iterable[str] | str | None) -> list[str]:
-    """Normalise a host list given as a list or a comma-separated string; only http:// and https:// URLs pass."""
-    if hosts is None:
-        return []
-    items = hosts.split(",") if isinstance(hosts, str) else list(hosts)
-    out = [h.strip().rstrip("/") for h in items if h and h.strip()]
-    for h in out:
-        scheme, sep, rest = h.partition("://")
-        if not sep:
-            raise ConfigError(f"host {redact_host(h)!r} needs a scheme, e.g. http://{redact_host(h)} or https://...")
-        if scheme.lower() not in HOST_SCHEMES:
-            raise ConfigError(
-                f"host {redact_host(h)!r} has the unknown scheme {scheme!r}: use http:// or https:// "
-                f"(the only schemes reme-es connects with), e.g. {redact_host('https://' + rest)}"
-            )
-        if not rest.split("/", 1)[0]:
-            raise ConfigError(f"host {redact_host(h)!r} has no host name, e.g. http://127.0.0.1:9200")
-    return out
 
 
 @dataclass
@@ -92,6 +60,22 @@ class ClientSettings:
     max_retries: int = 3
     aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
     aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
+
+    @classmethod
+    def from_options(cls, connection: ConnectionOptions, hosts: list[str] | None = None) -> ClientSettings:
+        """The client settings of a connection's options (`hosts`: instead of the options' own); secrets are
+        unwrapped only here."""
+        return cls(
+            hosts=connection.hosts if hosts is None else hosts,
+            username=connection.username,
+            password=connection.secret("password"),
+            api_key=connection.secret("api_key"),
+            verify_certs=connection.verify_certs,
+            ca_certs=connection.ca_certs,
+            timeout=connection.timeout,
+            aws_region=connection.aws_region,
+            aws_service=connection.aws_service,
+        )
 
     def __post_init__(self) -> None:
         self.hosts = validate_hosts(self.hosts)  # http:// and https:// only, whoever builds the settings

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,7 @@ from ..core.errors import ConfigError, MappingError
 from .app import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint
 
 if TYPE_CHECKING:
-    from ..core.options import Settings
+    from ..core.options import Options
     from ..store import MemoryStore
 
 
@@ -35,7 +34,7 @@ def optimize(deleted_ratio, max_segments, as_json, workspace, config_file, **fla
     _run(lambda: _optimize(_settings(workspace, config_file, **flags), deleted_ratio, max_segments, as_json))
 
 
-async def _optimize(settings: Settings, deleted_ratio, max_segments, as_json) -> int:
+async def _optimize(settings: Options, deleted_ratio, max_segments, as_json) -> int:
     store = await _open(settings, create=False)
     try:
         result = await store.optimize(deleted_ratio, max_segments)
@@ -94,8 +93,8 @@ def _size(n: int) -> str:
     return str(n)
 
 
-async def _status(settings: Settings, as_json: bool) -> int:
-    from ..adapters.transport import redact_host
+async def _status(settings: Options, as_json: bool) -> int:
+    from ..core.checks import redact_host
     from ..store import MemoryStore
     from ..store.connect import make_dialect, resolve_engine
     from ..sync.workspace import State, state_path
@@ -106,7 +105,7 @@ async def _status(settings: Settings, as_json: bool) -> int:
         store = await _open(settings, create=False, client=(cs, engine))
     except MappingError:
         engine = await resolve_engine(cs, engine)
-        store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
+        store = MemoryStore(make_dialect(engine, cs), settings.index.index_prefix)
         try:
             caps = await store.dialect.probe()
             cluster = await _cluster(store)
@@ -125,13 +124,13 @@ async def _status(settings: Settings, as_json: bool) -> int:
                      "or dropped): name a synced folder with -w FOLDER")
         finally:
             await store.close()
-    state = State(state_path(settings.index_prefix, cs.hosts, workspace)).data
+    state = State(state_path(settings.index.index_prefix, cs.hosts, workspace)).data
     info = {
         "hosts": cs.hosts,
         "engine": caps.engine,
         "version": caps.version,
         "capabilities": caps.model_dump(exclude={"engine", "version"}),
-        "index_prefix": settings.index_prefix,
+        "index_prefix": settings.index.index_prefix,
         "workspace": workspace,
         "workspace_counts": counts,
         "cluster": cluster,
@@ -150,9 +149,9 @@ async def _status(settings: Settings, as_json: bool) -> int:
     _echo_cluster(info["cluster"])
     if workspace:
         others = info["cluster"].get("workspaces_in_set")
-        click.echo(f"index set: {settings.index_prefix} (workspace {workspace}; {others} workspace(s) recorded in the set)")
+        click.echo(f"index set: {settings.index.index_prefix} (workspace {workspace}; {others} workspace(s) recorded in the set)")
     else:
-        click.echo(f"index prefix: {settings.index_prefix}")
+        click.echo(f"index prefix: {settings.index.index_prefix}")
         if stats is not None:
             click.echo("  (a set from before shared sets: `reme-es migrate` moves it into a shared one)")
     if counts is not None:
@@ -192,7 +191,7 @@ def templates_install(workspace, config_file, **flags):
     _run(lambda: _templates_install(_settings(workspace, config_file, **flags)))
 
 
-async def _templates_install(settings: Settings) -> int:
+async def _templates_install(settings: Options) -> int:
     from ..store.lifecycle import concrete_indices
 
     embedder = _embedder(settings)
@@ -216,12 +215,12 @@ def templates_diff(workspace, config_file, **flags):
     _run(lambda: _templates_diff(_settings(workspace, config_file, **flags)))
 
 
-async def _templates_diff(settings: Settings) -> int:
+async def _templates_diff(settings: Options) -> int:
     from ..store.lifecycle import template_diff
 
     store = await _open(settings, create=False)
     try:
-        diffs = await template_diff(store, settings.index_options(store.dims))
+        diffs = await template_diff(store, settings.index.model_copy(update={"dims": store.dims}))
     finally:
         await store.close()
     for kind, problems in diffs.items():
@@ -243,7 +242,7 @@ def reindex(embedding, workspace, config_file, **flags):
     _run(lambda: _reindex(_settings(workspace, config_file, embedding=embedding, **flags), workspace))
 
 
-async def _reindex(settings: Settings, workspace=None) -> int:
+async def _reindex(settings: Options, workspace=None) -> int:
     from ..embeddings.embedders import describe_model, same_model
     from ..store.lifecycle import live_options, record_vectors_model, vectors_model
     from ..store.lifecycle import reindex as run_reindex
@@ -253,8 +252,8 @@ async def _reindex(settings: Settings, workspace=None) -> int:
     try:
         recorded = await vectors_model(store) if store.dims else None
         target = await live_options(store, embedder.dimensions if embedder else store.dims)  # shards, replicas kept
-        given = {k: getattr(settings, k) for k in ("shards", "replicas") if k in settings.model_fields_set}
-        target = replace(target, **given)
+        given = {k: getattr(settings.index, k) for k in ("shards", "replicas") if k in settings.index.model_fields_set}
+        target = target.model_copy(update=given)
         kept = target.dims == store.dims
         if embedder and recorded and kept and not same_model(recorded, embedder.identity):
             raise ConfigError(
@@ -296,7 +295,7 @@ def drop(yes, whole_set, expunge, take_over, as_json, workspace, config_file, **
 
 
 async def _drop(
-    settings: Settings, yes: bool, whole_set: bool, expunge: bool, as_json: bool, take_over: bool = False
+    settings: Options, yes: bool, whole_set: bool, expunge: bool, as_json: bool, take_over: bool = False
 ) -> int:
     from ..sync.workspace import state_path
 
@@ -314,12 +313,12 @@ async def _drop(
         await store.close()
     code = await _drop_set(settings, cs, engine, yes, as_json)
     if code == 0:
-        state_path(settings.index_prefix, cs.hosts).unlink(missing_ok=True)
+        state_path(settings.index.index_prefix, cs.hosts).unlink(missing_ok=True)
     return code
 
 
 async def _drop_workspace(
-    settings: Settings, store: MemoryStore, yes: bool, expunge: bool, as_json: bool, take_over: bool
+    settings: Options, store: MemoryStore, yes: bool, expunge: bool, as_json: bool, take_over: bool
 ) -> int:
     """Forget one workspace of a shared set (`MemoryStore.drop_workspace`): only from the folder that writes it (as
     sync), and a workspace with nothing stored is said to be so."""
@@ -363,14 +362,14 @@ async def _drop_workspace(
     return 0
 
 
-async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) -> int:
+async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> int:
     """Delete a whole index set: its indices, aliases and pipelines."""
     from ..store import MemoryStore
     from ..store.connect import make_dialect, resolve_engine
     from ..store.lifecycle import drop_plan, drop_prefix
 
     engine = await resolve_engine(cs, engine)
-    store = MemoryStore(make_dialect(engine, cs), settings.index_prefix)
+    store = MemoryStore(make_dialect(engine, cs), settings.index.index_prefix)
     try:
         plan = await drop_plan(store)
         found = any(plan.values())
@@ -386,9 +385,9 @@ async def _drop_set(settings: Settings, cs, engine, yes: bool, as_json: bool) ->
     finally:
         await store.close()
     if as_json:
-        click.echo(json.dumps({"index_prefix": settings.index_prefix, "dropped": found, **plan}))
+        click.echo(json.dumps({"index_prefix": settings.index.index_prefix, "dropped": found, **plan}))
     elif not found:
-        click.echo(f"nothing to drop: no indices, aliases or pipelines for prefix {settings.index_prefix}")
+        click.echo(f"nothing to drop: no indices, aliases or pipelines for prefix {settings.index.index_prefix}")
     else:
         for label in ("indices", "aliases", "pipelines"):
             click.echo(f"dropped {label}: {', '.join(plan[label]) or 'none'}")
@@ -409,19 +408,19 @@ def migrate(source, from_key, keep_source, as_json, workspace, config_file, **fl
                           as_json))
 
 
-async def _migrate(settings: Settings, workspace: Path, source: str | None, from_key, keep_source, as_json) -> int:
+async def _migrate(settings: Options, workspace: Path, source: str | None, from_key, keep_source, as_json) -> int:
     from ..core.options import SHARED_SET, default_prefix
     from ..store.connect import open_store
     from ..store.lifecycle import migrate as run_migrate
     from ..store.lifecycle import record_vectors_model, vectors_model
 
     source = source or default_prefix(workspace)
-    settings.index_prefix = settings.index_prefix or SHARED_SET
-    if source == settings.index_prefix and (from_key or settings.workspace_key) == settings.workspace_key:
+    settings = settings.with_index(index_prefix=settings.index.index_prefix or SHARED_SET)
+    if source == settings.index.index_prefix and (from_key or settings.index.workspace_key) == settings.index.workspace_key:
         raise ConfigError(f"the workspace is in index set {source} already; name another set with --index-prefix")
     cs, engine = await _client(settings)
     try:
-        old = await open_store(cs, source, engine, create=False, workspace=from_key or settings.workspace_key)
+        old = await open_store(cs, source, engine, create=False, workspace=from_key or settings.index.workspace_key)
     except MappingError as exc:
         raise ConfigError(f"nothing to move: {exc}") from None
     try:
@@ -442,14 +441,14 @@ async def _migrate(settings: Settings, workspace: Path, source: str | None, from
             await (old.drop() if old.legacy else old.drop_workspace())
     finally:
         await old.close()
-    result = {"from": source, "to": settings.index_prefix, "workspace": settings.workspace_key, "copied": copied,
+    result = {"from": source, "to": settings.index.index_prefix, "workspace": settings.index.workspace_key, "copied": copied,
               "seconds": seconds, "source_dropped": not keep_source}
     if as_json:
         click.echo(json.dumps(result))
     else:
         click.echo(
             f"moved {copied['files']} files, {copied['chunks']} chunks, {copied['links']} links from {source} into "
-            f"{settings.index_prefix} (workspace {settings.workspace_key}) in {seconds:.1f} s; "
+            f"{settings.index.index_prefix} (workspace {settings.index.workspace_key}) in {seconds:.1f} s; "
             + ("the source is kept" if keep_source else f"{source} dropped")
         )
     return 0

@@ -8,7 +8,6 @@ store, the clients and asyncio inside the functions that use them. tests/unit/te
 
 from __future__ import annotations
 
-import os
 import shlex
 import signal
 import sys
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     import asyncio
     from pathlib import Path
 
-    from ..core.options import Settings
+    from ..core.options import Options
     from ..store import MemoryStore
 
 
@@ -57,7 +56,9 @@ def _run(make) -> None:
         _err("interrupted")
         code = 130
     except Exception as exc:  # a bug rather than an error reme-es knows: still one line (REME_ES_DEBUG=1: traceback)
-        if os.environ.get("REME_ES_DEBUG"):
+        from ..core.options import runtime
+
+        if runtime().debug:
             raise
         _err(f"error: unexpected {type(exc).__name__}: {exc} (REME_ES_DEBUG=1 shows the traceback; please report it)")
         code = 1
@@ -81,7 +82,7 @@ def hint(command: str, workspace: Path | None = None, positional: bool = False) 
     same workspace (`-w`, or the argument of `sync` when `positional`) and the same target options it was given."""
     from pathlib import Path
 
-    from ..adapters.transport import redact_host
+    from ..core.checks import redact_host
 
     program = sys.argv[0] if Path(sys.argv[0]).name == "reme-es" else "reme-es"
     words = [program, *command.split()]
@@ -142,56 +143,72 @@ def common(with_workspace: bool = True):
     return decorate
 
 
-def _settings(workspace: Path | None, config_file: Path | None, **flags) -> Settings:
-    from ..core.options import load_settings
+def _settings(workspace: Path | None, config_file: Path | None, **flags) -> Options:
+    """The command's options (`reme_es.core.options.load_options`), with the engine and the managed node's flavour
+    checked against the registered ones."""
+    from ..core.options import load_options
 
-    return load_settings(workspace, config_file, flags)
+    options = load_options(workspace, config_file, flags)
+    engine, flavour = options.connection.engine, options.connection.flavour
+    if engine != "auto":
+        from ..adapters.engines import engine_names
+
+        if engine not in engine_names():
+            raise ConfigError(f"invalid settings: engine must be auto or one of {', '.join(engine_names())}, got {engine!r}")
+    if flavour is not None:
+        from ..server.flavours import LOCAL_FLAVOURS
+
+        if flavour not in LOCAL_FLAVOURS:
+            raise ConfigError(f"invalid settings: flavour must be one of {', '.join(LOCAL_FLAVOURS)}, got {flavour!r}")
+    return options
 
 
-async def _client(settings: Settings):
+async def _client(settings: Options):
     """Client settings and engine; with no hosts, the managed local node (started if needed)."""
     import asyncio
 
-    cs = settings.client_settings()
-    engine = settings.engine
+    from ..adapters.transport import ClientSettings
+
+    cs = ClientSettings.from_options(settings.connection)
+    engine = settings.connection.engine
     if not cs.hosts:
         if cs.aws_region:
             raise ConfigError("aws_region is set but no hosts: give the Amazon OpenSearch endpoint with --hosts")
         from ..server import node
 
-        info = await asyncio.to_thread(node.start, node.flavour_of("default", settings.flavour), "default")
+        info = await asyncio.to_thread(node.start, node.flavour_of("default", settings.connection.flavour), "default")
         _err(
             f"no hosts configured: using the managed local {info.flavour} node at {info.url} "
             "(stop it with `reme-es server stop`)"
         )
         cs.hosts = [info.url]
         engine = info.engine
-    if settings.index_prefix is None:
+    if settings.index.index_prefix is None:
         from ..store.connect import choose_set, make_dialect, resolve_engine
 
         engine = await resolve_engine(cs, engine)
         dialect = make_dialect(engine, cs)
         try:
-            settings.index_prefix = await choose_set(dialect, settings.folder)
+            settings.index = settings.index.model_copy(update={"index_prefix": await choose_set(dialect, settings.folder)})
         finally:
             await dialect.close()
     return cs, engine
 
 
-def _embedder(settings: Settings):
+def _embedder(settings: Options):
     from ..embeddings.embedders import make_embedder
 
-    key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
-    return make_embedder(settings.embedding, settings.embedding_model, settings.embedding_base_url, key, settings.dims)
+    key = settings.sync.embedding_api_key.get_secret_value() if settings.sync.embedding_api_key else None
+    return make_embedder(settings.sync.embedding, settings.sync.embedding_model, settings.sync.embedding_base_url, key, settings.index.dims)
 
 
-def _embedding_given(settings: Settings) -> bool:
+def _embedding_given(settings: Options) -> bool:
     """Whether the embedding was chosen (flag, environment or config file) rather than left at its default."""
-    return "embedding" in settings.model_fields_set
+    return "embedding" in settings.sync.model_fields_set
 
 
-def _api_key(settings: Settings) -> str | None:
-    return settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+def _api_key(settings: Options) -> str | None:
+    return settings.sync.embedding_api_key.get_secret_value() if settings.sync.embedding_api_key else None
 
 
 async def _check_model(store: MemoryStore, embedder, what: str) -> None:
@@ -210,7 +227,7 @@ async def _check_model(store: MemoryStore, embedder, what: str) -> None:
         )
 
 
-async def _recorded_embedder(settings: Settings, store: MemoryStore):
+async def _recorded_embedder(settings: Options, store: MemoryStore):
     """The embedder of the model the index records for its vectors (None when the index has no vectors)."""
     import asyncio
 
@@ -231,22 +248,18 @@ async def _recorded_embedder(settings: Settings, store: MemoryStore):
     return embedder
 
 
-async def _open(settings: Settings, dims: int | None = None, create: bool = True, client=None) -> MemoryStore:
+async def _open(settings: Options, dims: int | None = None, create: bool = True, client=None) -> MemoryStore:
     from ..store.connect import open_store
 
     cs, engine = client or await _client(settings)
     return await open_store(
         cs,
-        settings.index_prefix,
+        settings.index.index_prefix,
         engine,
-        settings.index_options(dims),
+        settings.index.model_copy(update={"dims": dims}),
         create=create,
-        workspace=settings.workspace_key,
-        hybrid=settings.hybrid,
-        vector_weight=settings.vector_weight,
-        pipeline=settings.fusion,
-        feedback=settings.feedback,
-        collapse=settings.collapse,
+        workspace=settings.index.workspace_key,
+        search=settings.search,
     )
 
 

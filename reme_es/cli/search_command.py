@@ -24,7 +24,7 @@ from .app import (
 )
 
 if TYPE_CHECKING:
-    from ..core.options import Settings
+    from ..core.options import Options
     from ..store import MemoryStore
 
 
@@ -121,7 +121,7 @@ def _render_links(grouped: dict[str, list[dict]]) -> list[str]:
 
 
 async def _query_vector(
-    settings: Settings, store: MemoryStore, query: str, mode: str, asked: bool, workspace: Path | None = None
+    settings: Options, store: MemoryStore, query: str, mode: str, asked: bool, workspace: Path | None = None
 ):
     """The query's vector from the model that made the index's vectors; None (with a note) when the index has
     none and hybrid was the default; ConfigError when the asked mode cannot run."""
@@ -153,7 +153,7 @@ async def _query_vector(
 
 
 async def _search(
-    settings: Settings, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
+    settings: Options, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
 ):
     from ..core.models import SearchFilter
 

@@ -25,7 +25,7 @@ from .app import (
 )
 
 if TYPE_CHECKING:
-    from ..core.options import Settings
+    from ..core.options import Options
     from ..store import MemoryStore
 
 
@@ -118,16 +118,16 @@ def _reporter(as_json: bool):
     return Rich(echo, warn)
 
 
-def _reme_chunkers(settings: Settings, workspace: Path):
+def _reme_chunkers(settings: Options, workspace: Path):
     """ReMe's own chunkers when reme-ai is installed (`chunker: auto`) or asked for (`reme`); None: built-in."""
     from ..sync.reme_chunkers import ReMeChunkers, reme_available
 
-    if settings.chunker == "builtin" or (settings.chunker == "auto" and not reme_available()):
+    if settings.sync.chunker == "builtin" or (settings.sync.chunker == "auto" and not reme_available()):
         return None
     return ReMeChunkers(workspace)  # `reme` without reme-ai: a ConfigError with the install hint
 
 
-async def _sync_store(settings: Settings, dry_run: bool):
+async def _sync_store(settings: Options, dry_run: bool):
     """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
     embedder asked for (checked against the index's recorded model), or the model the index records."""
     from ..store import MemoryStore
@@ -140,7 +140,7 @@ async def _sync_store(settings: Settings, dry_run: bool):
             store = await _open(settings, create=False, client=(cs, engine))
         except MappingError:  # no indices yet: everything would be added
             engine = await resolve_engine(cs, engine)
-            store = MemoryStore(make_dialect(engine, cs), settings.index_prefix, workspace=settings.workspace_key)
+            store = MemoryStore(make_dialect(engine, cs), settings.index.index_prefix, workspace=settings.index.workspace_key)
     elif _embedding_given(settings):
         embedder = _embedder(settings)
         store = await _open(settings, dims=embedder.dimensions if embedder else None)
@@ -166,7 +166,7 @@ async def _sync_store(settings: Settings, dry_run: bool):
 
 
 async def _sync(
-    workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, settings: Settings
+    workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, settings: Options
 ) -> int:
     from ..sync.scan import MB
     from ..sync.workspace import State, WorkspaceSync, state_path
@@ -184,13 +184,13 @@ async def _sync(
     syncer = WorkspaceSync(
         store,
         workspace,
-        settings.dirs,
-        settings.suffixes,
+        settings.sync.dirs,
+        settings.sync.suffixes,
         embedder,
         reporter,
-        settings.batch_files,
-        int(settings.max_file_mb * MB),
-        settings.chunk_chars,
+        settings.sync.batch_files,
+        int(settings.sync.max_file_mb * MB),
+        settings.sync.chunk_chars,
         State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts, store.workspace)),
         reme_chunkers=_reme_chunkers(settings, workspace),
     )
@@ -210,8 +210,8 @@ async def _sync(
     try:
         if not as_json:
             click.echo(
-                f"syncing {workspace.resolve()} into {_where(store)} ({', '.join(settings.dirs)}; "
-                f"{', '.join(settings.suffixes)})"
+                f"syncing {workspace.resolve()} into {_where(store)} ({', '.join(settings.sync.dirs)}; "
+                f"{', '.join(settings.sync.suffixes)})"
             )
         summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))
         if summary is None:  # stopped while waiting for the server

@@ -8,8 +8,10 @@ from pathlib import Path
 
 def reme_es_home() -> Path:
     """Root folder of the cache, installs, node folders and sync state (`REME_ES_HOME` overrides it)."""
-    if env := os.environ.get("REME_ES_HOME"):
-        return Path(env).expanduser().resolve()
+    from .options import runtime
+
+    if home := runtime().home:
+        return home.expanduser().resolve()
     if os.geteuid() == 0:
         return Path("/var/cache/reme-es")
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "reme-es"

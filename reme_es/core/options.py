@@ -1,21 +1,17 @@
-"""Settings of the `reme-es` command line: YAML file < `REME_ES_*` environment variables < command-line flags.
+"""The one options model: every setting reme-es takes, each default written once (here, or in the engine settings
+both languages share), read from one place by the CLI, the ReMe plugin, `MemoryStore` and the search parts.
 
-    hosts: [https://search.example:9200]     # none: the managed local node (`reme-es server start`)
-    engine: auto                             # auto | a registered engine: opensearch, elasticsearch, aoss
-    index_prefix: team                       # the index set (default: reme, shared by every workspace)
-    workspace_key: notes                     # the workspace in the set (default: <folder name>-<hash of its path>)
-    replicas: 1                              # default unset: one replica wherever the cluster has a second node
-    shards: 1
-    username: ...; password / api_key only from the environment (REME_ES_PASSWORD, REME_ES_API_KEY) ideally
-    aws_region: eu-west-1                    # Amazon OpenSearch: sign with AWS SigV4 (botocore's credential chain)
-    aws_service: es                          # es (OpenSearch Service) | aoss (OpenSearch Serverless)
-    embedding: none                          # none | local (all-MiniLM-L6-v2, 384-d) | e5 | openai
-    dirs: [daily, digest]                    # ReMe's file-store file set; add resource (and jsonl) to index more
-    suffixes: [md]
-    chunker: auto                            # auto (ReMe's chunkers when reme-ai is installed) | reme | builtin
+Options come flat (`hosts`, `index_prefix`, `vector_weight`, ...) from `reme-es.yaml`, `REME_ES_<NAME>` variables,
+command-line flags or ReMe's `file_store` keys, and are filed into four sections:
 
-Secrets are `SecretStr`: they never appear in `repr`, in `model_dump()` or in error messages. AWS credentials are
-never settings: botocore reads them (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role).
+    connection   hosts, engine, credentials, TLS, timeout, AWS signing, the managed node's flavour
+    index        the index set (`index_prefix`), the workspace in it, shards, replicas, HNSW, take-over
+    search       hybrid mode, fusion, vector weight, feedback, collapse, proximity, deferred refresh
+    sync         embedding, the file set and chunking of `reme-es sync`
+
+Precedence: the CLI reads YAML < environment < flags; the ReMe plugin reads environment < ReMe's keys. Secrets
+are `SecretStr`: never in `repr`, `model_dump()` or error messages. AWS credentials are never options: botocore
+reads them. `Runtime` holds the process-wide variables (`REME_ES_HOME`, `REME_ES_DEBUG`, ...), read when asked.
 """
 
 from __future__ import annotations
@@ -23,25 +19,51 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
-from ..adapters.dialect import ClientSettings, validate_hosts
-from ..adapters.scope import validate_workspace_key
-from ..adapters.templates import IndexOptions
-from ..server.flavours import LOCAL_FLAVOURS
-from ..store import validate_hybrid, validate_prefix
+from .checks import (
+    validate_collapse,
+    validate_feedback,
+    validate_fusion,
+    validate_hosts,
+    validate_hybrid,
+    validate_prefix,
+    validate_workspace_key,
+)
+from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
 from .errors import ConfigError
 
 CONFIG_NAME = "reme-es.yaml"
+ENV_PREFIX = "REME_ES_"
+SHARED_SET = "reme"  # the index set new workspaces go to when none is named
 # What ReMe's file-store watcher (default.yaml's index_update_loop) indexes: Markdown in daily_dir and digest_dir.
 # ReMe's start-up scan deletes from the file store anything outside this set, so sync defaults to it.
 REME_DIRS = ("daily", "digest")
 REME_SUFFIXES = ("md",)
-ENV_PREFIX = "REME_ES_"
-SHARED_SET = "reme"  # the index set new workspaces go to when none is named
+_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def _from_text(value: Any) -> Any:
+    """A value as an environment variable spells it: `true`/`off`/... as a bool, digits as an int."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _WORDS and not word.isdigit():
+            return _WORDS[word]
+        if word.isdigit():
+            return int(word)
+    return value
+
+
+def _checked(check, value):
+    """Run a ConfigError check inside a pydantic validator (its message becomes the field's)."""
+    try:
+        return check(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _split(value: Any) -> Any:
@@ -50,89 +72,108 @@ def _split(value: Any) -> Any:
     return value
 
 
-class Settings(BaseModel):
-    """Everything the command line needs to reach a cluster and sync a workspace."""
-
+# ------------------------------------------------------------------------------------------------------ sections
+class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+
+class ConnectionOptions(_Section):
+    """How to reach the cluster. No hosts: the managed local node (`reme-es server start`) of `flavour`."""
+
     hosts: list[str] = Field(default_factory=list)
-    engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.engines)
-    index_prefix: str | None = None  # the index set; None: SHARED_SET (or the workspace's own set from before them)
-    workspace_key: str | None = None  # None: from the workspace folder (default_workspace_key)
-    replicas: int | None = Field(default=None, ge=0)  # None: auto_expand_replicas 0-1
-    shards: int = Field(default=1, ge=1, le=1024)
+    engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.engines), checked when connecting
     username: str | None = None
     password: SecretStr | None = Field(default=None, exclude=True)
     api_key: SecretStr | None = Field(default=None, exclude=True)
     verify_certs: bool = True
     ca_certs: str | None = None
     timeout: float = Field(default=30.0, gt=0)
-    aws_region: str | None = None
-    aws_service: Literal["es", "aoss"] = "es"
+    aws_region: str | None = None  # set: sign requests with AWS SigV4 (botocore's credential chain)
+    aws_service: Literal["es", "aoss"] = "es"  # es: OpenSearch Service; aoss: OpenSearch Serverless
+    flavour: str | None = None  # the managed node's; None: the `default` node's own if it exists, else the default
+
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: Any) -> list[str]:
+        return _checked(validate_hosts, value)
+
+    def secret(self, name: str) -> str | None:
+        """A secret's value (only for the client that sends it)."""
+        value = getattr(self, name)
+        return value.get_secret_value() if value is not None else None
+
+
+class IndexOptions(_Section):
+    """The index set and the shape of the indices a store creates. Shards and replicas None: the templates' (one
+    primary shard; `auto_expand_replicas: 0-1`, one replica wherever the cluster has a second node)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index_prefix: str | None = None  # the index set; None: SHARED_SET (or the workspace's own set from before them)
+    workspace_key: str | None = None  # None: from the workspace folder (default_workspace_key)
+    shards: int | None = Field(default=None, ge=1, le=1024)
+    replicas: int | None = Field(default=None, ge=0)
+    dims: int | None = Field(default=None, gt=0, le=16000)  # the vector dimension; None: no vectors
+    hnsw_m: int = Field(default=HNSW_M, ge=2)
+    hnsw_ef_construction: int = Field(default=HNSW_EF_CONSTRUCTION, ge=2)
+    take_over: bool = False  # adopt a workspace another folder's sync writes
+
+    @field_validator("index_prefix")
+    @classmethod
+    def _prefix(cls, value: str | None) -> str | None:
+        return value if value is None else _checked(validate_prefix, value)
+
+    @field_validator("workspace_key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        return value if value is None else _checked(validate_workspace_key, value)
+
+
+class SearchOptions(_Section):
+    """How searches rank: z-score fusion of the BM25 and k-NN branches at vector weight 0.55, pseudo-relevance
+    feedback from each branch's top hit, repeated texts shown once (docs/quality.md has the figures)."""
+
+    hybrid: str = "auto"  # auto | native (the server fuses) | client (both branches fused here)
+    fusion: str | None = "zscore"  # rrf | minmax | zscore; None: the server's native fusion (rrf where it has it)
+    vector_weight: float = Field(default=0.55, ge=0.0, le=1.0)
+    feedback: int = Field(default=1, ge=0, le=10)  # top hits per branch fed back into a second pass (0: off)
+    collapse: bool = True  # a text repeated in several chunks shown once, at its best rank
+    proximity: float = Field(default=0.0, ge=0.0)  # boost of a proximity re-score of the fused head (0: off)
+    keyword_fields: tuple[str, ...] | None = None  # fields BM25 runs over; None: chosen per query
+    refresh_after: float = Field(default=1.0, ge=0.0)  # ReMe plugin: seconds a write may wait to be searchable
+
+    _hybrid = field_validator("hybrid")(classmethod(lambda cls, v: _checked(validate_hybrid, v)))
+    _fusion = field_validator("fusion")(classmethod(lambda cls, v: _checked(validate_fusion, v)))
+    _feedback = field_validator("feedback", mode="before")(
+        classmethod(lambda cls, v: _checked(validate_feedback, _from_text(v)))
+    )
+    _collapse = field_validator("collapse", mode="before")(
+        classmethod(lambda cls, v: _checked(validate_collapse, _WORDS.get(str(v).strip().lower(), v)))
+    )
+
+
+class SyncOptions(_Section):
+    """What `reme-es sync` indexes and how it embeds."""
+
     embedding: Literal["none", "local", "e5", "openai"] = "none"
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str = "https://api.openai.com/v1"
     embedding_api_key: SecretStr | None = Field(default=None, exclude=True)
-    dims: int | None = Field(default=None, gt=0, le=16000)
-    hybrid: str = "auto"  # auto | native | client (checked by reme_es.store.validate_hybrid)
-    # hybrid fusion as the ReMe drop-in's (issue 22, chosen on both quality sets): z-score at vector weight 0.55 with
-    # pseudo-relevance feedback from each branch's top hit; `fusion: rrf`, `feedback: 0` give the earlier RRF search
-    vector_weight: float = Field(default=0.55, ge=0.0, le=1.0)
-    fusion: Literal["rrf", "minmax", "zscore"] = "zscore"
-    feedback: int = Field(default=1, ge=0, le=10)
-    collapse: bool = True  # a text repeated in several chunks is shown once, at its best rank (false: every copy)
     dirs: list[str] = Field(default_factory=lambda: list(REME_DIRS))
     suffixes: list[str] = Field(default_factory=lambda: list(REME_SUFFIXES))
     chunker: Literal["auto", "reme", "builtin"] = "auto"
     max_file_mb: float = Field(default=20.0, gt=0)
     chunk_chars: int = Field(default=1500, ge=200)
     batch_files: int = Field(default=200, ge=1)
-    # the managed node's flavour; None: the `default` node's own if it exists, else the default (node.flavour_of)
-    flavour: Literal[LOCAL_FLAVOURS] | None = None  # type: ignore[valid-type]  # the names in server/flavours.py
 
-    @field_validator("engine")
-    @classmethod
-    def _registered_engine(cls, value: str) -> str:
-        from ..adapters.engines import engine_names
-
-        if value != "auto" and value not in engine_names():
-            raise ValueError(f"engine must be auto or one of {', '.join(engine_names())}, got {value!r}")
-        return value
-
-    @field_validator("collapse", mode="before")
-    @classmethod
-    def _true_or_false(cls, value):
-        words = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str | int) and str(value).strip().lower() in words:
-            return words[str(value).strip().lower()]
-        raise ValueError(f"collapse must be true or false, got {value!r}")
-
-    @field_validator("hybrid")
-    @classmethod
-    def _hybrid_mode(cls, value: str) -> str:
-        try:
-            return validate_hybrid(value)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("hosts", "dirs", "suffixes", mode="before")
+    @field_validator("dirs", "suffixes", mode="before")
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
         return _split(value)
 
-    @field_validator("hosts")
-    @classmethod
-    def _check_hosts(cls, value: list[str]) -> list[str]:
-        try:
-            return validate_hosts(value)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-
     @field_validator("suffixes")
     @classmethod
-    def _check_suffixes(cls, value: list[str]) -> list[str]:
+    def _suffixes(cls, value: list[str]) -> list[str]:
         out = [s.lower().lstrip(".") for s in value]
         unknown = sorted(set(out) - {"md", "jsonl"})
         if unknown:
@@ -141,53 +182,95 @@ class Settings(BaseModel):
 
     @field_validator("dirs")
     @classmethod
-    def _check_dirs(cls, value: list[str]) -> list[str]:
+    def _dirs(cls, value: list[str]) -> list[str]:
         for d in value:
             if Path(d).is_absolute() or ".." in Path(d).parts:
                 raise ValueError(f"dir {d!r} must be a folder inside the workspace")
         return [d.strip("/") or "." for d in value]
 
-    _folder: Path | None = PrivateAttr(default=None)  # the workspace folder the settings were loaded for
 
-    @field_validator("index_prefix")
-    @classmethod
-    def _check_prefix(cls, value: str | None) -> str | None:
-        if value is not None:
-            validate_prefix(value)
-        return value
+SECTIONS: dict[str, type[_Section]] = {
+    "connection": ConnectionOptions, "index": IndexOptions, "search": SearchOptions, "sync": SyncOptions,
+}
+# Every flat option name, and the section it is filed into.
+SECTION_OF: dict[str, str] = {name: section for section, cls in SECTIONS.items() for name in cls.model_fields}
 
-    @field_validator("workspace_key")
+
+class Options(BaseModel):
+    """Every option, in its section; built from flat names (`Options.from_flat`, `load_options`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connection: ConnectionOptions = Field(default_factory=ConnectionOptions)
+    index: IndexOptions = Field(default_factory=IndexOptions)
+    search: SearchOptions = Field(default_factory=SearchOptions)
+    sync: SyncOptions = Field(default_factory=SyncOptions)
+    _folder: Path | None = PrivateAttr(default=None)  # the workspace folder the options were loaded for
+
+    NAMES: ClassVar[tuple[str, ...]] = tuple(SECTION_OF)
+
     @classmethod
-    def _check_key(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                validate_workspace_key(value)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        return value
+    def from_flat(cls, values: Mapping[str, Any]) -> Options:
+        """Options from flat names; an unknown name is refused with the closest valid one (ValueError)."""
+        sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        for name, value in values.items():
+            if name not in SECTION_OF:
+                import difflib
+
+                close = difflib.get_close_matches(name, SECTION_OF, n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(f"{name}: unknown option{hint}")
+            sections[SECTION_OF[name]][name] = value
+        return cls(**{section: SECTIONS[section](**given) for section, given in sections.items()})
 
     @property
     def folder(self) -> Path | None:
-        """The workspace folder these settings were loaded for (None: none given)."""
+        """The workspace folder these options were loaded for (None: none given)."""
         return self._folder
 
-    def index_options(self, dims: int | None = None) -> IndexOptions:
-        """The options new indices are created with: vector dimension, shards and replicas."""
-        return IndexOptions(dims=dims, shards=self.shards, replicas=self.replicas)
+    def with_index(self, **changes: Any) -> Options:
+        """A copy with some index options changed (validated)."""
+        given = {name: getattr(self.index, name) for name in self.index.model_fields_set}
+        index = IndexOptions(**{**given, **changes})  # validated; what was never given stays unset
+        copy = self.model_copy(update={"index": index})
+        copy._folder = self._folder
+        return copy
 
-    def client_settings(self) -> ClientSettings:
-        """Connection settings for a dialect (secrets unwrapped only here)."""
-        return ClientSettings(
-            hosts=self.hosts,
-            username=self.username,
-            password=self.password.get_secret_value() if self.password else None,
-            api_key=self.api_key.get_secret_value() if self.api_key else None,
-            verify_certs=self.verify_certs,
-            ca_certs=self.ca_certs,
-            timeout=self.timeout,
-            aws_region=self.aws_region,
-            aws_service=self.aws_service,
-        )
+
+def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The `REME_ES_<NAME>` variables that name an option, by option name."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[ENV_PREFIX + name.upper()] for name in SECTION_OF if ENV_PREFIX + name.upper() in environ}
+
+
+def describe(exc: ValidationError | ValueError, source: str) -> str:
+    """One line naming each invalid option and why, and where the options came from."""
+    if not isinstance(exc, ValidationError):
+        return f"invalid settings ({source}): {exc}"
+    problems = []
+    for err in exc.errors():
+        loc = [str(x) for x in err["loc"] if str(x) not in SECTIONS]
+        msg = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{'.'.join(loc) or 'settings'}: {msg}")
+    return f"invalid settings ({source}): " + "; ".join(problems)
+
+
+def build_options(layers: list[tuple[str, Mapping[str, Any]]]) -> Options:
+    """Options from named layers of flat values, later layers winning (None values ignored); ConfigError names
+    each invalid option and the layers it came from."""
+    merged: dict[str, Any] = {}
+    sources = []
+    for source, values in layers:
+        given = {k: v for k, v in values.items() if v is not None}
+        if given:
+            sources.append(source)
+        merged.update(given)
+    try:
+        return Options.from_flat(merged)
+    except (ValidationError, ValueError) as exc:
+        raise ConfigError(describe(exc, ", ".join(sources) or "defaults")) from None
+    except ConfigError as exc:
+        raise ConfigError(f"invalid settings ({', '.join(sources) or 'defaults'}): {exc}") from None
 
 
 def default_workspace_key(workspace: Path) -> str:
@@ -207,15 +290,6 @@ def default_prefix(workspace: Path) -> str:
     return f"reme-{default_workspace_key(workspace)}"
 
 
-def _describe(exc: ValidationError, source: str) -> str:
-    problems = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err["loc"]) or "settings"
-        msg = err["msg"].removeprefix("Value error, ")
-        problems.append(f"{where}: {msg}")
-    return f"invalid settings ({source}): " + "; ".join(problems)
-
-
 def _read_yaml(path: Path) -> dict:
     import yaml  # only with a config file: `reme-es search` without one does not pay for it
 
@@ -232,49 +306,56 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def _from_env(environ: dict[str, str]) -> dict:
-    out = {}
-    for name in Settings.model_fields:
-        key = ENV_PREFIX + name.upper()
-        if key in environ:
-            out[name] = environ[key]
-    return out
-
-
-def load_settings(
+def load_options(
     workspace: Path | None = None,
     config_file: Path | None = None,
-    overrides: dict[str, Any] | None = None,
-    environ: dict[str, str] | None = None,
-) -> Settings:
-    """Merge the YAML file, the environment and explicit overrides (None values ignored), then validate."""
-    environ = os.environ if environ is None else environ
-    merged: dict[str, Any] = {}
-    sources = []
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Options:
+    """The CLI's options: the YAML file (`<workspace>/reme-es.yaml` unless another is given) < `REME_ES_*`
+    variables < `overrides` (flags; None values ignored). With a workspace, the workspace key defaults to its own."""
+    layers: list[tuple[str, Mapping[str, Any]]] = []
     if config_file is None and workspace is not None and (workspace / CONFIG_NAME).is_file():
         config_file = workspace / CONFIG_NAME
     if config_file is not None:
-        merged.update(_read_yaml(Path(config_file)))
-        sources.append(str(config_file))
-    env = _from_env(environ)
-    if env:
-        sources.append("environment " + ", ".join(ENV_PREFIX + k.upper() for k in env))
-    merged.update(env)
-    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if flags:
-        sources.append("command line")
-    merged.update(flags)
-    try:
-        settings = Settings(**merged)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, ", ".join(sources) or "defaults")) from None
-    except ConfigError as exc:
-        raise ConfigError(f"invalid settings ({', '.join(sources) or 'defaults'}): {exc}") from None
+        layers.append((str(config_file), _read_yaml(Path(config_file))))
+    env = from_environment(environ)
+    layers.append(("environment " + ", ".join(ENV_PREFIX + k.upper() for k in env), env))
+    layers.append(("command line", overrides or {}))
+    options = build_options(layers)
     if workspace is not None:
-        settings._folder = Path(workspace)
-        if settings.workspace_key is None:
-            settings.workspace_key = default_workspace_key(workspace)
-    return settings
+        options._folder = Path(workspace)
+        if options.index.workspace_key is None:
+            options = options.with_index(workspace_key=default_workspace_key(workspace))
+            options._folder = Path(workspace)
+    return options
 
 
-__all__ = ["CONFIG_NAME", "SHARED_SET", "Settings", "default_prefix", "default_workspace_key", "load_settings"]
+class Runtime(BaseModel):
+    """Process-wide variables, read from the environment when asked (`runtime()`), never at import."""
+
+    home: Path | None = None  # REME_ES_HOME: cache, installs, node folders and sync state
+    debug: bool = False  # REME_ES_DEBUG: a CLI error shows its traceback
+    watch_polling: bool = False  # REME_ES_WATCH_POLLING: `sync --watch` polls instead of inotify
+    java_home: Path | None = None  # REME_ES_JAVA_HOME: the JDK the managed node runs on
+    maven_url: str = "https://repo1.maven.org/maven2"  # REME_ES_MAVEN_URL: where the launcher fetches nodes
+    fetch: Literal["mvn", "https"] | None = None  # REME_ES_FETCH: how (None: mvn where installed, else https)
+    test_hosts: str | None = None  # REME_ES_TEST_HOSTS: the contract suite's cluster
+    test_engine: str = "auto"  # REME_ES_TEST_ENGINE: its engine
+
+
+def runtime(environ: Mapping[str, str] | None = None) -> Runtime:
+    """The process-wide `REME_ES_*` variables now."""
+    environ = os.environ if environ is None else environ
+    values = {name: environ[ENV_PREFIX + name.upper()] for name in Runtime.model_fields
+              if environ.get(ENV_PREFIX + name.upper())}
+    try:
+        return Runtime(**values)
+    except ValidationError as exc:
+        raise ConfigError(describe(exc, "environment")) from None
+
+
+__all__ = [
+    "CONFIG_NAME", "SHARED_SET", "ConnectionOptions", "IndexOptions", "Options", "Runtime", "SearchOptions",
+    "SyncOptions", "build_options", "default_prefix", "default_workspace_key", "load_options", "runtime",
+]

@@ -4,12 +4,12 @@ Nodes, chunks, links and vectors live in the cluster (`reme_es.store.MemoryStore
 index at once: `get_nodes()` returns the stored `st_mtime`s and ReMe's start-up scan re-indexes only what changed
 on disk. BM25 runs server-side; vectors come from ReMe's bound embedding store exactly as the local store gets them.
 
-The store is composed of parts that own their state behind a small interface: `Embeddings` (vectors.py: embedding,
-vector planning through the store's one planner, backfill), `PendingChanges` (pending.py: changes kept while the
-cluster is unreachable), `HealthCounts` (health.py: the counts ReMe's health views read), `TagIndexSync` (tags.py:
+The store is composed of parts that own their state behind a small interface: `Embeddings` (embedding,
+vector planning through the store's one planner, backfill: backfill.py), `PendingChanges` (pending.py: changes kept while the
+cluster is unreachable), `HealthCounts` (counts.py: the counts ReMe's health views read), `TagIndexSync` (tags.py:
 the tag index) and `DeferredRefresh` (visibility.py: when writes are refreshed: before this store's next read, at
 dump and close, soon after in the background); `convert` holds the pure ReMe <-> reme-es conversions and `keys` the
-configuration-key check.
+configuration keys, parsed into the options model (`reme_es.core.options`).
 """
 
 from __future__ import annotations
@@ -24,29 +24,17 @@ from reme.components.tag_index import BaseTagIndex
 from reme.enumeration import LinkScopeEnum
 from reme.schema import FileChunk, FileLink, FileNode
 
-from ..adapters.dialect import ClientSettings, redact_host, validate_hosts
-from ..adapters.scope import validate_workspace_key
-from ..adapters.templates import IndexOptions
-from ..core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
+from ..adapters.transport import ClientSettings
+from ..core.checks import redact_host
 from ..core.models import Chunk, Hit, LinkScope
 from ..core.options import default_workspace_key
-from ..store import MemoryStore, validate_hybrid
-from ..store.fusion import (
-    DEFAULT_COLLAPSE,
-    DEFAULT_FEEDBACK,
-    DEFAULT_FUSION,
-    DEFAULT_PROXIMITY,
-    DEFAULT_VECTOR_WEIGHT,
-    apply_min_score,
-    validate_collapse,
-    validate_feedback,
-    validate_fusion,
-)
+from ..store import MemoryStore
+from ..store.fusion import apply_min_score
 from ..store.shown import Shown
 from .backfill import Embeddings
 from .convert import as_vector, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
 from .counts import EsFileGraph, HealthCounts, stand_in_for_paired
-from .keys import REME_PASS_THROUGH_KEYS, _checked_keys, file_store_keys
+from .keys import REME_PASS_THROUGH_KEYS, file_store_keys, plugin_options, split_keys
 from .opening import HOSTS_ENV, open_matching, resolve_hosts
 from .pending import PendingChanges, unreachable
 from .tags import TagIndexSync
@@ -65,48 +53,21 @@ class EsFileStore(BaseFileStore):
     """
 
     engine = "auto"
-    flavour: str | None = None  # the managed node's; None: the `default` node's own, else DEFAULT_FLAVOUR
 
-    def __init__(
-        self,
-        hosts: list[str] | str | None = None,
-        index_prefix: str = "",
-        embedding_store: str = "default",
-        tag_index: str = "",
-        username: str | None = None,
-        password: str | None = None,
-        api_key: str | None = None,
-        verify_certs: bool = True,
-        ca_certs: str | None = None,
-        aws_region: str | None = None,
-        aws_service: str = "es",
-        hybrid: str = "auto",
-        vector_weight: float = DEFAULT_VECTOR_WEIGHT,
-        fusion: str | None = DEFAULT_FUSION,
-        proximity: float = DEFAULT_PROXIMITY,
-        feedback: int = DEFAULT_FEEDBACK,
-        collapse: bool = DEFAULT_COLLAPSE,
-        hnsw_m: int = HNSW_M,
-        hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
-        workspace_key: str = "",
-        replicas: int | None = None,
-        shards: int = 1,
-        take_over: bool = False,
-        flavour: str | None = None,
-        refresh_after: float = 1.0,
-        **kwargs,
-    ):
-        super().__init__(**_checked_keys(type(self), kwargs))
+    def __init__(self, embedding_store: str = "default", tag_index: str = "", **kwargs):
+        component, given = split_keys(type(self), kwargs)
+        super().__init__(**component)
+        self.options = plugin_options(given, self.engine, self.name or "file store")
         # ReMe's default pairing (`file_graph: default`, `keyword_index: default`): components this store stands in for
         self.paired = {"file_graph": kwargs.get("file_graph"), "keyword_index": kwargs.get("keyword_index")}
         self.store: MemoryStore | None = None
         self._views: list[BaseComponent] = []
         self.refresher = DeferredRefresh(
-            self._refresh_store, refresh_after, recount=self.refresh_counts, logger=self.logger, name=self.name
+            self._refresh_store, self.options.search.refresh_after, recount=self.refresh_counts, logger=self.logger,
+            name=self.name,
         )
         self.pending = PendingChanges(self._apply_pending, logger=self.logger, name=self.name)
         self.health = HealthCounts(self.logger, self.name)
-        validate_hybrid(hybrid)
         self._bind_components(embedding_store, tag_index)
         self.vectors = Embeddings(
             lambda: self.embedding_store, lambda: self.store, self.refresher.visible, self.refresh_counts,
@@ -114,26 +75,10 @@ class EsFileStore(BaseFileStore):
         )
         self.tags = TagIndexSync(lambda: self.tag_index, self._tagged_files, self.logger, self.name)
         self.file_graph = EsFileGraph(store=self)
-        self.hosts = validate_hosts(hosts)
-        self.index_prefix = index_prefix
-        self.settings_kwargs = dict(
-            username=username, password=password, api_key=api_key, verify_certs=verify_certs, ca_certs=ca_certs,
-            aws_region=aws_region, aws_service=aws_service,
-        )
-        ClientSettings(hosts=self.hosts, **self.settings_kwargs)  # refuse conflicting auth settings at once
-        self.hybrid, self.vector_weight = hybrid, float(vector_weight)
-        self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
-        self.feedback = validate_feedback(feedback)
-        self.collapse = validate_collapse(collapse)
-        self.workspace_key = validate_workspace_key(workspace_key) if workspace_key else ""
-        self.take_over = bool(take_over)
-        self.index_options = {
-            "hnsw_m": int(hnsw_m), "hnsw_ef_construction": int(hnsw_ef_construction), "shards": shards,
-            "replicas": replicas,
-        }
-        IndexOptions(**self.index_options)  # refuse bad shards / replicas at once
-        if flavour:
-            self.flavour = flavour
+        ClientSettings.from_options(self.options.connection)  # refuse conflicting auth settings at once
+
+    vector_weight = property(lambda self: self.options.search.vector_weight, doc="The fusion's vector weight.")
+    feedback = property(lambda self: self.options.search.feedback, doc="Feedback hits per branch (0: off).")
 
     def _bind_components(self, embedding_store: str, tag_index: str) -> None:
         """Bind ReMe's embedding store (local by default) and tag index (none unless named; `default` is local)."""
@@ -186,22 +131,19 @@ class EsFileStore(BaseFileStore):
     async def _start(self) -> None:
         self.vectors.closing = self.pending.closing = False
         await super()._start()
-        aws_region = self.settings_kwargs["aws_region"]
-        hosts = await resolve_hosts(self.hosts, aws_region, self.flavour, self.logger, self.name)
-        settings = ClientSettings(hosts=hosts, **self.settings_kwargs)
-        key = self.workspace_key or default_workspace_key(self.workspace_path)
+        conn, index = self.options.connection, self.options.index
+        hosts = await resolve_hosts(conn.hosts, conn.aws_region, conn.flavour, self.logger, self.name)
+        settings = ClientSettings.from_options(conn, hosts)
+        key = index.workspace_key or default_workspace_key(self.workspace_path)
         dims = self.embedding_dimensions or None
         if self.embedding_store is not None and not dims:
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
-        options = IndexOptions(dims=dims, **self.index_options)
-        kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
-                  "proximity": self.proximity, "feedback": self.feedback, "collapse": self.collapse, "workspace": key}
         self.store = await open_matching(
-            settings, self.index_prefix or None, self.engine, options, self.logger, self.name,
-            folder=self.workspace_path, **kwargs,
+            settings, index.index_prefix, self.engine, index.model_copy(update={"dims": dims}), self.logger,
+            self.name, folder=self.workspace_path, search=self.options.search, workspace=key,
         )
         try:  # before ReMe's start-up scan writes or deletes anything: another folder's workspace is never touched
-            await self.store.claim(str(Path(self.workspace_path).resolve()), self.take_over)
+            await self.store.claim(str(Path(self.workspace_path).resolve()), self.options.index.take_over)
         except BaseException:
             await self.store.close()
             self.store = None

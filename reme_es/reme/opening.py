@@ -4,24 +4,22 @@ whose vector dimension matches the model (a stale one is dropped: ReMe's start-u
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
-from ..adapters.dialect import validate_hosts
-from ..adapters.templates import IndexOptions
 from ..core.errors import ConfigError, MappingError
+from ..core.options import ENV_PREFIX, IndexOptions
 from ..store import MemoryStore
 from ..store.connect import open_store
 
-HOSTS_ENV = "REME_ES_HOSTS"
+HOSTS_ENV = ENV_PREFIX + "HOSTS"
 
 
 async def resolve_hosts(
     hosts: list[str], aws_region: str | None, flavour: str | None, logger: Any, name: str
 ) -> list[str]:
-    """The configured hosts, else `REME_ES_HOSTS`, else the managed `default` node (started here): of `flavour`, or
-    (None) of the node's own flavour, else the default one (`node.flavour_of`)."""
-    hosts = hosts or validate_hosts(os.environ.get(HOSTS_ENV))
+    """The configured hosts (ReMe's `hosts` key, else `REME_ES_HOSTS`: both in the options), else the managed
+    `default` node (started here): of `flavour`, or (None) of the node's own flavour, else the default one
+    (`node.flavour_of`)."""
     if hosts:
         return hosts
     if aws_region:

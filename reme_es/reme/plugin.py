@@ -23,8 +23,7 @@ def search_job_steps() -> list[dict[str, Any]]:
     """The `search` job's steps with ReMe's default.yaml settings, answered by the reme-es step."""
     return [
         {
-            "backend": SEARCH_STEP,
-            "vector_weight": 0.7,
+            "backend": SEARCH_STEP,  # no vector_weight: the step fuses with the file store's own
             "candidate_multiplier": 5.0,
             "expand_links": True,
             "max_links_per_direction": 10,

@@ -47,7 +47,7 @@ def normalize_date_filters(search_filter: dict, logger) -> None:
 class EsSearchStep(SearchStep):
     """ReMe's search step with retrieval and fusion done by the cluster (one request where supported)."""
 
-    def _vector_weight(self, default: float = 0.7) -> float:
+    def _vector_weight(self, default: float) -> float:
         """The call's vector weight, else the step's, else `default` (the store's own: it fuses with that)."""
         raw = self.context.get("vector_weight")
         weight = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import tempfile
@@ -21,11 +20,11 @@ import urllib.request
 from pathlib import Path
 
 from ..core.errors import ServerError
+from ..core.options import runtime
 from .flavours import Artifact
 
 log = logging.getLogger(__name__)
 
-MAVEN_CENTRAL = os.environ.get("REME_ES_MAVEN_URL", "https://repo1.maven.org/maven2")
 ATTEMPTS = 3
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
@@ -35,7 +34,7 @@ def fetch_artifacts(artifacts: list[Artifact], dest: Path) -> dict[Artifact, Pat
     dest.mkdir(parents=True, exist_ok=True)
     missing = [a for a in artifacts if not (dest / a.filename).is_file()]
     if missing:
-        method = os.environ.get("REME_ES_FETCH") or ("mvn" if shutil.which("mvn") else "https")
+        method = runtime().fetch or ("mvn" if shutil.which("mvn") else "https")
         log.info("fetching %d artifact(s) with %s: %s", len(missing), method, ", ".join(map(str, missing)))
         for attempt in range(1, ATTEMPTS + 1):  # registries and proxies fail now and then: try again
             try:
@@ -117,7 +116,7 @@ def _published_sha1(url: str) -> str | None:
 
 
 def _fetch_with_https(artifact: Artifact, dest: Path) -> None:
-    url = f"{MAVEN_CENTRAL}/{artifact.path}"
+    url = f"{runtime().maven_url}/{artifact.path}"
     tmp = dest / (artifact.filename + ".part")
     try:
         expected = _published_sha1(url)

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from ..core.errors import ServerError
+from ..core.options import runtime
 
 
 def _java_major(java_home: Path) -> int | None:
@@ -32,8 +33,8 @@ def _java_major(java_home: Path) -> int | None:
 
 def find_java(java_min: int, java_max: int | None = None) -> tuple[Path, int]:
     """Pick the lowest installed JDK with java_min <= major (<= java_max); explicit settings win."""
-    explicit = os.environ.get("REME_ES_JAVA_HOME")
-    candidates: list[Path] = [Path(explicit)] if explicit else []
+    explicit = runtime().java_home
+    candidates: list[Path] = [explicit] if explicit else []
     if not explicit:
         if env := os.environ.get("JAVA_HOME"):
             candidates.append(Path(env))

@@ -31,11 +31,11 @@ from typing import Self
 
 from ..adapters.dialect import Dialect
 from ..adapters.port import IndexPort
-from ..adapters.templates import IndexOptions
 from ..adapters.transport import BulkOutcome
+from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
-from .fusion import validate_feedback
-from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
+from ..core.options import IndexOptions, SearchOptions
+from .indices import IndexSet
 from .links import LinkGraph
 from .search import SearchStore
 from .shown import Shown, fetch_shown
@@ -53,24 +53,17 @@ class MemoryStore:
         dialect: Dialect,
         prefix: str,
         options: IndexOptions | None = None,
-        hybrid: str = "auto",
-        pipeline: str | None = None,
-        vector_weight: float = 0.7,
-        keyword_fields: tuple[str, ...] | None = None,
-        proximity: float = 0.0,
-        feedback: int = 0,
-        collapse: bool = False,
+        search: SearchOptions | None = None,
         workspace: str | None = None,
     ):
+        """One workspace (`workspace`; None: `default`) of the index set `prefix`; `options` shape the indices it
+        creates, `search` how it ranks (the defaults of `reme_es.core.options`)."""
+        search = search or SearchOptions()
         self.dialect = dialect
         self.port = IndexPort(dialect)
-        self.indices = IndexSet(
-            dialect, self.port, prefix, options or IndexOptions(), hybrid, pipeline, vector_weight, workspace
-        )
-        self.indices.proximity, self.indices.feedback = float(proximity), validate_feedback(feedback)
-        self.indices.collapse = bool(collapse)
+        self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), search, workspace)
         self.vectors = VectorStore(self.indices)
-        self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
+        self.searches = SearchStore(self.indices, self.vectors, search.keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)
         self.writer = Writer(self.port, self.indices.ix, lambda: self.indices.dims, self.indices.refresh)
         self.registry = Registry(self.port, self.indices.index("workspaces"), prefix)

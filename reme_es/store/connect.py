@@ -8,8 +8,7 @@ from ..adapters.dialect import ClientSettings, Dialect
 from ..adapters.engines import engine_names, resolve_engine
 from ..adapters.engines import make_dialect as _registered
 from ..adapters.port import IndexPort
-from ..adapters.templates import IndexOptions
-from ..core.options import SHARED_SET, default_prefix
+from ..core.options import SHARED_SET, IndexOptions, SearchOptions, default_prefix
 from . import MemoryStore
 
 
@@ -49,7 +48,10 @@ async def open_store(
     **store_kwargs,
 ) -> MemoryStore:
     """Connect a MemoryStore (probe, indices, pipeline) and return it; close it when done. `prefix` None: the set
-    `choose_set` finds for `folder`. `workspace` (in `store_kwargs`) names the workspace in the set."""
+    `choose_set` finds for `folder`. In `store_kwargs`: `workspace` (the workspace in the set) and `search`
+    (SearchOptions), or search options by name (`fusion="rrf"`, `feedback=0`, ...)."""
+    workspace, search = store_kwargs.pop("workspace", None), store_kwargs.pop("search", None)
+    search = search or SearchOptions(**store_kwargs)
     engine = await resolve_engine(settings, engine)
     dialect = make_dialect(engine, settings)
     try:
@@ -57,7 +59,7 @@ async def open_store(
     except BaseException:
         await dialect.close()
         raise
-    store = MemoryStore(dialect, prefix, options, **store_kwargs)
+    store = MemoryStore(dialect, prefix, options, search, workspace)
     try:
         await store.connect(create=create)
     except BaseException:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
+from ..core.checks import FUSION_METHODS
 from ..core.models import RRF_K, Hit
 
 
-def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.7, k: int = RRF_K) -> list[Hit]:
+def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float, k: int = RRF_K) -> list[Hit]:
     """Fuse a vector and a keyword ranking with ReMe's weighted reciprocal rank fusion."""
     keyword_weight = 1.0 - vector_weight
     merged: dict[str, Hit] = {}
@@ -77,23 +78,17 @@ def apply_min_score(hits: list[Hit], min_score: float) -> list[Hit]:
 
 # ------------------------------------------------------------------------------ convex combination, proximity
 
-FUSION_METHODS = ("rrf", "minmax", "zscore")
-# The ReMe drop-in's default, chosen by bench/memory_quality.py on both sets (README, quality section): z-score convex
-# combination at vector weight 0.5. The proximity re-rank of the top PROXIMITY_TOP (boost 0.3 measured best) costs one
-# more request (the head's text), so it is opt-in: es_search_step keeps its two round trips by default.
-DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscore", 0.55, 0.0, 20
-# Pseudo-relevance feedback (issue 22): a second pass of both branches, each expanded by its own top
-# DEFAULT_FEEDBACK hit(s): the k-NN query moved toward the top vector hit (Rocchio, FEEDBACK_BETA), the BM25 query
-# OR-ed with a more_like_this of the top keyword hit (FEEDBACK_TERMS terms at FEEDBACK_BOOST). Chosen on both sets
-# of bench/memory_quality.py with z-score fusion at 0.55 (README, quality section); it costs two more round trips.
-DEFAULT_FEEDBACK, FEEDBACK_BETA, FEEDBACK_TERMS, FEEDBACK_BOOST = 1, 0.2, 10, 0.5
+# The proximity re-score looks at the fused head's top PROXIMITY_TOP hits; it costs one more request (their texts),
+# so it is opt-in (`SearchOptions.proximity`).
+PROXIMITY_TOP = 20
+# Pseudo-relevance feedback (`SearchOptions.feedback`): a second pass of both branches, each expanded by its own top
+# hit(s): the k-NN query moved toward the top vector hit (Rocchio, FEEDBACK_BETA), the BM25 query OR-ed with a
+# more_like_this of the top keyword hit (FEEDBACK_TERMS terms at FEEDBACK_BOOST). docs/decisions.md says how each
+# value was chosen.
+FEEDBACK_BETA, FEEDBACK_TERMS, FEEDBACK_BOOST = 0.2, 10, 0.5
 # A hit feeds back only with at least this many terms (`terms`): a dialog turn or a one-line note is too short to
-# expand a query from (on the memory set every turn has at most 26, and feedback from them drifts; Cranfield's
-# abstracts have 29 at the 1st percentile, 98 at the median).
+# expand a query from.
 FEEDBACK_MIN_TERMS = 30
-# Repeated texts kept once in a fused ranking (`collapse_repeats`), the ReMe drop-in's and `reme-es search`'s default:
-# chosen on both sets of bench/memory_quality.py (README, quality section); it costs no request.
-DEFAULT_COLLAPSE = True
 # When the copies leave fewer hits than asked for, the branches are asked again deeper, up to this many each.
 COLLAPSE_MAX_DEPTH = 1000
 
@@ -112,7 +107,7 @@ def _normalised(hits: list[Hit], method: str) -> dict[str, float]:
     return {h.chunk.id: (h.score - mean) / sd if sd > 0 else 0.0 for h in hits}
 
 
-def convex(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.5, method: str = "minmax") -> list[Hit]:
+def convex(vector: list[Hit], keyword: list[Hit], vector_weight: float, method: str = "minmax") -> list[Hit]:
     """Fuse by a weighted sum of per-branch normalised scores (min-max or z-score); a hit one branch missed gets
     that branch's lowest normalised score (0 under min-max, as OpenSearch's normalization processor does)."""
     if method not in ("minmax", "zscore"):
@@ -133,7 +128,7 @@ def convex(vector: list[Hit], keyword: list[Hit], vector_weight: float = 0.5, me
     return sorted(out, key=lambda h: h.score, reverse=True)
 
 
-def fuse(vector: list[Hit], keyword: list[Hit], method: str = "rrf", vector_weight: float = 0.7) -> list[Hit]:
+def fuse(vector: list[Hit], keyword: list[Hit], method: str, vector_weight: float) -> list[Hit]:
     """Fuse two rankings by `method`: 'rrf' (ReMe's weighted RRF), 'minmax' or 'zscore' (convex combination)."""
     if method == "rrf":
         return weighted_rrf(vector, keyword, vector_weight)
@@ -200,24 +195,6 @@ def proximity_rescore(hits: list[Hit], query: str, top: int = 20, boost: float =
     return [h for _, h in rescored] + tail
 
 
-def validate_fusion(value: str | None) -> str | None:
-    """A fusion method name (None: the store's default), or ConfigError naming the choices."""
-    if value is None or value in FUSION_METHODS:
-        return value
-    from ..core.errors import ConfigError
-
-    raise ConfigError(f"fusion must be one of {', '.join(FUSION_METHODS)} (or left out), got {value!r}")
-
-
-def validate_collapse(value) -> bool:
-    """Whether to collapse repeated texts (a bool, as YAML gives it), or ConfigError."""
-    if isinstance(value, bool):
-        return value
-    from ..core.errors import ConfigError
-
-    raise ConfigError(f"collapse must be true or false, got {value!r}")
-
-
 def feeds_back(text: str) -> bool:
     """Whether a hit's text is long enough to feed a query back (FEEDBACK_MIN_TERMS terms, stop words left out)."""
     return len(terms(text)) >= FEEDBACK_MIN_TERMS
@@ -236,12 +213,3 @@ def rocchio(query: list[float], feedback: list[list[float]], beta: float = FEEDB
     q = unit(query)
     moved = [x + beta * sum(v[i] for v in usable) / len(usable) for i, x in enumerate(q)]
     return unit(moved)
-
-
-def validate_feedback(value) -> int:
-    """A feedback depth (hits per branch used as feedback; 0 turns feedback off), or ConfigError."""
-    from ..core.errors import ConfigError
-
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or int(value) != value:
-        raise ConfigError(f"feedback must be a whole number of hits >= 0 (0: off), got {value!r}")
-    return int(value)

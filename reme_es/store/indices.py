@@ -19,35 +19,18 @@ import time
 
 from ..adapters.dialect import Dialect, ensure_mapping_compatible
 from ..adapters.port import Action, IndexPort
-from ..adapters.scope import WORKSPACE_FIELD, Scope, validate_workspace_key
-from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index
-from ..core.engine_settings import valid_prefix
+from ..adapters.scope import WORKSPACE_FIELD, Scope
+from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, render_index
+from ..core.checks import validate_hybrid, validate_prefix, validate_workspace_key
 from ..core.errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
 from ..core.models import Capabilities, SearchFilter
+from ..core.options import IndexOptions, SearchOptions
 from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
 PAGE = 1000
 
-HYBRID_MODES = ("auto", "native", "client")
 PIPELINE_KINDS = ("minmax", "rrf", "zscore")  # the fusion: native where the server can, else client-side
-
-
-def validate_prefix(prefix: str) -> str:
-    """Refuse index prefixes that could address other indices (`*`, `_all`, commas, `..`, uppercase)."""
-    if not valid_prefix(prefix):
-        raise ConfigError(
-            f"index prefix {prefix!r} is not allowed: use 1-200 characters of lowercase letters, digits, '-' "
-            "and '_', starting with a letter or digit"
-        )
-    return prefix
-
-
-def validate_hybrid(hybrid: str) -> str:
-    """Refuse an unknown hybrid mode (the one place it is checked)."""
-    if hybrid not in HYBRID_MODES:
-        raise ConfigError(f"hybrid must be one of {', '.join(HYBRID_MODES)}, got {hybrid!r}")
-    return hybrid
 
 
 class IndexSet:
@@ -59,27 +42,25 @@ class IndexSet:
         port: IndexPort,
         prefix: str,
         options: IndexOptions,
-        hybrid: str,
-        pipeline: str | None,
-        vector_weight: float,
+        search: SearchOptions,
         workspace: str | None = None,
     ):
-        if not 0.0 <= vector_weight <= 1.0:
-            raise ConfigError(f"vector_weight must be between 0 and 1, got {vector_weight}")
-        if pipeline is not None and pipeline not in PIPELINE_KINDS:
-            raise ConfigError(f"pipeline must be one of {', '.join(PIPELINE_KINDS)}, got {pipeline!r}")
+        if search.fusion is not None and search.fusion not in PIPELINE_KINDS:
+            raise ConfigError(f"fusion must be one of {', '.join(PIPELINE_KINDS)}, got {search.fusion!r}")
         self.dialect, self.port = dialect, port
         self.prefix = validate_prefix(prefix)
         self.workspace = validate_workspace_key(workspace or DEFAULT_WORKSPACE)
         self.legacy = False  # True: the set predates workspaces (found at connect)
         self.port.scope = Scope(self.workspace)
         self.options = options
-        self.hybrid = validate_hybrid(hybrid)
-        self.pipeline_kind = pipeline
-        self.vector_weight = vector_weight
-        self.proximity = 0.0  # client-side fusion: boost of the term-proximity re-rank of the head (0: none)
-        self.feedback = 0  # client-side fusion: top hits per branch used for pseudo-relevance feedback (0: none)
-        self.collapse = False  # hybrid search: a text repeated in several chunks kept once, at its best rank
+        # the search options that shape requests: hybrid mode, the fusion (it names the pipeline), vector weight,
+        # and the client-side fusion's proximity boost, feedback depth and collapse of repeated texts
+        self.hybrid = validate_hybrid(search.hybrid)
+        self.pipeline_kind = search.fusion
+        self.vector_weight = search.vector_weight
+        self.proximity = search.proximity
+        self.feedback = search.feedback
+        self.collapse = search.collapse
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))

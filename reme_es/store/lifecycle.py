@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 
 from ..adapters.port import Action
-from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, IndexOptions, render_index, replica_settings
+from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, render_index, replica_settings, template_shards
 from ..core.errors import ConfigError, MappingError, RequestFailed
 from ..core.models import Link, doc_id
+from ..core.options import IndexOptions
 from . import MemoryStore
 
 PAGE = 1000
@@ -31,7 +31,9 @@ async def live_options(store: MemoryStore, dims: int | None) -> IndexOptions:
     index = (await store.port.index_settings(store.index("chunks"))).get("index", {})
     auto = str(index.get("auto_expand_replicas", "false")).lower()
     replicas = None if auto == "0-1" else int(index.get("number_of_replicas", 0))
-    return replace(store.options, dims=dims, shards=int(index.get("number_of_shards", 1)), replicas=replicas)
+    return store.options.model_copy(
+        update={"dims": dims, "shards": int(index.get("number_of_shards", 1)), "replicas": replicas}
+    )
 
 
 async def _copy(
@@ -142,7 +144,8 @@ def _norm(value: object) -> object:
 def _replica_diff(live: dict, options: IndexOptions) -> list[str]:
     """How an index's live shard and replica settings differ from `options`."""
     index, problems = live.get("index", {}), []
-    want = {"number_of_shards": options.shards, **replica_settings(options)}
+    shards = options.shards or template_shards()
+    want = {"number_of_shards": shards, **replica_settings(options)}
     if options.replicas is None:
         want["number_of_replicas"] = None  # decided by the node count
     have_auto = str(index.get("auto_expand_replicas", "false")).lower()
@@ -152,8 +155,8 @@ def _replica_diff(live: dict, options: IndexOptions) -> list[str]:
         problems.append(
             f"~ settings.number_of_replicas: index has {index.get('number_of_replicas')}, wanted {want['number_of_replicas']}"
         )
-    if _norm(index.get("number_of_shards")) != _norm(options.shards):
-        problems.append(f"~ settings.number_of_shards: index has {index.get('number_of_shards')}, wanted {options.shards}")
+    if _norm(index.get("number_of_shards")) != _norm(shards):
+        problems.append(f"~ settings.number_of_shards: index has {index.get('number_of_shards')}, wanted {shards}")
     return problems
 
 

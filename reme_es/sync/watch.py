@@ -4,11 +4,11 @@ of file events into one pass."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import ConnectionFailed, RequestFailed
+from ..core.options import runtime
 from .report import Summary
 
 
@@ -59,7 +59,7 @@ class _Watching:
             recursive=True,
             rust_timeout=1000,
             yield_on_timeout=True,  # an empty yield tells that the watcher runs
-            force_polling=bool(os.environ.get("REME_ES_WATCH_POLLING")),
+            force_polling=runtime().watch_polling,
         ):
             if not ready:  # catch up with what changed between the first pass and the watcher's start
                 ready = True

@@ -115,7 +115,7 @@ class HybridContract:
         # with `collapse` the ranking keeps its best copy and counts the two others; without it all three come back.
         import hashlib
 
-        store = await store_factory(hybrid=hybrid, pipeline="minmax", vector_weight=0.5, collapse=True)
+        store = await store_factory(hybrid=hybrid, fusion="minmax", vector_weight=0.5, collapse=True)
         said = "orbital orbital long day talk tomorrow"
         texts = [said, said, f"orbital mechanics {said[-8:]}", said] + [f"orbital note {i}" for i in range(4)]
         pairs = []
@@ -143,7 +143,7 @@ class HybridContract:
         # asks again, deeper, so the limit of 2 still gets two distinct hits, and the kept copy counts all 11 others.
         import hashlib
 
-        store = await store_factory(hybrid=hybrid, pipeline="minmax", vector_weight=0.5, collapse=True)
+        store = await store_factory(hybrid=hybrid, fusion="minmax", vector_weight=0.5, collapse=True)
         said = "orbital orbital orbital tomorrow"
         texts = [said] * 12 + ["orbital note one", "orbital note two"]
         pairs = []
@@ -159,7 +159,7 @@ class HybridContract:
 
     async def test_native_and_client_fusion_give_the_same_ranking(self, store_factory):
         # With equal weights ReMe's weighted RRF is plain RRF, which is what the server's RRF processor computes.
-        store = await self._hybrid_corpus(store_factory, vector_weight=0.5, pipeline="rrf")
+        store = await self._hybrid_corpus(store_factory, vector_weight=0.5, fusion="rrf")
         require(store, "native_hybrid")
         native = await store.search("orbital mechanics", unit_vector(1), 8)
         store.hybrid = "client"
@@ -172,7 +172,7 @@ class HybridContract:
     async def test_client_fusion_follows_the_configured_method(self, store_factory, method):
         from ..store.fusion import convex
 
-        store = await self._hybrid_corpus(store_factory, hybrid="client", pipeline=method, vector_weight=0.4)
+        store = await self._hybrid_corpus(store_factory, hybrid="client", fusion=method, vector_weight=0.4)
         query, vector = "orbital mechanics filler3", unit_vector(1, 0.9)
         result = await store.search(query, vector, 6, candidates=12)
         expected = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.4, method)
@@ -183,7 +183,7 @@ class HybridContract:
     async def test_client_fusion_rescores_its_head_by_term_proximity(self, store_factory):
         from ..store.fusion import PROXIMITY_TOP, convex, proximity_rescore
 
-        store = await self._hybrid_corpus(store_factory, hybrid="client", pipeline="zscore", vector_weight=0.5)
+        store = await self._hybrid_corpus(store_factory, hybrid="client", fusion="zscore", vector_weight=0.5)
         store.indices.proximity = 0.3
         query, vector = "filler7 orbital", unit_vector(1, 0.3)
         result = await store.search(query, vector, 5, candidates=12)
@@ -200,7 +200,7 @@ class HybridContract:
         # "orbital" without feedback, then with it (the store, both results, the query and its vector).
         from ..store.fusion import FEEDBACK_MIN_TERMS
 
-        store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
+        store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, feedback=0)
         pad = FEEDBACK_MIN_TERMS // 2 if long else 0
         texts = ["orbital orbital hohmann transfer" + " hohmann transfer" * pad] + [
             f"orbital mechanics filler{i}" + " mechanics filler" * pad for i in range(1, 6)]
@@ -353,7 +353,7 @@ class MaintenanceContract:
     async def test_reindex_keeps_every_vector(self, store_factory, reme_es_neighbours):
         # Vectors are kept out of the stored `_source` (OpenSearch derived source, Elasticsearch's default): the copy
         # must still carry them, or the new index answers k-NN with nothing and nobody notices until a search.
-        from ..adapters.templates import IndexOptions
+        from ..core.options import IndexOptions
         from ..store.lifecycle import reindex
 
         store = await store_factory()

@@ -21,7 +21,6 @@ pytest needs no `asyncio_mode = auto`; pytest-asyncio must be installed.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -29,7 +28,7 @@ from contextlib import asynccontextmanager
 import pytest
 import pytest_asyncio
 
-from ..adapters.templates import IndexOptions
+from ..core.options import IndexOptions
 from ..store import MemoryStore
 from .data import DIMS
 
@@ -60,10 +59,11 @@ async def dropped_at_exit() -> AsyncIterator[list[MemoryStore]]:
 def reme_es_open_store(request: pytest.FixtureRequest) -> Opener:
     """How the contract suite opens a connected store (override this fixture to use your own dialect)."""
     from ..adapters.dialect import ClientSettings
+    from ..core.options import runtime
     from ..store.connect import open_store
 
-    hosts = request.config.getoption("--reme-es-hosts") or os.environ.get("REME_ES_TEST_HOSTS")
-    engine = request.config.getoption("--reme-es-engine") or os.environ.get("REME_ES_TEST_ENGINE", "auto")
+    hosts = request.config.getoption("--reme-es-hosts") or runtime().test_hosts
+    engine = request.config.getoption("--reme-es-engine") or runtime().test_engine
     if not hosts:
         pytest.fail("the contract suite needs a cluster: pass --reme-es-hosts URL or override reme_es_open_store")
 

@@ -29,13 +29,22 @@ IMAGES = {
 
 
 def selected_flavours() -> list[str]:
-    """Flavours this session tests: those `REME_ES_TEST_FLAVOURS` (comma list) names; otherwise opensearch-2.19 and
-    elasticsearch-9, plus the OpenSearch 3 ones (opensearch-3, secured opensearch-3.4-security) with
-    `REME_ES_TEST_OPENSEARCH3=1`. Secured flavours are run by the secured tests only, not by the `server` fixture."""
+    """Flavours this session tests: those `REME_ES_TEST_FLAVOURS` (comma list) names; otherwise opensearch-3 (the
+    flavour users get by default) and elasticsearch-9, plus the secured opensearch-3.4-security with
+    `REME_ES_TEST_OPENSEARCH3=1`. Secured flavours are run by the secured tests only, not by the `server` fixture.
+    OpenSearch 2.19 runs the contract suite (`contract_flavours`)."""
     if names := os.environ.get("REME_ES_TEST_FLAVOURS"):
         return [f.strip() for f in names.split(",") if f.strip()]
-    opensearch3 = ["opensearch-3", "opensearch-3.4-security"] if os.environ.get("REME_ES_TEST_OPENSEARCH3") else []
-    return ["opensearch-2.19", "elasticsearch-9", *opensearch3]
+    secured = ["opensearch-3.4-security"] if os.environ.get("REME_ES_TEST_OPENSEARCH3") else []
+    return ["opensearch-3", "elasticsearch-9", *secured]
+
+
+def contract_flavours() -> list[str]:
+    """Flavours the contract suite's one-workspace variant runs on: opensearch-2.19 (every other flavour runs the
+    shared-set variant, which is the same cases with a twin workspace); `REME_ES_TEST_FLAVOURS` picks instead."""
+    if os.environ.get("REME_ES_TEST_FLAVOURS"):
+        return selected_flavours()
+    return ["opensearch-2.19"]
 
 
 @dataclass(frozen=True)

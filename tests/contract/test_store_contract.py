@@ -11,6 +11,7 @@ import pytest
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.store.connect import open_store
 from reme_es.testing import SharedSetContract, StoreContract
+from tests.containers.servers import contract_flavours
 
 
 @pytest.fixture
@@ -24,8 +25,12 @@ def reme_es_open_store(server):
 
 
 class TestStoreContract(StoreContract):
-    """Every contract case on every flavour."""
+    """Every contract case, the store alone in its index set, on OpenSearch 2.19 (`contract_flavours`)."""
+
+    @pytest.fixture(scope="class", params=contract_flavours())
+    def server(self, request, servers):
+        return servers.get(request.param)
 
 
 class TestSharedSetContract(SharedSetContract):
-    """Every contract case with a twin workspace in the same index set, on every flavour."""
+    """Every contract case with a twin workspace in the same index set, on every flavour under test."""

@@ -100,14 +100,14 @@ def test_config_and_connection_errors(cli, tmp_path):
     bad_prefix = cli("status", "--hosts", cli.url, "--index-prefix", "Bad*Prefix", target=False)
     assert bad_prefix.exit_code == 2
     assert bad_prefix.stderr.startswith(
-        "error: invalid settings (command line): index prefix 'Bad*Prefix' is not allowed"
+        "error: invalid settings (command line): index_prefix: index prefix 'Bad*Prefix' is not allowed"
     )
 
     (cli.workspace / "reme-es.yaml").write_text("hosts: [http://127.0.0.1:1]\nbogus: 1\n")
     unknown = cli("sync", str(cli.workspace), target=False)
     assert unknown.exit_code == 2
     assert unknown.stderr == (
-        f"error: invalid settings ({cli.workspace / 'reme-es.yaml'}): bogus: Extra inputs are not permitted\n"
+        f"error: invalid settings ({cli.workspace / 'reme-es.yaml'}): bogus: unknown option\n"
     )
 
     (cli.workspace / "reme-es.yaml").write_text("hosts: http://127.0.0.1:1\nengine: opensearch\n")
@@ -160,21 +160,23 @@ def test_full_and_json_summary(cli):
 
 
 def test_settings_precedence_yaml_env_flags(tmp_path):
-    from reme_es.core.options import default_prefix, default_workspace_key, load_settings
+    from reme_es.adapters.transport import ClientSettings
+    from reme_es.core.options import default_prefix, default_workspace_key, load_options
 
     ws = tmp_path / "My Notes!"
     ws.mkdir()
     (ws / "reme-es.yaml").write_text("hosts: [http://a:9200]\nindex_prefix: from-yaml\ndirs: daily\npassword: s3cret\n")
     env = {"REME_ES_INDEX_PREFIX": "from-env", "REME_ES_HOSTS": "http://b:9200, http://c:9200"}
-    s = load_settings(ws, None, {"index_prefix": "from-flag", "hosts": None}, environ=env)
-    assert (s.index_prefix, s.hosts, s.dirs) == ("from-flag", ["http://b:9200", "http://c:9200"], ["daily"])
+    s = load_options(ws, None, {"index_prefix": "from-flag", "hosts": None}, environ=env)
+    assert (s.index.index_prefix, s.connection.hosts, s.sync.dirs) == (
+        "from-flag", ["http://b:9200", "http://c:9200"], ["daily"])
     assert "s3cret" not in repr(s) and "s3cret" not in json.dumps(s.model_dump(mode="json"))
-    assert s.client_settings().password == "s3cret"
-    assert load_settings(ws, None, {}, environ=env).index_prefix == "from-env"
+    assert ClientSettings.from_options(s.connection).password == "s3cret"
+    assert load_options(ws, None, {}, environ=env).index.index_prefix == "from-env"
     (ws / "reme-es.yaml").unlink()
-    plain = load_settings(ws, None, {}, environ={})
-    assert plain.index_prefix is None  # chosen at connect: the shared set, or the folder's own set from before
-    assert plain.workspace_key == default_workspace_key(ws)
+    plain = load_options(ws, None, {}, environ={})
+    assert plain.index.index_prefix is None  # chosen at connect: the shared set, or the folder's own set from before
+    assert plain.index.workspace_key == default_workspace_key(ws)
     assert re.fullmatch(r"my-notes-[0-9a-f]{10}", default_workspace_key(ws))
     assert default_workspace_key(ws) != default_workspace_key(tmp_path / "other" / "My Notes!")
     assert default_prefix(ws) == f"reme-{default_workspace_key(ws)}"  # the set a workspace had to itself before

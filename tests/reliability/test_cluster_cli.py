@@ -4,7 +4,6 @@ of this run only), started by the command line in a child process, sharing one s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from reme_es.adapters.dialect import ClientSettings
-from reme_es.adapters.templates import IndexOptions
+from reme_es.core.options import IndexOptions
 from reme_es.server import node
 from reme_es.server.flavours import Flavour, get_flavour
 from reme_es.store.connect import open_store

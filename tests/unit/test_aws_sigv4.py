@@ -28,7 +28,7 @@ from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.cli import main
 from reme_es.core.errors import ConfigError
-from reme_es.core.options import load_settings
+from reme_es.core.options import load_options
 from reme_es.store import connect
 
 ACCESS_KEY = "AKIAREMEESTEST000001"
@@ -235,20 +235,20 @@ async def test_credentials_stay_out_of_settings_and_debug_logs(fake_aws, wire, c
 def test_config_reads_region_and_service_from_file_and_env_and_never_secrets(no_aws, tmp_path):
     (tmp_path / "reme-es.yaml").write_text(f"hosts: [{HOST}]\naws_region: us-east-1\n")
     env = {"REME_ES_AWS_SERVICE": "aoss", "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_SESSION_TOKEN": TOKEN}
-    settings = load_settings(tmp_path, environ=env)
-    cs = settings.client_settings()
-    assert (settings.aws_region, settings.aws_service) == ("us-east-1", "aoss")
+    settings = load_options(tmp_path, environ=env)
+    cs = ClientSettings.from_options(settings.connection)
+    assert (settings.connection.aws_region, settings.connection.aws_service) == ("us-east-1", "aoss")
     assert (cs.aws_region, cs.aws_service) == ("us-east-1", "aoss")
-    assert load_settings(tmp_path, environ={"REME_ES_AWS_REGION": "eu-central-1"}).aws_region == "eu-central-1"
+    assert load_options(tmp_path, environ={"REME_ES_AWS_REGION": "eu-central-1"}).connection.aws_region == "eu-central-1"
     assert _leaks(repr(settings) + str(settings.model_dump()) + settings.model_dump_json() + repr(cs)) == []
 
     (tmp_path / "reme-es.yaml").write_text(f"aws_region: us-east-1\naws_secret_access_key: {SECRET_KEY}\n")
-    with pytest.raises(ConfigError, match="aws_secret_access_key: Extra inputs are not permitted") as err:
-        load_settings(tmp_path, environ={})
+    with pytest.raises(ConfigError, match="aws_secret_access_key: unknown option") as err:
+        load_options(tmp_path, environ={})
     assert _leaks("".join(traceback.format_exception(err.value))) == []
 
     with pytest.raises(ConfigError, match="aws_service"):
-        load_settings(tmp_path / "none", environ={"REME_ES_AWS_SERVICE": "s3"})
+        load_options(tmp_path / "none", environ={"REME_ES_AWS_SERVICE": "s3"})
 
 
 # ------------------------------------------------------------------------------------------ refusals
@@ -361,6 +361,6 @@ def test_reme_file_store_takes_aws_settings_and_refuses_mixed_auth():
     from reme_es.reme.backends import OpenSearchFileStore
 
     store = OpenSearchFileStore(hosts=HOST, aws_region=REGION, aws_service="aoss", embedding_store="")
-    assert ClientSettings(hosts=store.hosts, **store.settings_kwargs).aws_service == "aoss"
+    assert ClientSettings.from_options(store.options.connection).aws_service == "aoss"
     with pytest.raises(ConfigError, match="remove username/password and api_key"):
         OpenSearchFileStore(hosts=HOST, aws_region=REGION, api_key="k3y-AbC123", embedding_store="")

@@ -14,8 +14,9 @@ import pytest
 from reme_es.adapters.dialect import ClientSettings, candidates_only, filter_clauses, keyword_body
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.adapters.templates import IndexOptions, render_index
+from reme_es.adapters.templates import render_index
 from reme_es.core.models import Capabilities, SearchFilter
+from reme_es.core.options import IndexOptions
 
 GOLDEN = Path(__file__).parent / "golden"
 SETTINGS = ClientSettings(hosts=["http://127.0.0.1:9200"])

@@ -16,10 +16,11 @@ from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.engines import GROUP, dialect_class, engine_for_node, engine_names, make_dialect
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.adapters.templates import IndexOptions, render_index
+from reme_es.adapters.templates import render_index
+from reme_es.cli.app import _settings
 from reme_es.core.errors import CapabilityError, ConfigError, RequestFailed
 from reme_es.core.models import SearchFilter
-from reme_es.core.options import Settings
+from reme_es.core.options import IndexOptions
 from reme_es.store import MemoryStore
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -41,9 +42,9 @@ def test_every_engine_comes_from_the_entry_point_group():
 def test_unknown_engines_are_refused_with_the_registered_names():
     with pytest.raises(ConfigError, match="engine must be one of opensearch, elasticsearch, aoss or auto, got 'solr'"):
         make_dialect("solr", ClientSettings(hosts=["http://x:1"]))
-    with pytest.raises(ValueError, match="engine must be auto or one of opensearch, elasticsearch, aoss"):
-        Settings(engine="solr")
-    assert Settings(engine="aoss").engine == "aoss"
+    with pytest.raises(ConfigError, match="engine must be auto or one of opensearch, elasticsearch, aoss"):
+        _settings(None, None, engine="solr")
+    assert _settings(None, None, engine="aoss").connection.engine == "aoss"
 
 
 class _NoServer:

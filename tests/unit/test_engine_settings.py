@@ -10,11 +10,11 @@ import pytest
 from reme_es.adapters.dialect import ClientSettings, knn_candidates
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.adapters.templates import IndexOptions
 from reme_es.adapters.transport import RETRYABLE_STATUS
 from reme_es.core import engine_settings
+from reme_es.core.checks import validate_prefix
 from reme_es.core.errors import ConfigError
-from reme_es.store.indices import validate_prefix
+from reme_es.core.options import IndexOptions
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "engine_settings.json").read_text())
 SETTINGS = ClientSettings(hosts=["http://127.0.0.1:9200"])

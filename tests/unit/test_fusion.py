@@ -86,7 +86,7 @@ def test_fuse_dispatch_and_errors():
     assert [h.chunk.id for h in fuse(vec, kw, "rrf", 0.3)] == [h.chunk.id for h in weighted_rrf(vec, kw, 0.3)]
     assert [h.chunk.id for h in fuse(vec, kw, "zscore", 0.3)] == [h.chunk.id for h in convex(vec, kw, 0.3, "zscore")]
     with pytest.raises(ValueError, match="fusion must be one of rrf, minmax, zscore, got 'borda'"):
-        fuse(vec, kw, "borda")
+        fuse(vec, kw, "borda", 0.5)
     with pytest.raises(ValueError, match="normalises by 'minmax' or 'zscore'"):
         convex(vec, kw, 0.5, "rrf")
 
@@ -133,8 +133,8 @@ def test_rocchio_without_usable_feedback_keeps_the_query():
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "2", True, None])
 def test_feedback_depth_is_a_whole_number_of_hits(bad):
+    from reme_es.core.checks import validate_feedback
     from reme_es.core.errors import ConfigError
-    from reme_es.store.fusion import validate_feedback
 
     assert validate_feedback(0) == 0 and validate_feedback(2) == 2 and validate_feedback(3.0) == 3
     with pytest.raises(ConfigError, match="feedback must be a whole number of hits >= 0"):
@@ -143,22 +143,23 @@ def test_feedback_depth_is_a_whole_number_of_hits(bad):
 
 def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
     from reme_es.core.errors import ConfigError
-    from reme_es.core.options import load_settings
-    from reme_es.store.fusion import DEFAULT_COLLAPSE, DEFAULT_FEEDBACK, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT
+    from reme_es.core.options import SearchOptions, load_options
+    from reme_es.reme.keys import plugin_options
 
-    s = load_settings(tmp_path, environ={})
-    assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == (
-        DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_FEEDBACK, DEFAULT_COLLAPSE)
+    drop_in = plugin_options({}, "opensearch").search
+    s = load_options(tmp_path, environ={}).search
+    assert s == drop_in == SearchOptions()  # one set of defaults: the CLI, the drop-in and a MemoryStore
+    assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("zscore", 0.55, 1, True)
     env = {"REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7", "REME_ES_COLLAPSE": "false"}
-    s = load_settings(tmp_path, environ=env)
+    s = load_options(tmp_path, environ=env).search
     assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("rrf", 0.7, 0, False)
     with pytest.raises(ConfigError, match="fusion"):
-        load_settings(tmp_path, environ={"REME_ES_FUSION": "borda"})
+        load_options(tmp_path, environ={"REME_ES_FUSION": "borda"})
     with pytest.raises(ConfigError, match="feedback"):
-        load_settings(tmp_path, environ={"REME_ES_FEEDBACK": "-1"})
+        load_options(tmp_path, environ={"REME_ES_FEEDBACK": "-1"})
     with pytest.raises(ConfigError, match="collapse must be true or false, got 'maybe'"):
-        load_settings(tmp_path, environ={"REME_ES_COLLAPSE": "maybe"})
-    assert load_settings(tmp_path, environ={"REME_ES_COLLAPSE": "no"}).collapse is False
+        load_options(tmp_path, environ={"REME_ES_COLLAPSE": "maybe"})
+    assert load_options(tmp_path, environ={"REME_ES_COLLAPSE": "no"}).search.collapse is False
 
 
 # ------------------------------------------------------------------------------ repeated texts
@@ -197,8 +198,8 @@ def test_copies_that_tie_are_shown_by_the_latest_path():
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_collapse_is_true_or_false(bad):
+    from reme_es.core.checks import validate_collapse
     from reme_es.core.errors import ConfigError
-    from reme_es.store.fusion import validate_collapse
 
     assert validate_collapse(True) is True and validate_collapse(False) is False
     with pytest.raises(ConfigError, match="collapse must be true or false"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reme_es.adapters.dialect import ClientSettings, validate_hosts
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.checks import validate_hosts
 from reme_es.core.errors import ConfigError
 
 

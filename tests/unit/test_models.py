@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
+from reme_es.core.checks import validate_prefix
 from reme_es.core.errors import ConfigError, InvalidFilter
 from reme_es.core.models import MAX_ID_BYTES, SearchFilter, date_from_path, doc_id
-from reme_es.store import validate_prefix
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ pytest.importorskip("reme.schema", reason="ReMe is not installed: pip install 'r
 import numpy as np
 from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 
+from reme_es.core.checks import validate_prefix
 from reme_es.core.models import Hit
 from reme_es.core.options import default_prefix as default_index_prefix
 from reme_es.reme.convert import (
@@ -20,7 +21,6 @@ from reme_es.reme.convert import (
     to_file_doc,
     to_file_node,
 )
-from reme_es.store import validate_prefix
 
 
 def test_node_round_trip_keeps_mtime_links_anchors_and_front_matter():
