@@ -72,7 +72,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 
 def keyword_fields_for(text: str, fields: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """Fields a keyword query searches: `text` (english), plus the `text.cjk` bigram field when the query has CJK
-    characters (on English text the extra unstemmed field lowers Cranfield nDCG@10 from 0.366 to 0.359)."""
+    characters (on English text the extra unstemmed field costs quality: docs/decisions.md)."""
     if fields:
         return fields
     return ("text", "text.cjk") if _CJK.search(text) else ("text",)
@@ -118,8 +118,8 @@ def feedback_keyword_body(
 
 def candidates_only(body: dict, with_hash: bool = False) -> dict:
     """The same search, returning only each hit's score, chunk id and path (from doc values), and with `with_hash`
-    its text hash (which lets the store fold repeated texts without fetching them; ~0.5 ms a search more for 2 x 50
-    candidates, so only asked for when the store collapses).
+    its text hash (which lets the store fold repeated texts without fetching them; asked for only when the store
+    collapses, as it costs a little per search).
 
     Fetching `_source` is most of a search's cost when chunks carry vectors: every hit's stored fields (the
     source with its embedding) are decompressed and parsed, even with the embedding excluded. The store ranks

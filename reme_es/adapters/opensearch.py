@@ -150,8 +150,7 @@ class OpenSearchDialect(Dialect):
 
     def index_settings(self, with_vectors: bool, caps: Capabilities | None = None) -> dict:
         # Derived source (caps.derived_vectors, 2.19+) keeps the vector out of the stored `_source` (get, _mget and
-        # scroll put it back from the vector values): a search that fetches 50 hits then no longer decompresses and
-        # parses 50 x 384 floats.
+        # scroll put it back from the vector values): a search that fetches hits never parses their vectors.
         if not with_vectors:
             return {}
         if caps is not None and caps.derived_vectors:
@@ -177,8 +176,7 @@ class OpenSearchDialect(Dialect):
         """The k-NN clause; the filter sits inside it (lucene engine: efficient filtering, exact when selective).
 
         Where the server takes it (`caps.knn_ef_search`, 2.19+; None: assumed) the HNSW search keeps `num_candidates`
-        (default `knn_candidates(k)`, as on Elasticsearch) candidates per segment, not just k: at k 50 recall@10 was
-        0.83 on 100k chunks with k alone."""
+        (default `knn_candidates(k)`, as on Elasticsearch) candidates per segment, not just k (docs/decisions.md)."""
         clause: dict = {"vector": vector, "k": k}
         if caps is None or caps.knn_ef_search:
             clause["method_parameters"] = {"ef_search": num_candidates or knn_candidates(k)}

@@ -27,8 +27,9 @@ OPTION_KEYS = tuple(n for n, s in SECTION_OF.items() if s in ("connection", "ind
 
 
 def file_store_keys() -> list[str]:
-    """Every configuration key a file store takes."""
-    return [*COMPONENT_BINDINGS, *OPTION_KEYS]
+    """Every configuration key a file store takes: where to connect first, then the bound components, then the rest."""
+    first = ("hosts", "index_prefix")
+    return [*first, *COMPONENT_BINDINGS, *(k for k in OPTION_KEYS if k not in first)]
 
 
 def split_keys(cls: type, kwargs: Mapping[str, Any]) -> tuple[dict, dict]:
@@ -56,7 +57,4 @@ def plugin_options(given: Mapping[str, Any], engine: str, name: str = "file stor
     """The options of one file store: `REME_ES_*` variables < ReMe's keys; empty strings count as not given."""
     env = {k: v for k, v in from_environment().items() if k in OPTION_KEYS}
     keys = {k: v for k, v in given.items() if v != ""}
-    try:
-        return build_options([("environment", env), (f"file_store.{name}", keys), ("backend", {"engine": engine})])
-    except ConfigError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
+    return build_options([("environment", env), (f"file_store.{name}", {**keys, "engine": engine})])

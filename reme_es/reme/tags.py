@@ -42,8 +42,7 @@ class TagIndexSync:
         if tag_index is None:
             return True
         try:
-            # Only files whose front matter holds the tag key can carry tags: one query for those, not every node
-            # (a restart at 100k chunks read all 10k file docs here).
+            # Only files whose front matter holds the tag key can carry tags: one query for those, not every node.
             tagged = await self._tagged_files(tag_index.tag_key)
             await tag_index.rebuild([to_file_node(doc) for doc in tagged])
         except Exception:

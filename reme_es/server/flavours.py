@@ -229,9 +229,8 @@ FLAVOURS: dict[str, Flavour] = {
     ),
 }
 
-# The managed default: OpenSearch 3 runs on Java 21+, where Lucene vectorises k-NN (2.19 on Java 17 does not); hybrid is
-# fused on the client there (no neural-search 3.5 on Maven Central). A node made earlier keeps its flavour
-# (`node.flavour_of`).
+# The managed default (docs/decisions.md): OpenSearch 3 runs on Java 21+, where Lucene vectorises k-NN; hybrid is fused
+# on the client there (no neural-search 3.5 on Maven Central). A node made earlier keeps its flavour (`node.flavour_of`).
 DEFAULT_FLAVOUR = "opensearch-3"
 
 

@@ -50,21 +50,20 @@ def test_only_http_and_https_urls_are_accepted_by_the_file_store(tmp_path, hosts
     scheme = hosts.partition("://")[0] if "://" in hosts else None
     if scheme:
         assert str(err.value) == (
-            f"host {hosts!r} has the unknown scheme {scheme!r}: use http:// or https:// (the only schemes reme-es "
-            "connects with), e.g. https://127.0.0.1:9200"
+            f"invalid settings (file_store.default): hosts: host {hosts!r} has the unknown scheme {scheme!r}: use "
+            "http:// or https:// (the only schemes reme-es connects with), e.g. https://127.0.0.1:9200"
         )
     else:
         assert "needs a scheme" in str(err.value)
 
 
-async def test_a_bad_scheme_in_reme_es_hosts_fails_the_file_store_start(tmp_path, monkeypatch):
+async def test_a_bad_scheme_in_reme_es_hosts_stops_the_file_store_naming_the_variable(tmp_path, monkeypatch):
     cfg = app_config(tmp_path, "opensearch", "http://127.0.0.1:9", "t-scheme-env")
     del cfg["components"]["file_store"]["default"]["hosts"]
     monkeypatch.setenv("REME_ES_HOSTS", "htps://127.0.0.1:9200")
-    app = make_app(cfg)
-    with pytest.raises(ConfigError, match=r"unknown scheme 'htps': use http:// or https://"):
-        await app.start()
-    await app.close()
+    refused = r"\(environment, file_store\.default\): hosts: .*unknown scheme 'htps': use http:// or https://"
+    with pytest.raises(ConfigError, match=refused):
+        make_app(cfg)
 
 
 def test_the_cli_and_the_config_file_refuse_a_bad_scheme_naming_it(tmp_path):
