@@ -2,24 +2,23 @@
 
 An engine module subclasses `Transport` and says how its client is made and called, and what a client
 exception holds (`error_info`). Everything else is shared: the mapping to the `ReMeESError` tree by HTTP
-status, error `type` and the exception's class (never by matching words in its text), and bulk with per-item
-retry of 429/5xx answers.
+status, error `type` and the exception's class (never by matching words in its text), and the retries: every
+request and every bulk item under the shared policy (`engine_settings.json` `retry`, applied by `.retry`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import socket
 import ssl
 import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..engine_settings import RETRYABLE_STATUS
+from ..engine_settings import RETRYABLE_STATUS, SETTINGS  # noqa: F401  (RETRYABLE_STATUS: re-exported)
 from ..errors import (
     AuthError,
     BulkError,
@@ -30,6 +29,7 @@ from ..errors import (
     ReMeESError,
     RequestFailed,
 )
+from .retry import BULK, REQUEST, Attempt, Clock, RetryPolicy, out_of_time
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +88,8 @@ class ClientSettings:
     ca_certs: str | None = None
     client_cert: str | None = None
     client_key: str | None = field(default=None, repr=False)
-    timeout: float = 30.0
-    max_retries: int = 3
+    timeout: float = float(SETTINGS["retry"]["request"]["try_timeout_s"])  # one try of a request, in seconds
+    max_retries: int | None = None  # retries of a request after its first try; None: the shared policy's
     aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
     aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
 
@@ -131,6 +131,8 @@ class BulkOutcome:
 
 
 INDEX_NOT_FOUND = "index_not_found_exception"
+# The status of a bulk item the answer does not cover (the request failed in transport): retried, reported with it.
+UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
 
 
 def index_missing(index: str, hosts: str, written: bool | None = None, reason: str | None = None) -> IndexMissing:
@@ -246,6 +248,12 @@ class Transport(ABC):
     def __init__(self, settings: ClientSettings):
         self.settings = settings
         self._client: Any = None
+        tries = None if settings.max_retries is None else settings.max_retries + 1
+        self.policies = {
+            REQUEST: RetryPolicy.shared(REQUEST, tries=tries, try_timeout=settings.timeout),
+            BULK: RetryPolicy.shared(BULK, try_timeout=settings.timeout),
+        }
+        self.clock = Clock()
 
     @abstractmethod
     def _make_client(self) -> Any:
@@ -265,8 +273,8 @@ class Transport(ABC):
             self._client = None
 
     @abstractmethod
-    async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
-        """Send one request and return the decoded body."""
+    async def _perform(self, method: str, path: str, body: Any, params: dict | None, timeout: float) -> Any:
+        """Send one request (one try, at most `timeout` seconds) and return the decoded body."""
 
     @abstractmethod
     def _bulk_helper(self) -> Any:
@@ -277,13 +285,23 @@ class Transport(ABC):
         """What a client exception says, or None if it is not one of the client's."""
 
     async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        """Send one request; client exceptions are mapped to the ReMeESError tree."""
-        try:
-            return await self._perform(method, path, body, params)
-        except ReMeESError:
-            raise
-        except Exception as exc:
-            raise self.map_error(exc, f"{method} {path}") from exc
+        """Send one request, tried again on a retried status or a failed connection under the shared policy
+        (`retry.request`: tries, backoff, deadline); client exceptions are mapped to the ReMeESError tree."""
+        attempt, what = Attempt(self.policies[REQUEST], self.clock), f"{method} {path}"
+        while True:
+            attempt.tries += 1
+            try:
+                return await self._perform(method, path, body, params, attempt.timeout())
+            except ReMeESError:
+                raise
+            except Exception as exc:
+                error = self.map_error(exc, what)
+                if not (attempt.policy.retries(error) and attempt.may_retry()):
+                    raise error from exc
+                delay = await attempt.backoff()
+                if delay is None:
+                    raise out_of_time(error, what, attempt) from exc
+                log.info("%s: %s; try %d in %.1fs", what, error, attempt.tries + 1, delay)
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
         """Map a client exception to the ReMeESError tree (the only place this is done)."""
@@ -291,22 +309,37 @@ class Transport(ABC):
         return error_from_info(info, what, ", ".join(redact_host(h) for h in self.settings.hosts), exc)
 
     async def bulk(
-        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = BULK_REQUEST_BYTES, require_alias: bool = False
+        self,
+        actions: list[dict],
+        max_retries: int | None = None,
+        chunk_bytes: int = BULK_REQUEST_BYTES,
+        require_alias: bool = False,
     ) -> BulkOutcome:
-        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported.
-        `require_alias`: every item's index must be an alias (a missing one fails the item; none is auto-created)."""
-        outcome = BulkOutcome()
-        pending = actions
-        for attempt in range(max_retries + 1):
-            results = await self._stream(pending, chunk_bytes, require_alias)
-            retry = self._bulk_round(outcome, pending, results, attempt < max_retries)
-            if not retry:
+        """Run bulk actions; items that fail with a retried status are sent again in rounds under the shared policy
+        (`retry.bulk`; `max_retries` replaces its retries), every failure is reported. `require_alias`: every item's
+        index must be an alias (a missing one fails the item; none is auto-created)."""
+        policy = self.policies[BULK] if max_retries is None else self.policies[BULK].but(tries=max_retries + 1)
+        attempt, outcome, pending = Attempt(policy, self.clock), BulkOutcome(), actions
+        while pending:
+            attempt.tries += 1
+            results = await self._round(pending, chunk_bytes, require_alias)
+            failed = self._bulk_round(outcome, pending, results, policy.statuses)
+            delay = await attempt.backoff() if failed and attempt.may_retry() else None
+            if delay is None:
+                late = f" (retries stopped at the {policy.deadline:g} s deadline)" if attempt.may_retry() else ""
+                outcome.failures += [replace(f, reason=f.reason + late) for _, f in failed]
                 break
-            delay = min(10.0, 0.2 * 2**attempt) * (0.5 + random.random())
-            log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(retry), attempt + 1, delay)
-            await asyncio.sleep(delay)
-            pending = retry
+            log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(failed), attempt.tries, delay)
+            pending = [action for action, _ in failed]
         return outcome
+
+    async def _round(self, pending: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
+        """One round's item results; a connection that failed (elasticsearch-py raises; opensearch-py reports it per
+        item) leaves every item unanswered."""
+        try:
+            return await self._stream(pending, chunk_bytes, require_alias)
+        except ConnectionFailed as exc:
+            return [(False, {a.get("_op_type", "index"): {"status": None, "error": str(exc)}}) for a in pending]
 
     async def _stream(self, actions: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
         extra = {"require_alias": True} if require_alias else {}
@@ -327,13 +360,16 @@ class Transport(ABC):
             raise self.map_error(exc, "bulk") from exc
 
     @staticmethod
-    def _bulk_round(outcome: BulkOutcome, pending: list[dict], results: list, may_retry: bool) -> list[dict]:
-        """Book one round's items into `outcome`; return the actions to retry (429/5xx while retries are left)."""
-        retry: list[dict] = []
+    def _bulk_round(
+        outcome: BulkOutcome, pending: list[dict], results: list, statuses: frozenset[int]
+    ) -> list[tuple[dict, BulkItemFailure]]:
+        """Book one round's items into `outcome`; return the items that failed with one of `statuses` (an item
+        without an answer counts as `unanswered_item_status`), with their failure, not booked."""
+        failed: list[tuple[dict, BulkItemFailure]] = []
         for action, (ok, item) in zip(pending, results, strict=True):
             op, info = next(iter(item.items()))
             raw_status = info.get("status")
-            status = raw_status if isinstance(raw_status, int) else 503  # transport failure: no item status
+            status = raw_status if isinstance(raw_status, int) else UNANSWERED_ITEM_STATUS
             error = info.get("error")
             if ok or (op == "delete" and status == 404 and not error):  # a 404 with an error: the index is missing
                 outcome.succeeded += 1
@@ -341,11 +377,12 @@ class Transport(ABC):
                     key = (action["_index"], str(action.get("_id")))
                     outcome.versions[key] = (info["_seq_no"], info["_primary_term"])
                 continue
-            if status in RETRYABLE_STATUS and may_retry:
-                retry.append(action)
-                continue
             reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
             kind = str(error.get("type") or "") if isinstance(error, dict) else ""
             index = str(info.get("_index") or action.get("_index") or "")
-            outcome.failures.append(BulkItemFailure(index, str(info.get("_id")), status, reason, kind))
-        return retry
+            failure = BulkItemFailure(index, str(info.get("_id", action.get("_id"))), status, reason, kind)
+            if status in statuses:
+                failed.append((action, failure))
+            else:
+                outcome.failures.append(failure)
+        return failed

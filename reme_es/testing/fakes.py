@@ -48,7 +48,7 @@ class MemoryPort:
         self.rounds.append(list(actions))
         results = [self._apply(a) for a in actions]
         outcome = BulkOutcome()
-        Transport._bulk_round(outcome, [a.to_bulk() for a in actions], results, may_retry=False)
+        Transport._bulk_round(outcome, [a.to_bulk() for a in actions], results, statuses=frozenset())
         return outcome
 
     def _apply(self, a: Action) -> tuple[bool, dict]:

@@ -1,0 +1,120 @@
+"""The retry policy both languages share (`engine_settings.json`, section `retry`), as the Python transport applies it.
+
+A call is tried up to `tries` times while its deadline lasts; a retried status (429, 5xx as the file lists them) or a
+failed connection is tried again after an exponential, jittered backoff. The engine clients' own retries are off, so
+this is the only retry layer. `Clock` is the time and randomness the loops see; the golden behaviour cases
+(`tests/golden/behaviour_cases.json`) replace it to replay scripted servers without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, replace
+
+from ..engine_settings import SETTINGS
+from ..errors import ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
+
+REQUEST, BULK = "request", "bulk"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How one kind of call (`request` or `bulk`) is retried: tries, backoff base and cap, deadline, try timeout."""
+
+    tries: int
+    base: float
+    cap: float
+    deadline: float
+    try_timeout: float
+    statuses: frozenset[int]
+    jitter: tuple[float, float]
+
+    @classmethod
+    def shared(cls, kind: str, tries: int | None = None, try_timeout: float | None = None) -> RetryPolicy:
+        """The policy of `kind` from the shared settings; `tries` and `try_timeout` replace the file's when given."""
+        rule, kinds = SETTINGS["retry"], SETTINGS["retry"][kind]
+        low, high = rule["backoff"]["jitter"]
+        return cls(
+            tries=kinds["tries"] if tries is None else tries,
+            base=float(kinds["base_s"]),
+            cap=float(kinds["max_s"]),
+            deadline=float(kinds["deadline_s"]),
+            try_timeout=float(kinds["try_timeout_s"] if try_timeout is None else try_timeout),
+            statuses=frozenset(rule["statuses"]),
+            jitter=(float(low), float(high)),
+        )
+
+    def but(self, **changes: float | int) -> RetryPolicy:
+        """This policy with some values replaced (the golden cases' overrides)."""
+        return replace(self, **changes)
+
+    def delay(self, retry: int, rand: float) -> float:
+        """The backoff before retry number `retry` (0-based), for a `rand` drawn uniformly from [0, 1)."""
+        low, high = self.jitter
+        return min(self.cap, self.base * 2**retry) * (low + rand * (high - low))
+
+    def retries(self, error: ReMeESError) -> bool:
+        """Whether a failed try is worth another: a retried status, or a connection that failed (not another
+        cluster answering: that is no failure a retry mends)."""
+        if isinstance(error, ClusterChanged):
+            return False
+        if isinstance(error, ConnectionFailed):
+            return True
+        return isinstance(error, RequestFailed) and error.status in self.statuses
+
+
+class Clock:
+    """Time and randomness as the retry loops see them: monotonic seconds, asyncio's sleep, `random.random`."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def random(self) -> float:
+        return random.random()
+
+
+class Attempt:
+    """One call's tries under a policy: the deadline counted from its start, and the backoff between tries."""
+
+    def __init__(self, policy: RetryPolicy, clock: Clock):
+        self.policy, self.clock = policy, clock
+        self.until = clock.now() + policy.deadline
+        self.tries = 0
+
+    def timeout(self) -> float:
+        """The timeout of the next try: the try timeout, cut to the time left before the deadline."""
+        return max(0.001, min(self.policy.try_timeout, self.until - self.clock.now()))
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed (no try starts after it)."""
+        return self.clock.now() >= self.until
+
+    def may_retry(self) -> bool:
+        """Whether tries are left after the one just made."""
+        return self.tries < self.policy.tries
+
+    async def backoff(self) -> float | None:
+        """Sleep before the next try and return the delay; None (no sleep) when it would reach the deadline."""
+        delay = self.policy.delay(self.tries - 1, self.clock.random())
+        if self.clock.now() + delay >= self.until:
+            return None
+        await self.clock.sleep(delay)
+        return delay
+
+
+def out_of_time(error: ReMeESError, what: str, attempt: Attempt) -> ReMeESError:
+    """The error of a call whose deadline passed: the last failure's class and status, saying so and what to do."""
+    message = (
+        f"{what} failed: no success within {attempt.policy.deadline:g} s (the call deadline) after {attempt.tries} "
+        f"tries; last: {error}. Is the node overloaded or restarting? Try again later"
+    )
+    if isinstance(error, ConnectionFailed):
+        return ConnectionFailed(message, kind=error.kind)
+    if isinstance(error, RequestFailed):
+        return RequestFailed(message, status=error.status, reason=error.reason, type=error.type)
+    return ReMeESError(message)
