@@ -54,25 +54,38 @@ class ClusterIdentity:
         clock = getattr(getattr(self.dialect, "transport", None), "clock", None)
         return clock.now() if clock is not None else time.monotonic()
 
-    async def _fetch(self) -> str | None:
-        """The cluster UUID the hosts answer with now (None when the server does not tell, or the role may not ask)."""
+    async def _fetch(self, once: bool = False) -> str | None:
+        """The cluster UUID the hosts answer with now (None when the server does not tell, or the role may not ask);
+        `once`: one try (the transport's retry loop around it decides about another)."""
         engine = "elasticsearch" if self.dialect.engine == "elasticsearch" else "opensearch"
         path, query = check_request(engine, self.indices)
         try:
+            if once:
+                return uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
             return uuid_of(await self.dialect.request("GET", path, None, query))
         except AuthError:
             return None
 
     async def record(self, indices: str | None = None) -> None:
-        """Record the UUID of the cluster the hosts reach now (at connect); `indices`: the store's index pattern."""
+        """Record the UUID of the cluster the hosts reach now (at connect; `indices`: the store's index pattern), and
+        have the transport check it before its tries from now on."""
         if not self.dialect.cluster_identity:
             return
         self.indices = indices or self.indices
+        self.dialect.transport.guard = None
         try:
             self.uuid = await self._fetch()
         except RequestFailed:
             self.uuid = None  # a server that serves no cluster state: nothing to compare with
         self._doubt, self._last = False, self._now()
+        self.dialect.transport.guard = self
+
+    async def before_try(self, connection_failed: bool) -> None:
+        """Before a try of a request or bulk round: check the cluster where due (the last try's connection failed,
+        an idle pause, a doubt); raises ClusterChanged, or the check's own failure (the try then failed)."""
+        if connection_failed:
+            self._doubt = True
+        await self.verify()
 
     def doubt(self) -> None:
         """A connection failed: check the cluster before the next request."""
@@ -83,7 +96,8 @@ class ClusterIdentity:
         self._last = self._now()
 
     async def verify(self, force: bool = False) -> None:
-        """Raise ClusterChanged when the hosts now reach another cluster; asks only when in doubt (or `force`)."""
+        """Raise ClusterChanged when the hosts now reach another cluster; asks only when due (or `force`), with one
+        try (a failed check raises its error, and the check stays due)."""
         if self.uuid is None:
             return
         now = self._now()
@@ -91,7 +105,7 @@ class ClusterIdentity:
             return
         self._last = now  # concurrent calls after a pause do not all ask
         try:
-            current = await self._fetch()
+            current = await self._fetch(once=True)
         except (ConnectionFailed, RequestFailed):
             self._doubt = True  # no answer that tells: the check stays due
             raise

@@ -9,14 +9,22 @@ this is the only retry layer. `Clock` is the time and randomness the loops see; 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from ..engine_settings import SETTINGS
-from ..errors import ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
+from ..errors import BulkItemFailure, ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 REQUEST, BULK = "request", "bulk"
+# The status of a bulk item the answer does not cover (the request failed in transport): retried, reported with it.
+UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +126,84 @@ def out_of_time(error: ReMeESError, what: str, attempt: Attempt) -> ReMeESError:
     if isinstance(error, RequestFailed):
         return RequestFailed(message, status=error.status, reason=error.reason, type=error.type)
     return ReMeESError(message)
+
+
+async def retried(
+    policy: RetryPolicy,
+    clock: Clock,
+    what: str,
+    once: Callable[[float, bool], Awaitable[T]],
+    failed: Callable[[ReMeESError], bool],
+) -> T:
+    """`once(timeout, connection_failed)` until it answers, under `policy`; `failed` notes each failed try and says
+    whether its connection failed. The last failure is raised, or the deadline's error when it passed first."""
+    attempt, connection_failed = Attempt(policy, clock), False
+    while True:
+        attempt.tries += 1
+        try:
+            return await once(attempt.timeout(), connection_failed)
+        except ReMeESError as error:
+            connection_failed = failed(error)
+            if not (policy.retries(error) and attempt.may_retry()):
+                raise
+            delay = await attempt.backoff()
+            if delay is None:
+                raise out_of_time(error, what, attempt) from error
+            log.info("%s: %s; try %d in %.1fs", what, error, attempt.tries + 1, delay)
+
+
+async def in_rounds(
+    policy: RetryPolicy,
+    clock: Clock,
+    actions: list[dict],
+    send_round: Callable[[list[dict], bool], Awaitable[tuple[list[tuple[bool, dict]], bool]]],
+    outcome: Any,
+) -> Any:
+    """Bulk `actions` in rounds: `send_round(pending, connection_failed)` answers each item; the items that failed
+    with a retried status go again after the backoff while tries and the deadline last. Every item's result is
+    booked into `outcome` (a BulkOutcome): the ones that still fail with their last status."""
+    attempt, pending, connection_failed = Attempt(policy, clock), actions, False
+    while pending:
+        attempt.tries += 1
+        results, connection_failed = await send_round(pending, connection_failed)
+        failed = book_round(outcome, pending, results, policy.statuses)
+        delay = await attempt.backoff() if failed and attempt.may_retry() else None
+        if delay is None:
+            late = f" (retries stopped at the {policy.deadline:g} s deadline)" if failed and attempt.may_retry() else ""
+            outcome.failures += [replace(f, reason=f.reason + late) for _, f in failed]
+            break
+        log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(failed), attempt.tries, delay)
+        pending = [action for action, _ in failed]
+    return outcome
+
+
+def unanswered(action: dict, error: ReMeESError) -> tuple[bool, dict]:
+    """The result of a bulk item whose request got no answer (no status: counted as UNANSWERED_ITEM_STATUS)."""
+    return False, {action.get("_op_type", "index"): {"status": None, "error": str(error)}}
+
+
+def book_round(
+    outcome: Any, pending: list[dict], results: list, statuses: frozenset[int]
+) -> list[tuple[dict, BulkItemFailure]]:
+    """Book one round's item results into `outcome` (a BulkOutcome); return the items that failed with one of
+    `statuses` (an item without an answer counts as UNANSWERED_ITEM_STATUS), with their failure, not booked."""
+    failed: list[tuple[dict, BulkItemFailure]] = []
+    for action, (ok, item) in zip(pending, results, strict=True):
+        op, info = next(iter(item.items()))
+        raw_status = info.get("status")
+        status = raw_status if isinstance(raw_status, int) else UNANSWERED_ITEM_STATUS
+        error = info.get("error")
+        if ok or (op == "delete" and status == 404 and not error):  # a 404 with an error: the index is missing
+            outcome.succeeded += 1
+            if "_seq_no" in info and op != "delete":
+                outcome.versions[(action["_index"], str(action.get("_id")))] = (info["_seq_no"], info["_primary_term"])
+            continue
+        reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
+        kind = str(error.get("type") or "") if isinstance(error, dict) else ""
+        index = str(info.get("_index") or action.get("_index") or "")
+        failure = BulkItemFailure(index, str(info.get("_id", action.get("_id"))), status, reason, kind)
+        if status in statuses:
+            failed.append((action, failure))
+        else:
+            outcome.failures.append(failure)
+    return failed

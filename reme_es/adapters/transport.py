@@ -15,7 +15,7 @@ import ssl
 import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..engine_settings import RETRYABLE_STATUS, SETTINGS  # noqa: F401  (RETRYABLE_STATUS: re-exported)
@@ -23,13 +23,14 @@ from ..errors import (
     AuthError,
     BulkError,
     BulkItemFailure,
+    ClusterChanged,
     ConfigError,
     ConnectionFailed,
     IndexMissing,
     ReMeESError,
     RequestFailed,
 )
-from .retry import BULK, REQUEST, Attempt, Clock, RetryPolicy, out_of_time
+from .retry import BULK, REQUEST, Clock, RetryPolicy, in_rounds, retried, unanswered
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +132,6 @@ class BulkOutcome:
 
 
 INDEX_NOT_FOUND = "index_not_found_exception"
-# The status of a bulk item the answer does not cover (the request failed in transport): retried, reported with it.
-UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
 
 
 def index_missing(index: str, hosts: str, written: bool | None = None, reason: str | None = None) -> IndexMissing:
@@ -254,6 +253,9 @@ class Transport(ABC):
             BULK: RetryPolicy.shared(BULK, try_timeout=settings.timeout),
         }
         self.clock = Clock()
+        # The cluster check of the store that opened on this transport (`identity.ClusterIdentity.record` sets it):
+        # asked before every try whether the hosts still reach the recorded cluster; None: no check.
+        self.guard: Any = None
 
     @abstractmethod
     def _make_client(self) -> Any:
@@ -286,22 +288,44 @@ class Transport(ABC):
 
     async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         """Send one request, tried again on a retried status or a failed connection under the shared policy
-        (`retry.request`: tries, backoff, deadline); client exceptions are mapped to the ReMeESError tree."""
-        attempt, what = Attempt(self.policies[REQUEST], self.clock), f"{method} {path}"
-        while True:
-            attempt.tries += 1
+        (`retry.request`: tries, backoff, deadline); before each try the cluster check runs where it is due (see
+        `guard`). Client exceptions are mapped to the ReMeESError tree."""
+        what = f"{method} {path}"
+
+        async def once(timeout: float, connection_failed: bool) -> Any:
+            await self._check(connection_failed)
             try:
-                return await self._perform(method, path, body, params, attempt.timeout())
+                answer = await self._perform(method, path, body, params, timeout)
             except ReMeESError:
                 raise
             except Exception as exc:
-                error = self.map_error(exc, what)
-                if not (attempt.policy.retries(error) and attempt.may_retry()):
-                    raise error from exc
-                delay = await attempt.backoff()
-                if delay is None:
-                    raise out_of_time(error, what, attempt) from exc
-                log.info("%s: %s; try %d in %.1fs", what, error, attempt.tries + 1, delay)
+                raise self.map_error(exc, what) from exc
+            self._answered()
+            return answer
+
+        return await retried(self.policies[REQUEST], self.clock, what, once, self._failed)
+
+    async def send_once(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
+        """One try of a request, neither retried nor checked (the cluster check's own request)."""
+        try:
+            return await self._perform(method, path, body, params, self.policies[REQUEST].try_timeout)
+        except Exception as exc:
+            raise self.map_error(exc, f"{method} {path}") from exc
+
+    async def _check(self, connection_failed: bool) -> None:
+        if self.guard is not None:
+            await self.guard.before_try(connection_failed)
+
+    def _answered(self) -> None:
+        if self.guard is not None:
+            self.guard.seen()
+
+    def _failed(self, error: ReMeESError) -> bool:
+        """Note a failed try; whether its connection failed (the cluster check is then due, `guard`)."""
+        failed = isinstance(error, ConnectionFailed) and not isinstance(error, ClusterChanged)
+        if failed and self.guard is not None:
+            self.guard.doubt()
+        return failed
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
         """Map a client exception to the ReMeESError tree (the only place this is done)."""
@@ -319,27 +343,22 @@ class Transport(ABC):
         (`retry.bulk`; `max_retries` replaces its retries), every failure is reported. `require_alias`: every item's
         index must be an alias (a missing one fails the item; none is auto-created)."""
         policy = self.policies[BULK] if max_retries is None else self.policies[BULK].but(tries=max_retries + 1)
-        attempt, outcome, pending = Attempt(policy, self.clock), BulkOutcome(), actions
-        while pending:
-            attempt.tries += 1
-            results = await self._round(pending, chunk_bytes, require_alias)
-            failed = self._bulk_round(outcome, pending, results, policy.statuses)
-            delay = await attempt.backoff() if failed and attempt.may_retry() else None
-            if delay is None:
-                late = f" (retries stopped at the {policy.deadline:g} s deadline)" if attempt.may_retry() else ""
-                outcome.failures += [replace(f, reason=f.reason + late) for _, f in failed]
-                break
-            log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(failed), attempt.tries, delay)
-            pending = [action for action, _ in failed]
-        return outcome
 
-    async def _round(self, pending: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
-        """One round's item results; a connection that failed (elasticsearch-py raises; opensearch-py reports it per
-        item) leaves every item unanswered."""
-        try:
-            return await self._stream(pending, chunk_bytes, require_alias)
-        except ConnectionFailed as exc:
-            return [(False, {a.get("_op_type", "index"): {"status": None, "error": str(exc)}}) for a in pending]
+        async def round_(pending: list[dict], connection_failed: bool) -> tuple[list[tuple[bool, dict]], bool]:
+            """One round's item results, after the cluster check where it is due. A check that could not tell, or
+            a connection that failed (elasticsearch-py raises; opensearch-py reports it per item), leaves every item
+            unanswered; another cluster answering raises ClusterChanged."""
+            try:
+                await self._check(connection_failed)
+                results = await self._stream(pending, chunk_bytes, require_alias)
+            except ReMeESError as exc:
+                if not policy.retries(exc):
+                    raise
+                return [unanswered(a, exc) for a in pending], self._failed(exc)
+            self._answered()
+            return results, False
+
+        return await in_rounds(policy, self.clock, actions, round_, BulkOutcome())
 
     async def _stream(self, actions: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
         extra = {"require_alias": True} if require_alias else {}
@@ -359,30 +378,3 @@ class Transport(ABC):
         except Exception as exc:
             raise self.map_error(exc, "bulk") from exc
 
-    @staticmethod
-    def _bulk_round(
-        outcome: BulkOutcome, pending: list[dict], results: list, statuses: frozenset[int]
-    ) -> list[tuple[dict, BulkItemFailure]]:
-        """Book one round's items into `outcome`; return the items that failed with one of `statuses` (an item
-        without an answer counts as `unanswered_item_status`), with their failure, not booked."""
-        failed: list[tuple[dict, BulkItemFailure]] = []
-        for action, (ok, item) in zip(pending, results, strict=True):
-            op, info = next(iter(item.items()))
-            raw_status = info.get("status")
-            status = raw_status if isinstance(raw_status, int) else UNANSWERED_ITEM_STATUS
-            error = info.get("error")
-            if ok or (op == "delete" and status == 404 and not error):  # a 404 with an error: the index is missing
-                outcome.succeeded += 1
-                if "_seq_no" in info and op != "delete":
-                    key = (action["_index"], str(action.get("_id")))
-                    outcome.versions[key] = (info["_seq_no"], info["_primary_term"])
-                continue
-            reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
-            kind = str(error.get("type") or "") if isinstance(error, dict) else ""
-            index = str(info.get("_index") or action.get("_index") or "")
-            failure = BulkItemFailure(index, str(info.get("_id", action.get("_id"))), status, reason, kind)
-            if status in statuses:
-                failed.append((action, failure))
-            else:
-                outcome.failures.append(failure)
-        return failed
