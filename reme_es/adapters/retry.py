@@ -54,7 +54,7 @@ class RetryPolicy:
             jitter=(float(low), float(high)),
         )
 
-    def but(self, **changes: float | int) -> RetryPolicy:
+    def but(self, **changes: float) -> RetryPolicy:
         """This policy with some values replaced (the golden cases' overrides)."""
         return replace(self, **changes)
 

@@ -63,7 +63,7 @@ class ScriptedServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> ScriptedServer:  # noqa: PYI034  (a plain class, not subclassed)
         self._thread.start()
         return self
 

@@ -10,8 +10,8 @@ import pytest
 from reme_es import engine_settings
 from reme_es.adapters.base import ClientSettings, knn_candidates
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
-from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.adapters.identity import IDLE_RECHECK_SECONDS
+from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.adapters.retry import RetryPolicy
 from reme_es.adapters.transport import RETRYABLE_STATUS
 from reme_es.errors import ConfigError
