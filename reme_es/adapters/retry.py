@@ -98,10 +98,6 @@ class Attempt:
         """The timeout of the next try: the try timeout, cut to the time left before the deadline."""
         return max(0.001, min(self.policy.try_timeout, self.until - self.clock.now()))
 
-    def expired(self) -> bool:
-        """Whether the deadline has passed (no try starts after it)."""
-        return self.clock.now() >= self.until
-
     def may_retry(self) -> bool:
         """Whether tries are left after the one just made."""
         return self.tries < self.policy.tries
