@@ -4,28 +4,33 @@
  * A node restarted on another port leaves its old port free; another node can take it, and a client that kept
  * the old URL then talks to another cluster. Requiring the alias on writes catches this only when the other
  * cluster lacks the store's indices. So the store records the cluster UUID at open and checks it again, without
- * an extra request per call: before the first request after `intervalMs` without a check, after a connection
- * failure (a node went away), and when an index turns out to be missing.
+ * an extra request per call, by the rule the Python side follows too (`engine_settings.json` `cluster_check`):
+ * before the first request after `intervalMs` without an answered request, after a connection failure (a node
+ * went away), and when an index turns out to be missing.
  */
+import { CLUSTER_CHECK } from "./settings.js";
 import type { Engine } from "./types.js";
 
-/** The UUID in a cluster-state answer (`metadata.cluster_uuid`), or undefined when there is none. */
+/** The UUID in a cluster-check answer (the shared `uuid_field`), or undefined when there is none. */
 export function clusterUuidOf(body: unknown): string | undefined {
-  const uuid = (body as { metadata?: { cluster_uuid?: unknown } } | null)?.metadata?.cluster_uuid;
-  return typeof uuid === "string" && uuid !== "" ? uuid : undefined;
+  let node: unknown = body;
+  for (const key of CLUSTER_CHECK.endpoint.uuid_field.split(".")) {
+    node = node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined;
+  }
+  return typeof node === "string" && node !== "" ? node : undefined;
 }
 
 /**
- * The request that reads the cluster UUID: the cluster state's metadata, restricted to this store's own indices
- * (`<prefix>-memorie-*`, possibly none) so that the answer stays small on a large cluster. On OpenSearch `local`, so
- * the node answers from its own copy of the cluster state without asking the master; Elasticsearch 9 ignores
- * `local` there and deprecates it. (`GET /` would be cheaper, but the Elasticsearch integ-test distribution answers
- * it with 405.)
+ * The request that reads the cluster UUID (the shared endpoint): the cluster state's metadata, restricted to this
+ * store's own indices (`<prefix>-memorie-*`, possibly none) so that the answer stays small on a large cluster. On
+ * OpenSearch `local`, so the node answers from its own copy of the cluster state without asking the cluster manager;
+ * Elasticsearch 9 deprecates `local` there. (`GET /` would be cheaper, but the Elasticsearch integ-test
+ * distribution answers it with 405.)
  */
 export function identityRequest(prefix: string, engine: Engine): { path: string; query: Record<string, string> } {
-  const query: Record<string, string> = { filter_path: "metadata.cluster_uuid" };
-  if (engine === "opensearch") query.local = "true";
-  return { path: `/_cluster/state/metadata/${encodeURIComponent(`${prefix}-memorie-*`)}`, query };
+  const { path, query } = CLUSTER_CHECK.endpoint;
+  const indices = encodeURIComponent(`${prefix}-memorie-*`);
+  return { path: path.replace("{indices}", indices), query: { ...query, ...CLUSTER_CHECK.queryByEngine[engine] } };
 }
 
 /** Not yet known: a node reports `_na_` before its cluster has formed. */
@@ -48,9 +53,14 @@ export class ClusterGuard {
     return this.uuid_;
   }
 
-  /** Whether the next request should check the cluster first. */
+  /** Whether the next request should check the cluster first: in doubt, or idle for `intervalMs`. */
   due(): boolean {
     return this.suspect || this.now() - this.checkedAt >= this.intervalMs;
+  }
+
+  /** A request was answered (by the cluster confirmed when in doubt): the idle time starts again. */
+  seen(): void {
+    if (!this.suspect) this.checkedAt = this.now();
   }
 
   /** A connection failed: the node may have gone, so check before the next request. */

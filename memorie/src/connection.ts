@@ -4,19 +4,13 @@
  *
  * Both clients are driven through `transport.request` with raw REST paths, so that request bodies come from
  * the pure builders in `dialect.ts` and every engine difference stays in one place. The clients' own retries
- * are off (`maxRetries: 0`): this module retries 429, 500, 502, 503, 504 (the shared settings) and connection failures with exponential backoff.
+ * are off (`maxRetries: 0`): `transport.ts` retries under the policy shared with the Python side
+ * (`engine_settings.json` `retry`: the statuses, connection failures, tries, backoff and deadlines).
  */
 import { ClusterGuard, clusterUuidOf, identityRequest } from "./cluster.js";
 import { type ErrorClass, serverReason } from "./errors.js";
-import { INDEX_PREFIX } from "./settings.js";
-import {
-  Connection,
-  DEFAULT_CLUSTER_CHECK_MS,
-  DEFAULT_LIMITS,
-  type Limits,
-  type RetryPolicy,
-  type SendParams,
-} from "./transport.js";
+import { CLUSTER_CHECK, ENGINE_DETECTION, engineOfNode, INDEX_PREFIX, RETRY } from "./settings.js";
+import { Connection, type Limits, type Response, type RetryPolicy, type SendParams } from "./transport.js";
 import type { Engine, RefreshPolicy } from "./types.js";
 
 export {
@@ -54,19 +48,25 @@ export interface ConnectionOptions {
   refreshAfterMs?: number;
   /** TLS for https nodes: a CA bundle (PEM) and whether to verify the certificate (default true). */
   tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
-  /** Retries of 429/500/502/503/504/connection failures: attempts after the first (default 6), backoff base and cap in ms. */
+  /**
+   * Retries of the shared retried statuses and of connection failures: attempts after the first, backoff base and cap
+   * in ms. Default: the shared policy (`engine_settings.json` `retry`; requests 6 retries from 100 ms up to 5 s, bulk
+   * calls 8 from 200 ms up to 10 s); values given here apply to both.
+   */
   retry?: { retries?: number; baseMs?: number; capMs?: number };
-  /** Timeout of one try of a request in ms (default 30000). */
+  /** Timeout of one try of a request in ms (default: the shared `try_timeout_s`, 30 s). */
   requestTimeoutMs?: number;
   /**
-   * Total time of one call in ms, its retries and backoff included (default 60000; a bulk page and the retries of
-   * its items count as one call). A node that accepts connections and never answers fails a call after this long.
+   * Total time of one call in ms, its retries and backoff included (default: the shared `deadline_s`, 60 s for a
+   * request and 120 s for a bulk page and the retries of its items; a value given here applies to both). A node that
+   * accepts connections and never answers fails a call after this long.
    */
   callTimeoutMs?: number;
   /**
-   * How often to check that `url` still reaches the cluster the store opened, in ms (default 5000): before the
-   * first request after this long without a check. It is also checked after a connection failure and when an
-   * index is missing. One small request (`GET /_cluster/state/metadata/<prefix>-memorie-*`) per check.
+   * How long a store may be idle before it checks that `url` still reaches the cluster it opened, in ms (default:
+   * the shared `cluster_check.idle_s`, 10 s): before the first request after this long without an answered one. It
+   * is also checked after a connection failure and when an index is missing. One small request
+   * (`GET /_cluster/state/metadata/<prefix>-memorie-*`) per check.
    */
   clusterCheckMs?: number;
   /**
@@ -84,10 +84,10 @@ export interface ConnectionOptions {
 
 const ALL_ERROR_STATUSES = Array.from({ length: 200 }, (_, i) => 400 + i);
 
-/** Which engine a node runs: Elasticsearch marks every answer with `X-elastic-product`; OpenSearch does not. */
-export function engineFromAnswer(headers: Record<string, unknown>): Engine {
-  const product = Object.entries(headers).find(([k]) => k.toLowerCase() === "x-elastic-product")?.[1];
-  return product === "Elasticsearch" ? "elasticsearch" : "opensearch";
+/** Which engine a node runs, by the signal shared with the Python side (`engine_settings.json` `engine_detection`):
+ * Elasticsearch nodes report `build_flavor` in their `_nodes` entry, OpenSearch nodes do not. */
+export function engineFromNode(node: Record<string, unknown>): Engine {
+  return engineOfNode(node);
 }
 
 function secretsOf(o: ConnectionOptions): string[] {
@@ -162,8 +162,12 @@ export function validateOptions(o: ConnectionOptions, errorClass: ErrorClass): v
   }
 }
 
-/** The node's version from `GET /_nodes/_local` (OpenSearch's compatibility mode can make `GET /` say 7.10.2). */
-const VERSION_REQUEST = { path: "/_nodes/_local", query: { filter_path: "nodes.*.version" } };
+/** The node's version and engine from `GET /_nodes/_local` (OpenSearch's compatibility mode can make `GET /` say
+ * 7.10.2, and the Elasticsearch integ-test node answers `GET /` with 405). */
+const VERSION_REQUEST = {
+  path: ENGINE_DETECTION.path,
+  query: { filter_path: `nodes.*.version,nodes.*.${ENGINE_DETECTION.field}` },
+};
 
 /**
  * Ask the node what it is (engine, version) and which cluster it belongs to; throws a message that says what
@@ -184,7 +188,7 @@ async function identify(
       reason: reason ?? `HTTP ${raw.status}`,
     });
   }
-  const nodes = Object.values((raw.body as any)?.nodes ?? {}) as { version?: unknown }[];
+  const nodes = Object.values((raw.body as any)?.nodes ?? {}) as Record<string, unknown>[];
   const version = nodes[0]?.version;
   if (typeof version !== "string" || !/^\d+\./.test(version)) {
     const text = typeof raw.body === "string" ? raw.body : (JSON.stringify(raw.body) ?? "");
@@ -194,7 +198,7 @@ async function identify(
         `without a node version (${excerpt ? JSON.stringify(excerpt) : "empty body"}); check \`url\``,
     );
   }
-  const detected = engineFromAnswer(raw.headers ?? {});
+  const detected = engineFromNode(nodes[0] as Record<string, unknown>);
   if (o.engine && o.engine !== "auto" && o.engine !== detected) {
     throw probe.error(`engine is set to "${o.engine}" but the node at ${where} runs ${detected}; ` +
       `set engine to "${detected}" or "auto"`);
@@ -210,62 +214,91 @@ async function identify(
   const state = await probe.request({ method: "GET", ...identity, what: `read the cluster UUID of ${where}` });
   return { engine: detected, version, uuid: clusterUuidOf(state.body) };
 }
+/** How a sender reaches the nodes: credentials, TLS and the default timeout of one try. */
+export interface SenderOptions {
+  auth?: Auth;
+  tls?: ConnectionOptions["tls"];
+  requestTimeoutMs: number;
+}
+
+/**
+ * A sender through the official client of `engine` (its own retries off: the connection retries), and how to close
+ * it. The OpenSearch client does no product check, so it can ask any node what it is.
+ */
+export async function openSender(
+  engine: Engine,
+  urls: string[],
+  o: SenderOptions,
+): Promise<{ send: (p: SendParams) => Promise<Response>; close: () => Promise<void> }> {
+  const tls = o.tls ? { ca: o.tls.ca, rejectUnauthorized: o.tls.rejectUnauthorized ?? true } : undefined;
+  const request = (p: SendParams) =>
+    p.path === "/_bulk"
+      ? { method: p.method, path: p.path, bulkBody: p.body as string, querystring: p.query }
+      : { method: p.method, path: p.path, body: p.body as any, querystring: p.query };
+  if (engine === "opensearch") {
+    const headers: Record<string, string> = {};
+    if (o.auth && "apiKey" in o.auth) headers.authorization = `ApiKey ${o.auth.apiKey}`;
+    if (o.auth && "bearer" in o.auth) headers.authorization = `Bearer ${o.auth.bearer}`;
+    const basic = o.auth && "username" in o.auth ? { username: o.auth.username, password: o.auth.password } : undefined;
+    const os = await import("@opensearch-project/opensearch");
+    const client = new os.Client({ nodes: urls, auth: basic, ssl: tls, headers, maxRetries: 0, requestTimeout: o.requestTimeoutMs });
+    const send = async (p: SendParams) => {
+      const options = { ignore: ALL_ERROR_STATUSES, maxRetries: 0, requestTimeout: p.timeoutMs };
+      const r = await client.transport.request(request(p), options);
+      return { status: r.statusCode ?? 0, body: r.body, headers: (r.headers ?? {}) as Record<string, unknown> };
+    };
+    return { send, close: () => client.close() };
+  }
+  const es = await import("@elastic/elasticsearch");
+  const client = new es.Client({ nodes: urls, auth: o.auth as any, tls, maxRetries: 0, requestTimeout: o.requestTimeoutMs });
+  const send = async (p: SendParams) => {
+    const options = { ignore: ALL_ERROR_STATUSES, maxRetries: 0, meta: true, requestTimeout: p.timeoutMs } as const;
+    const r = await client.transport.request(request(p), options);
+    return { status: r.statusCode ?? 0, body: r.body };
+  };
+  return { send, close: () => client.close() };
+}
+
+/** The retry policies and limits of a connection: the shared defaults, replaced by the options given. */
+function policiesOf(o: ConnectionOptions): { retry: RetryPolicy; limits: Limits; bulk: { retry: RetryPolicy; callTimeoutMs: number } } {
+  const pick = (shared: RetryPolicy): RetryPolicy => ({
+    retries: o.retry?.retries ?? shared.retries,
+    baseMs: o.retry?.baseMs ?? shared.baseMs,
+    capMs: o.retry?.capMs ?? shared.capMs,
+  });
+  return {
+    retry: pick(RETRY.request),
+    limits: {
+      requestTimeoutMs: o.requestTimeoutMs ?? RETRY.request.requestTimeoutMs,
+      callTimeoutMs: o.callTimeoutMs ?? RETRY.request.callTimeoutMs,
+    },
+    bulk: { retry: pick(RETRY.bulk), callTimeoutMs: o.callTimeoutMs ?? RETRY.bulk.callTimeoutMs },
+  };
+}
+
 /** Open a connection: validate the options, detect the engine, record the cluster, create the official client. */
 export async function connect(o: ConnectionOptions, errorClass: ErrorClass): Promise<Connection> {
   validateOptions(o, errorClass);
   const urls = Array.isArray(o.url) ? o.url : [o.url];
-  const retry: RetryPolicy = {
-    retries: o.retry?.retries ?? 6,
-    baseMs: o.retry?.baseMs ?? 100,
-    capMs: o.retry?.capMs ?? 5000,
-  };
-  const limits: Limits = {
-    requestTimeoutMs: o.requestTimeoutMs ?? DEFAULT_LIMITS.requestTimeoutMs,
-    callTimeoutMs: o.callTimeoutMs ?? DEFAULT_LIMITS.callTimeoutMs,
-  };
-  const tls = o.tls ? { ca: o.tls.ca, rejectUnauthorized: o.tls.rejectUnauthorized ?? true } : undefined;
-  const headers: Record<string, string> = {};
-  if (o.auth && "apiKey" in o.auth) headers.authorization = `ApiKey ${o.auth.apiKey}`;
-  if (o.auth && "bearer" in o.auth) headers.authorization = `Bearer ${o.auth.bearer}`;
-  const basic = o.auth && "username" in o.auth ? { username: o.auth.username, password: o.auth.password } : undefined;
-  const common = { errorClass, secrets: secretsOf(o), retry, limits, urls, refresh: o.refresh ?? "deferred", refreshAfterMs: o.refreshAfterMs } as const;
-
-  // The OpenSearch client does no product check, so it can ask any node what it is.
-  const os = await import("@opensearch-project/opensearch");
-  const osClient = new os.Client({ nodes: urls, auth: basic, ssl: tls, headers, maxRetries: 0, requestTimeout: limits.requestTimeoutMs });
-  const osSend = async (p: SendParams) => {
-    const r = await osClient.transport.request(
-      p.path === "/_bulk"
-        ? { method: p.method, path: p.path, bulkBody: p.body as string, querystring: p.query }
-        : { method: p.method, path: p.path, body: p.body as any, querystring: p.query },
-      { ignore: ALL_ERROR_STATUSES, maxRetries: 0, requestTimeout: p.timeoutMs },
-    );
-    return { status: r.statusCode ?? 0, body: r.body, headers: (r.headers ?? {}) as Record<string, unknown> };
-  };
+  const { retry, limits, bulk } = policiesOf(o);
+  const senderOptions = { auth: o.auth, tls: o.tls, requestTimeoutMs: limits.requestTimeoutMs };
+  const common = {
+    errorClass, secrets: secretsOf(o), retry, limits, bulk, urls, refresh: o.refresh ?? "deferred", refreshAfterMs: o.refreshAfterMs,
+  } as const;
+  const probe = await openSender("opensearch", urls, senderOptions);
   let found;
   try {
-    found = await identify(new Connection({ ...common, engine: "opensearch", version: "", send: osSend }), o);
+    found = await identify(new Connection({ ...common, engine: "opensearch", version: "", send: probe.send }), o);
   } catch (exc) {
-    await osClient.close();
+    await probe.close();
     throw exc;
   }
   const cluster = found.uuid === undefined ? undefined : {
-    guard: new ClusterGuard(found.uuid, o.clusterCheckMs ?? DEFAULT_CLUSTER_CHECK_MS),
+    guard: new ClusterGuard(found.uuid, o.clusterCheckMs ?? CLUSTER_CHECK.idleMs),
     identity: identityRequest(o.indexPrefix, found.engine),
   };
   const parts = { ...common, engine: found.engine, version: found.version, cluster };
-  if (found.engine === "opensearch") return new Connection({ ...parts, send: osSend, close: () => osClient.close() });
-  await osClient.close();
-  const es = await import("@elastic/elasticsearch");
-  const esClient = new es.Client({ nodes: urls, auth: o.auth as any, tls, maxRetries: 0, requestTimeout: limits.requestTimeoutMs });
-  const esSend = async (p: SendParams) => {
-    const r = await esClient.transport.request(
-      p.path === "/_bulk"
-        ? { method: p.method, path: p.path, bulkBody: p.body as string, querystring: p.query }
-        : { method: p.method, path: p.path, body: p.body as any, querystring: p.query },
-      { ignore: ALL_ERROR_STATUSES, maxRetries: 0, meta: true, requestTimeout: p.timeoutMs },
-    );
-    return { status: r.statusCode ?? 0, body: r.body };
-  };
-  return new Connection({ ...parts, send: esSend, close: () => esClient.close() });
+  if (found.engine === "opensearch") return new Connection({ ...parts, ...probe });
+  await probe.close();
+  return new Connection({ ...parts, ...(await openSender("elasticsearch", urls, senderOptions)) });
 }

@@ -1,7 +1,8 @@
 /**
  * The cluster settings this package shares with the Python side (`reme_es/engine_settings.json`): the vector
- * mapping of each engine, the HNSW defaults, the statuses worth retrying, the k-NN candidate rule and the
- * index-prefix rule. Both test suites check them against `tests/unit/golden/engine_settings.json`.
+ * mapping of each engine, the HNSW defaults, the retry policy (statuses, tries, backoff, deadlines), the cluster
+ * check, the engine-detection signal, the k-NN candidate rule and the index-prefix rule. Both test suites check them
+ * against `tests/unit/golden/engine_settings.json` and replay `tests/golden/behaviour_cases.json`.
  */
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -28,21 +29,82 @@ export function readDataFile(name: string): any {
   throw new Error(`${name} not found in ${dataDirs.join(" or ")}; run \`npm run build\``);
 }
 
+interface CallPolicy {
+  tries: number;
+  base_s: number;
+  max_s: number;
+  deadline_s: number;
+  try_timeout_s: number;
+}
+
 interface EngineSettings {
   hnsw: { m: number; ef_construction: number };
   knn_candidates: { factor: number; min: number; max: number };
-  retried_statuses: number[];
+  retry: {
+    statuses: number[];
+    backoff: { jitter: [number, number] };
+    request: CallPolicy;
+    bulk: CallPolicy & { unanswered_item_status: number };
+  };
+  cluster_check: {
+    idle_s: number;
+    endpoint: { path: string; query: Record<string, string>; uuid_field: string };
+    endpoint_query_by_engine: Record<"opensearch" | "elasticsearch", Record<string, string>>;
+  };
+  engine_detection: { request: { path: string }; field: string; present: "elasticsearch"; absent: "opensearch" };
   index_prefix: { pattern: string };
   vector_mapping: Record<"opensearch" | "elasticsearch", Record<string, unknown>>;
 }
 
 export const SETTINGS: EngineSettings = readDataFile("engine_settings.json");
 
+/** How one kind of call is retried, in ms: retries after the first try, backoff base and cap, deadline, try timeout. */
+export interface SharedPolicy {
+  retries: number;
+  baseMs: number;
+  capMs: number;
+  callTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+function policyOf(p: CallPolicy): SharedPolicy {
+  return {
+    retries: p.tries - 1,
+    baseMs: p.base_s * 1000,
+    capMs: p.max_s * 1000,
+    callTimeoutMs: p.deadline_s * 1000,
+    requestTimeoutMs: p.try_timeout_s * 1000,
+  };
+}
+
+/** The shared retry policy of single requests and of bulk calls (`engine_settings.json` `retry`). */
+export const RETRY = { request: policyOf(SETTINGS.retry.request), bulk: policyOf(SETTINGS.retry.bulk) } as const;
+
+/** The jitter range the backoff multiplies by: [low, high). */
+export const JITTER: readonly [number, number] = SETTINGS.retry.backoff.jitter;
+
+/** The status a bulk item without an answer counts as (its request failed in transport): retried, reported with it. */
+export const UNANSWERED_ITEM_STATUS: number = SETTINGS.retry.bulk.unanswered_item_status;
+
+/** The cluster check (`engine_settings.json` `cluster_check`): how long idle before a check, and its request. */
+export const CLUSTER_CHECK = {
+  idleMs: SETTINGS.cluster_check.idle_s * 1000,
+  endpoint: SETTINGS.cluster_check.endpoint,
+  queryByEngine: SETTINGS.cluster_check.endpoint_query_by_engine,
+} as const;
+
+/** The request whose answer tells the engine, and the engine a `_nodes` entry comes from (by the shared signal). */
+export const ENGINE_DETECTION = { path: SETTINGS.engine_detection.request.path, field: SETTINGS.engine_detection.field };
+export function engineOfNode(node: Record<string, unknown>): "opensearch" | "elasticsearch" {
+  const rule = SETTINGS.engine_detection;
+  return Object.hasOwn(node, rule.field) ? rule.present : rule.absent;
+}
+
 export const HNSW = { m: SETTINGS.hnsw.m, efConstruction: SETTINGS.hnsw.ef_construction } as const;
 
 export const INDEX_PREFIX = new RegExp(SETTINGS.index_prefix.pattern);
 
-const RETRIED = new Set(SETTINGS.retried_statuses);
+const RETRIED = new Set(SETTINGS.retry.statuses);
 
 /** Statuses worth sending again: the node was busy or failing, not the request wrong. */
 export function isRetryableStatus(status: number | undefined): boolean {

@@ -5,70 +5,41 @@
  */
 import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
-import { isRetryableStatus } from "./settings.js";
+import {
+  type BulkFailure,
+  type BulkOp,
+  DEFAULT_BULK,
+  DEFAULT_LIMITS,
+  backoffDelay,
+  describeFailure,
+  isRetryableStatus,
+  type Limits,
+  missingIndexName,
+  type RequestParams,
+  type Response,
+  type RetryPolicy,
+  type Sender,
+  type Try,
+} from "./retry.js";
+import { UNANSWERED_ITEM_STATUS } from "./settings.js";
 import type { Engine, RefreshPolicy } from "./types.js";
 import { DeferredRefresh } from "./visibility.js";
 
+export {
+  backoffDelay,
+  type BulkFailure,
+  type BulkOp,
+  DEFAULT_BULK,
+  DEFAULT_LIMITS,
+  isRetryableStatus,
+  type Limits,
+  type RequestParams,
+  type Response,
+  type RetryPolicy,
+  type SendParams,
+} from "./retry.js";
+
 export const DEFAULT_REFRESH_AFTER_MS = 1000;
-
-export interface RetryPolicy {
-  retries: number;
-  baseMs: number;
-  capMs: number;
-}
-
-export { isRetryableStatus };
-
-/** Delay before retry number `attempt` (0-based): min(cap, base × 2^attempt) × jitter in [0.5, 1.5). */
-export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  return Math.min(policy.capMs, policy.baseMs * 2 ** attempt) * (0.5 + random());
-}
-
-
-export interface Response {
-  status: number;
-  body: any;
-  headers?: Record<string, unknown>;
-}
-
-export interface RequestParams {
-  method: "GET" | "PUT" | "POST" | "DELETE" | "HEAD";
-  path: string;
-  body?: unknown;
-  query?: Record<string, string | number | boolean>;
-  /** Statuses that are an answer, not a failure (e.g. 404 on delete). */
-  accept?: number[];
-  /** What the request does, for error messages: "index memory m1". */
-  what: string;
-}
-
-export interface BulkOp {
-  action: "index" | "delete";
-  id: string;
-  doc?: unknown;
-}
-
-export interface BulkFailure {
-  id: string;
-  action: string;
-  status: number;
-  reason: string;
-}
-
-/** What the sender gets: the request, and how long this try may take (the per-try timeout, cut by the call's deadline). */
-export type SendParams = RequestParams & { timeoutMs: number };
-type Sender = (params: SendParams) => Promise<Response>;
-
-/** Time limits of the calls of one connection, in ms. */
-export interface Limits {
-  /** One try. */
-  requestTimeoutMs: number;
-  /** One call, its retries and backoff included. */
-  callTimeoutMs: number;
-}
-
-export const DEFAULT_LIMITS: Limits = { requestTimeoutMs: 30000, callTimeoutMs: 60000 };
-export const DEFAULT_CLUSTER_CHECK_MS = 5000;
 
 /** What a connection is made of (built by `connect`, or by a test with a scripted sender). */
 export interface ConnectionParts {
@@ -80,6 +51,8 @@ export interface ConnectionParts {
   secrets: readonly string[];
   retry: RetryPolicy;
   limits?: Limits;
+  /** Bulk calls: their retries and deadline (default: the shared `retry.bulk`). */
+  bulk?: { retry: RetryPolicy; callTimeoutMs: number };
   /** The node URLs, for messages (redacted there). */
   urls?: readonly string[];
   /** The cluster this connection opened and the request that reads its UUID (none: no check). */
@@ -89,18 +62,8 @@ export interface ConnectionParts {
   refreshAfterMs?: number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
-}
-
-/** The error body of a missing index (`index_not_found_exception`), or undefined for any other answer. */
-function missingIndexName(response: Response): string | undefined {
-  const error = response.body?.error;
-  if (response.status !== 404 || error?.type !== "index_not_found_exception") return undefined;
-  return String(error.index ?? error["resource.id"] ?? "?");
-}
-
-function describeFailure(exc: unknown): string {
-  const e = exc as { name?: string; message?: string };
-  return `${e?.name ?? "Error"}: ${e?.message ?? String(exc)}`;
+  /** Uniform in [0, 1): the backoff's jitter. */
+  random?: () => number;
 }
 
 /** A node connection bound to one store's error class. */
@@ -113,6 +76,8 @@ export class Connection {
   private readonly errorClass: ErrorClass;
   private readonly secrets: readonly string[];
   private readonly retryPolicy: RetryPolicy;
+  private readonly bulkPolicy: { retry: RetryPolicy; callTimeoutMs: number };
+  private readonly random: () => number;
   private readonly urls: readonly string[];
   private readonly cluster: ConnectionParts["cluster"];
   private readonly closeClient: () => Promise<void>;
@@ -128,6 +93,8 @@ export class Connection {
     this.errorClass = parts.errorClass;
     this.secrets = parts.secrets;
     this.retryPolicy = parts.retry;
+    this.bulkPolicy = parts.bulk ?? DEFAULT_BULK;
+    this.random = parts.random ?? Math.random;
     this.urls = parts.urls ?? [];
     this.cluster = parts.cluster;
     this.closeClient = parts.close ?? (async () => {});
@@ -154,51 +121,58 @@ export class Connection {
   }
 
   /**
-   * Send one request; 429/5xx/connection failures are retried with backoff until `callTimeoutMs` (or `deadline`)
-   * has passed; other errors throw this store's error. A missing index is an error even where 404 is accepted,
-   * unless `missingIndexOk`. When the cluster check is due, it comes first, and the request is sent only to the
-   * cluster this connection opened.
+   * Send one request; a retried status (the shared list) or a connection failure is tried again with backoff until
+   * the tries run out or `callTimeoutMs` (or `deadline`) has passed; other errors throw this store's error. A missing
+   * index is an error even where 404 is accepted, unless `missingIndexOk`. When the cluster check is due, it comes
+   * first, and the request is sent only to the cluster this connection opened.
    */
   async request(params: RequestParams & { missingIndexOk?: boolean }, deadline?: number): Promise<Response> {
     const until = deadline ?? this.now() + this.limits.callTimeoutMs;
     let last = "";
+    let lastStatus: number | undefined;
     for (let attempt = 0; ; attempt++) {
       const remaining = until - this.now();
-      if (remaining <= 0) throw this.outOfTime(params, attempt, last);
-      let response: Response | undefined;
-      const unsure = this.cluster?.guard.due() ? await this.checkCluster(until) : undefined;
-      if (unsure !== undefined) last = unsure;
-      else {
-        try {
-          response = await this.send({ ...params, timeoutMs: Math.min(this.limits.requestTimeoutMs, remaining) });
-        } catch (exc) {
-          this.cluster?.guard.suspectChange();
-          last = describeFailure(exc);
-          if ((exc as { name?: string })?.name === "RequestAbortedError") throw this.unreachable(params, attempt + 1, last);
-        }
-      }
-      if (response === undefined) {
-        if (attempt >= this.retryPolicy.retries) throw this.unreachable(params, attempt + 1, last);
+      if (remaining <= 0) throw this.outOfTime(params, attempt, last, lastStatus, this.limits.callTimeoutMs);
+      const tried = await this.tryOnce(params, until, Math.min(this.limits.requestTimeoutMs, remaining));
+      if ("failure" in tried) {
+        [last, lastStatus] = [tried.failure, undefined];
+        if (tried.aborted || attempt >= this.retryPolicy.retries) throw this.unreachable(params, attempt + 1, last);
         if (await this.backoff(attempt, until)) continue;
-        throw this.outOfTime(params, attempt + 1, last);
+        throw this.outOfTime(params, attempt + 1, last, lastStatus, this.limits.callTimeoutMs);
       }
+      const response = tried.response;
       const missing = params.missingIndexOk ? undefined : missingIndexName(response);
       if (missing !== undefined) {
         await this.checkCluster(until, true);
         throw this.missingIndex(params, missing, response);
       }
-      if (response.status < 400 || params.accept?.includes(response.status)) return response;
+      if (response.status < 400 || params.accept?.includes(response.status)) {
+        this.cluster?.guard.seen();
+        return response;
+      }
       const reason = serverReason(response.body);
       if (isRetryableStatus(response.status) && attempt < this.retryPolicy.retries) {
-        last = `HTTP ${response.status}${reason ? ` ${reason}` : ""}`;
+        [last, lastStatus] = [`HTTP ${response.status}${reason ? ` ${reason}` : ""}`, response.status];
         if (await this.backoff(attempt, until)) continue;
-        throw this.outOfTime(params, attempt + 1, last);
+        throw this.outOfTime(params, attempt + 1, last, lastStatus, this.limits.callTimeoutMs);
       }
       throw this.error(`${params.what} failed: HTTP ${response.status} ${reason ?? "(no error body)"}`, {
         status: response.status,
         reason: reason ?? `HTTP ${response.status}`,
         details: { method: params.method, path: params.path, attempts: attempt + 1 },
       });
+    }
+  }
+
+  /** One try: the cluster check where it is due, then the request (a connection failure makes the check due). */
+  private async tryOnce(params: RequestParams, until: number, timeoutMs: number): Promise<Try> {
+    const unsure = this.cluster?.guard.due() ? await this.checkCluster(until) : undefined;
+    if (unsure !== undefined) return { failure: unsure };
+    try {
+      return { response: await this.send({ ...params, timeoutMs }) };
+    } catch (exc) {
+      this.cluster?.guard.suspectChange();
+      return { failure: describeFailure(exc), aborted: (exc as { name?: string })?.name === "RequestAbortedError" };
     }
   }
 
@@ -210,19 +184,19 @@ export class Connection {
   }
 
   /** Sleep before retry `attempt`; false (no sleep) when the deadline would pass first. */
-  private async backoff(attempt: number, until: number): Promise<boolean> {
-    const delay = backoffDelay(attempt, this.retryPolicy);
+  private async backoff(attempt: number, until: number, policy: RetryPolicy = this.retryPolicy): Promise<boolean> {
+    const delay = backoffDelay(attempt, policy, this.random);
     if (this.now() + delay >= until) return false;
     await this.sleep(delay);
     return true;
   }
 
-  private outOfTime(params: RequestParams, attempts: number, last: string): StoreError {
+  private outOfTime(params: RequestParams, attempts: number, last: string, status: number | undefined, ms: number): StoreError {
     return this.error(
-      `${params.what} failed: no success within ${this.limits.callTimeoutMs} ms (callTimeoutMs) after ${attempts} ` +
+      `${params.what} failed: no success within ${ms} ms (callTimeoutMs) after ${attempts} ` +
         `attempt(s)${last ? `; last: ${last}` : ""}. Is ${this.urls.join(", ") || "the node"} an OpenSearch or ` +
         "Elasticsearch node that answers? Raise callTimeoutMs/requestTimeoutMs for a slow node",
-      { reason: last || undefined, details: { method: params.method, path: params.path, attempts } },
+      { status, reason: last || undefined, details: { method: params.method, path: params.path, attempts } },
     );
   }
 
@@ -272,49 +246,73 @@ export class Connection {
   }
 
   /**
-   * Index/delete documents in one bulk request per round; every write requires the alias. Items that fail with
-   * 429/5xx are sent again with backoff while the call's time lasts (`callTimeoutMs` per page); a delete of a
-   * missing id counts as done. Returns the items that still failed.
+   * Index/delete documents, one bulk request per round; every write requires the alias. Items that fail with a
+   * retried status are sent again with backoff in later rounds (the shared `retry.bulk`: tries, and a deadline from
+   * the call's start); a whole request that fails with a retried status or a lost connection fails each item with
+   * the unanswered-item status, in the same rounds. A delete of a missing id counts as done. Returns the items that
+   * still failed, with their last status.
    */
   async bulk(index: string, ops: BulkOp[], what: string): Promise<BulkFailure[]> {
-    const until = this.now() + this.limits.callTimeoutMs;
+    const { retry: policy, callTimeoutMs } = this.bulkPolicy;
+    const until = this.now() + callTimeoutMs;
     let pending = ops;
     const failures: BulkFailure[] = [];
     for (let attempt = 0; pending.length > 0; attempt++) {
-      const lines: string[] = [];
-      for (const op of pending) {
-        lines.push(JSON.stringify({ [op.action]: { _index: index, _id: op.id } }));
-        if (op.action === "index") lines.push(JSON.stringify(op.doc));
-      }
-      const body = lines.join("\n") + "\n";
-      const query = { require_alias: "true" };
-      const response = await this.request({ method: "POST", path: "/_bulk", query, body, what }, until);
-      const items: any[] = response.body?.items ?? [];
-      const retry: BulkOp[] = [];
+      const answers = await this.bulkRound(index, pending, what, until);
+      const retry: BulkFailure[] = [];
       let missing: string | undefined;
       pending.forEach((op, i) => {
-        const result = items[i]?.[op.action];
-        const status: number = result?.status ?? 500;
+        const { status, result } = answers[i] as { status: number; result: unknown };
         if (status < 300 || (op.action === "delete" && status === 404 && !missingIndexName({ status, body: result }))) {
           return;
         }
         missing ??= missingIndexName({ status, body: result });
-        if (isRetryableStatus(status) && attempt < this.retryPolicy.retries) retry.push(op);
-        else failures.push({ id: op.id, action: op.action, status, reason: serverReason(result) ?? `HTTP ${status}` });
+        const failure = { id: op.id, action: op.action, status, reason: serverReason(result) ?? `HTTP ${status}` };
+        (isRetryableStatus(status) ? retry : failures).push(failure);
       });
       if (missing !== undefined) {
         await this.checkCluster(until, true);
         throw this.missingIndex({ method: "POST", path: "/_bulk", what }, missing, { status: 404, body: {} });
       }
-      pending = retry;
-      if (pending.length > 0 && !(await this.backoff(attempt, until))) {
-        for (const op of pending) {
-          failures.push({ id: op.id, action: op.action, status: 0, reason: `not stored within callTimeoutMs ${this.limits.callTimeoutMs} ms` });
-        }
-        pending = [];
+      const goOn = retry.length > 0 && attempt < policy.retries;
+      if (goOn && (await this.backoff(attempt, until, policy))) {
+        const again = new Set(retry.map((f) => f.id));
+        pending = pending.filter((op) => again.has(op.id));
+        continue;
       }
+      const late = goOn ? ` (retries stopped at the ${callTimeoutMs / 1000} s deadline)` : "";
+      failures.push(...retry.map((f) => ({ ...f, reason: f.reason + late })));
+      pending = [];
     }
     return failures;
+  }
+
+  /** One bulk round of `ops` (one try): each op's status and item answer; without an answer, the unanswered status. */
+  private async bulkRound(index: string, ops: BulkOp[], what: string, until: number): Promise<{ status: number; result: unknown }[]> {
+    const lines: string[] = [];
+    for (const op of ops) {
+      lines.push(JSON.stringify({ [op.action]: { _index: index, _id: op.id } }));
+      if (op.action === "index") lines.push(JSON.stringify(op.doc));
+    }
+    const params = { method: "POST" as const, path: "/_bulk", query: { require_alias: "true" }, body: lines.join("\n") + "\n", what };
+    const tried = await this.tryOnce(params, until, this.limits.requestTimeoutMs);
+    if ("failure" in tried) {
+      if (tried.aborted) throw this.unreachable(params, 1, tried.failure);
+      const result = { error: { type: "no_answer", reason: tried.failure } };
+      return ops.map(() => ({ status: UNANSWERED_ITEM_STATUS, result }));
+    }
+    const response = tried.response;
+    if (isRetryableStatus(response.status)) return ops.map(() => ({ status: response.status, result: response.body }));
+    if (response.status >= 400) {
+      const reason = serverReason(response.body) ?? `HTTP ${response.status}`;
+      throw this.error(`${what} failed: HTTP ${response.status} ${reason}`, { status: response.status, reason });
+    }
+    this.cluster?.guard.seen();
+    const items: any[] = response.body?.items ?? [];
+    return ops.map((op, i) => {
+      const result = items[i]?.[op.action];
+      return { status: result?.status ?? UNANSWERED_ITEM_STATUS, result };
+    });
   }
 
   /** Throw one error listing every failed bulk item (no-op when none failed). */

@@ -10,7 +10,7 @@ import { ClusterGuard, identityRequest } from "../src/cluster.js";
 import {
   backoffDelay,
   Connection,
-  engineFromAnswer,
+  engineFromNode,
   isRetryableStatus,
   type RequestParams,
   validateOptions,
@@ -38,7 +38,7 @@ import {
 } from "../src/dialect.js";
 import { GraphStoreError, redact, SearchError, serverReason } from "../src/errors.js";
 import { checkForgetOptions } from "../src/forget.js";
-import { HNSW, knnCandidates } from "../src/settings.js";
+import { CLUSTER_CHECK, HNSW, knnCandidates, RETRY } from "../src/settings.js";
 
 // The golden file the Python suite checks too (tests/unit/test_engine_settings.py); this file runs from dist/test.
 const GOLDEN = JSON.parse(
@@ -66,6 +66,18 @@ describe("engine settings shared with the Python side (tests/unit/golden/engine_
     for (const [status, retried] of GOLDEN.retryable_statuses as [number, boolean][]) {
       assert.equal(isRetryableStatus(status), retried, `status ${status}`);
     }
+  });
+  it("the retry policies and the backoff", () => {
+    for (const kind of ["request", "bulk"] as const) {
+      const p = RETRY[kind];
+      const got = { tries: p.retries + 1, base_s: p.baseMs / 1000, max_s: p.capMs / 1000, deadline_s: p.callTimeoutMs / 1000, try_timeout_s: p.requestTimeoutMs / 1000 };
+      assert.deepEqual(got, GOLDEN.retry_policies[kind], kind);
+    }
+    for (const [kind, retry, rand, delay] of GOLDEN.backoff_delays as ["request" | "bulk", number, number, number][]) {
+      const got = backoffDelay(retry, RETRY[kind], () => rand);
+      assert.ok(Math.abs(got - delay * 1000) < 1e-6, `${kind} ${retry} ${rand}: ${got}`);
+    }
+    assert.equal(CLUSTER_CHECK.idleMs, GOLDEN.cluster_check_idle_s * 1000);
   });
   it("the index-prefix rule", () => {
     const cases = [
@@ -201,8 +213,9 @@ describe("errors", () => {
     );
   });
   it("engine detection uses X-elastic-product", () => {
-    assert.equal(engineFromAnswer({ "x-elastic-product": "Elasticsearch" }), "elasticsearch");
-    assert.equal(engineFromAnswer({ "content-type": "application/json" }), "opensearch");
+    for (const [node, engine] of GOLDEN.engine_detection as [Record<string, unknown>, string][]) {
+      assert.equal(engineFromNode(node), engine, JSON.stringify(node));
+    }
   });
 });
 

@@ -175,10 +175,15 @@ class Dialect(ABC):
         return await self.transport.request(method, path, body, params)
 
     async def bulk(
-        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = BULK_REQUEST_BYTES, require_alias: bool = False
+        self,
+        actions: list[dict],
+        max_retries: int | None = None,
+        chunk_bytes: int = BULK_REQUEST_BYTES,
+        require_alias: bool = False,
     ) -> BulkOutcome:
-        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported
-        (`require_alias`: an item whose index is not an alias fails; no index is created for it)."""
+        """Run bulk actions; items failing with a retried status are sent again under the shared policy
+        (`max_retries` replaces its retries), every failure is reported (`require_alias`: an item whose index is not
+        an alias fails; no index is created for it)."""
         return await self.transport.bulk(actions, max_retries, chunk_bytes, require_alias)
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:

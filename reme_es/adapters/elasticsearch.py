@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.engine_settings import detected_engine
 from ..core.engine_settings import vector_mapping as engine_vector_mapping
 from ..core.errors import AuthError, ConfigError, RequestFailed
 from ..core.models import RRF_K, Capabilities, SearchFilter
@@ -45,9 +46,9 @@ class ElasticsearchTransport(Transport):
         kwargs: dict[str, Any] = {
             "hosts": s.hosts,
             "request_timeout": s.timeout,
-            "max_retries": s.max_retries,
-            "retry_on_timeout": True,
-            "retry_on_status": (429, 502, 503, 504),
+            "max_retries": 0,  # the transport retries, under the shared policy (engine_settings.json `retry`)
+            "retry_on_timeout": False,
+            "retry_on_status": (),
             "verify_certs": s.verify_certs,
             "serializers": {"application/json": OrjsonSerializer()},
         }
@@ -62,13 +63,15 @@ class ElasticsearchTransport(Transport):
             kwargs["client_key"] = s.client_key
         return AsyncElasticsearch(**kwargs)
 
-    async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
+    async def _perform(self, method: str, path: str, body: Any, params: dict | None, timeout: float) -> Any:
         headers = _NDJSON if isinstance(body, (bytes, str)) else _JSON
         if params:
             from urllib.parse import urlencode
 
             path = f"{path}?{urlencode(params)}"
-        resp = await self.client.perform_request(method, path, headers=headers, body=body)
+        # a try shorter than the client's timeout (near the call's deadline) gets its own options
+        client = self.client if timeout >= self.settings.timeout else self.client.options(request_timeout=timeout)
+        resp = await client.perform_request(method, path, headers=headers, body=body)
         return resp.body
 
     def _bulk_helper(self) -> Any:
@@ -170,8 +173,9 @@ class ElasticsearchDialect(Dialect):
 
     @classmethod
     def detects(cls, node: dict) -> bool:
-        """Elasticsearch nodes report a `build_flavor` (`default`, or `integ-test` for the test zip)."""
-        return "build_flavor" in node
+        """Elasticsearch nodes report a `build_flavor` (`default`, or `integ-test` for the test zip): the shared
+        detection signal (`engine_settings.json` `engine_detection`)."""
+        return detected_engine(node) == "elasticsearch"
 
     @staticmethod
     def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:

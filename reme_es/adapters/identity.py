@@ -3,22 +3,40 @@ is a reason to doubt it, so a store never writes to another cluster that took ov
 
 A URL can start reaching another cluster when the node behind it stops and another node takes its port (two
 managed nodes on one machine, a restart on another port). Every call paying one more request would be too dear,
-so the UUID is asked for again only before the first request after a failed connection, after a pause longer than
-`IDLE_RECHECK_SECONDS` (shorter than any node restart: requests closer together than that cannot straddle one
-without a failed connection in between), and when a write finds its index missing. The UUID comes from `GET /`,
-or from the cluster state's metadata where `GET /` is not served (the Elasticsearch integ-test node).
+so the UUID is asked for again only when the shared cluster check says so (`engine_settings.json` `cluster_check`,
+the same rule and request as Memorie's): before the first request after a failed connection, after a pause longer
+than `idle_s` (shorter than any node restart: requests closer together than that cannot straddle one without a
+failed connection in between), and when a write finds its index missing. The UUID comes from the cluster state's
+metadata, restricted to the store's own indices.
 """
 
 from __future__ import annotations
 
 import time
+import urllib.parse
 from typing import Any
 
 from ..core.checks import redact_host
+from ..core.engine_settings import CLUSTER_CHECK
 from ..core.errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
 
-IDLE_RECHECK_SECONDS = 10.0
-_STATE_PARAMS = {"filter_path": "metadata.cluster_uuid"}
+IDLE_RECHECK_SECONDS: float = float(CLUSTER_CHECK["idle_s"])
+NOT_FORMED = "_na_"  # the UUID a node reports before its cluster has formed: says nothing
+
+
+def check_request(engine: str, indices: str) -> tuple[str, dict[str, str]]:
+    """The cluster check's path and query for an engine family and the store's own index pattern (pure)."""
+    endpoint = CLUSTER_CHECK["endpoint"]
+    path = endpoint["path"].replace("{indices}", urllib.parse.quote(indices, safe="*,"))
+    return path, {**endpoint["query"], **CLUSTER_CHECK["endpoint_query_by_engine"].get(engine, {})}
+
+
+def uuid_of(answer: Any) -> str | None:
+    """The UUID in a cluster check's answer, or None when it tells none (or only `_na_`)."""
+    node = answer
+    for key in CLUSTER_CHECK["endpoint"]["uuid_field"].split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, str) and node and node != NOT_FORMED else None
 
 
 class ClusterIdentity:
@@ -27,29 +45,47 @@ class ClusterIdentity:
     def __init__(self, dialect: Any):
         self.dialect = dialect
         self.uuid: str | None = None  # None: not recorded (not connected, or the server does not tell)
+        self.indices = "*"  # the store's own index pattern (`record`), which keeps the check's answer small
         self._doubt = False
         self._last = 0.0
 
-    async def _fetch(self) -> str | None:
-        """The cluster UUID the hosts answer with now (None when the server does not tell, or the role may not ask)."""
+    def _now(self) -> float:
+        """The transport's clock (the one its retries see), or the monotonic clock for a transport without one."""
+        clock = getattr(getattr(self.dialect, "transport", None), "clock", None)
+        return clock.now() if clock is not None else time.monotonic()
+
+    async def _fetch(self, once: bool = False) -> str | None:
+        """The cluster UUID the hosts answer with now (None when the server does not tell, or the role may not ask);
+        `once`: one try (the transport's retry loop around it decides about another)."""
+        engine = "elasticsearch" if self.dialect.engine == "elasticsearch" else "opensearch"
+        path, query = check_request(engine, self.indices)
         try:
-            return (await self.dialect.request("GET", "/"))["cluster_uuid"]
-        except (RequestFailed, KeyError, TypeError):
-            pass  # the Elasticsearch integ-test node answers `GET /` with 405
+            if once:
+                return uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
+            return uuid_of(await self.dialect.request("GET", path, None, query))
         except AuthError:
             return None
-        try:
-            state = await self.dialect.request("GET", "/_cluster/state/metadata", None, _STATE_PARAMS)
-            return state["metadata"]["cluster_uuid"]
-        except (RequestFailed, AuthError, KeyError, TypeError):
-            return None
 
-    async def record(self) -> None:
-        """Record the UUID of the cluster the hosts reach now (at connect)."""
+    async def record(self, indices: str | None = None) -> None:
+        """Record the UUID of the cluster the hosts reach now (at connect; `indices`: the store's index pattern), and
+        have the transport check it before its tries from now on."""
         if not self.dialect.cluster_identity:
             return
-        self.uuid = await self._fetch()
-        self._doubt, self._last = False, time.monotonic()
+        self.indices = indices or self.indices
+        self.dialect.transport.guard = None
+        try:
+            self.uuid = await self._fetch()
+        except RequestFailed:
+            self.uuid = None  # a server that serves no cluster state: nothing to compare with
+        self._doubt, self._last = False, self._now()
+        self.dialect.transport.guard = self
+
+    async def before_try(self, connection_failed: bool) -> None:
+        """Before a try of a request or bulk round: check the cluster where due (the last try's connection failed,
+        an idle pause, a doubt); raises ClusterChanged, or the check's own failure (the try then failed)."""
+        if connection_failed:
+            self._doubt = True
+        await self.verify()
 
     def doubt(self) -> None:
         """A connection failed: check the cluster before the next request."""
@@ -57,20 +93,21 @@ class ClusterIdentity:
 
     def seen(self) -> None:
         """A request was answered (by the recorded cluster, as checked when in doubt)."""
-        self._last = time.monotonic()
+        self._last = self._now()
 
     async def verify(self, force: bool = False) -> None:
-        """Raise ClusterChanged when the hosts now reach another cluster; asks only when in doubt (or `force`)."""
+        """Raise ClusterChanged when the hosts now reach another cluster; asks only when due (or `force`), with one
+        try (a failed check raises its error, and the check stays due)."""
         if self.uuid is None:
             return
-        now = time.monotonic()
-        if not (force or self._doubt or now - self._last > IDLE_RECHECK_SECONDS):
+        now = self._now()
+        if not (force or self._doubt or now - self._last >= IDLE_RECHECK_SECONDS):
             return
         self._last = now  # concurrent calls after a pause do not all ask
         try:
-            current = await self._fetch()
-        except ConnectionFailed:
-            self._doubt = True
+            current = await self._fetch(once=True)
+        except (ConnectionFailed, RequestFailed):
+            self._doubt = True  # no answer that tells: the check stays due
             raise
         if current is not None and current != self.uuid:
             self._doubt = True

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from ..core.engine_settings import detected_engine
 from ..core.engine_settings import vector_mapping as engine_vector_mapping
 from ..core.errors import CapabilityError, ConfigError
 from ..core.models import Capabilities, SearchFilter
@@ -86,9 +87,9 @@ class OpenSearchTransport(Transport):
             "hosts": s.hosts,
             "serializer": _OrjsonSerializer(),
             "timeout": s.timeout,
-            "max_retries": s.max_retries,
-            "retry_on_timeout": True,
-            "retry_on_status": (429, 502, 503, 504),
+            "max_retries": 0,  # the transport retries, under the shared policy (engine_settings.json `retry`)
+            "retry_on_timeout": False,
+            "retry_on_status": (),
             "verify_certs": s.verify_certs,
             "ssl_show_warn": False,
         }
@@ -119,8 +120,8 @@ class OpenSearchTransport(Transport):
                     await conn.close()
         await super().close()
 
-    async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
-        return await self.client.transport.perform_request(method, path, params=params, body=body)
+    async def _perform(self, method: str, path: str, body: Any, params: dict | None, timeout: float) -> Any:
+        return await self.client.transport.perform_request(method, path, params=params, body=body, timeout=timeout)
 
     def _bulk_helper(self) -> Any:
         from opensearchpy.helpers import async_streaming_bulk
@@ -234,8 +235,9 @@ class OpenSearchDialect(Dialect):
 
     @classmethod
     def detects(cls, node: dict) -> bool:
-        """OpenSearch nodes report no `build_flavor` (Elasticsearch ones do)."""
-        return "build_flavor" not in node
+        """OpenSearch nodes report no `build_flavor` (Elasticsearch ones do): the shared detection signal
+        (`engine_settings.json` `engine_detection`)."""
+        return detected_engine(node) == "opensearch"
 
     @staticmethod
     def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None) -> Capabilities:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
 from ..core.checks import redact_host
-from ..core.errors import ConnectionFailed, IndexUnavailable, RequestFailed
+from ..core.errors import IndexUnavailable, RequestFailed
 from . import lookups as q
 from .dialect import candidates_only
 from .identity import ClusterIdentity
@@ -135,28 +135,16 @@ class IndexPort:
         return items, given
 
     async def _send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        await self.identity.verify()
-        try:
-            answer = await self.dialect.request(method, path, body, params)
-        except ConnectionFailed:
-            self.identity.doubt()
-            raise
-        self.identity.seen()
-        return answer
+        """One request (the transport checks the cluster `identity` recorded before each try where it is due)."""
+        return await self.dialect.request(method, path, body, params)
 
     # --- documents ------------------------------------------------------------------------------
     async def bulk(self, actions: list[Action], require_alias: bool = True) -> BulkOutcome:
         """Write actions in bulk (per-item retry of 429/5xx, every failure reported). Each item's index must be an
         alias unless `require_alias` is False (a concrete index being rebuilt): a missing one raises IndexMissing
         (or ClusterChanged when the hosts now reach another cluster), and no index is created in its place."""
-        await self.identity.verify()
         items, given = self._scoped_actions(actions) if self.scope.workspace else ([a.to_bulk() for a in actions], {})
-        try:
-            outcome = await self.dialect.bulk(items, require_alias=require_alias)
-        except ConnectionFailed:
-            self.identity.doubt()
-            raise
-        self.identity.seen()
+        outcome = await self.dialect.bulk(items, require_alias=require_alias)
         if given:  # the caller's ids back, as it gave them
             outcome.versions = {(index, given.get(i, i)): v for (index, i), v in outcome.versions.items()}
             outcome.failures = [replace(f, id=given.get(f.id, f.id)) for f in outcome.failures]

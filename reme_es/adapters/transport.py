@@ -2,15 +2,14 @@
 
 An engine module subclasses `Transport` and says how its client is made and called, and what a client
 exception holds (`error_info`). Everything else is shared: the mapping to the `ReMeESError` tree by HTTP
-status, error `type` and the exception's class (never by matching words in its text), and bulk with per-item
-retry of 429/5xx answers.
+status, error `type` and the exception's class (never by matching words in its text), and the retries: every
+request and every bulk item under the shared policy (`engine_settings.json` `retry`, applied by `.retry`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import socket
 import ssl
 from abc import ABC, abstractmethod
@@ -18,11 +17,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.checks import redact_host, validate_hosts
-from ..core.engine_settings import RETRYABLE_STATUS
+from ..core.engine_settings import RETRYABLE_STATUS, SETTINGS  # noqa: F401  (RETRYABLE_STATUS: re-exported)
 from ..core.errors import (
     AuthError,
     BulkError,
     BulkItemFailure,
+    ClusterChanged,
     ConfigError,
     ConnectionFailed,
     IndexMissing,
@@ -30,6 +30,7 @@ from ..core.errors import (
     RequestFailed,
 )
 from ..core.options import ConnectionOptions
+from .retry import BULK, REQUEST, Clock, RetryPolicy, in_rounds, retried, unanswered
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,8 @@ class ClientSettings:
     ca_certs: str | None = None
     client_cert: str | None = None
     client_key: str | None = field(default=None, repr=False)
-    timeout: float = 30.0
-    max_retries: int = 3
+    timeout: float = float(SETTINGS["retry"]["request"]["try_timeout_s"])  # one try of a request, in seconds
+    max_retries: int | None = None  # retries of a request after its first try; None: the shared policy's
     aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
     aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
 
@@ -230,6 +231,15 @@ class Transport(ABC):
     def __init__(self, settings: ClientSettings):
         self.settings = settings
         self._client: Any = None
+        tries = None if settings.max_retries is None else settings.max_retries + 1
+        self.policies = {
+            REQUEST: RetryPolicy.shared(REQUEST, tries=tries, try_timeout=settings.timeout),
+            BULK: RetryPolicy.shared(BULK, try_timeout=settings.timeout),
+        }
+        self.clock = Clock()
+        # The cluster check of the store that opened on this transport (`identity.ClusterIdentity.record` sets it):
+        # asked before every try whether the hosts still reach the recorded cluster; None: no check.
+        self.guard: Any = None
 
     @abstractmethod
     def _make_client(self) -> Any:
@@ -249,8 +259,8 @@ class Transport(ABC):
             self._client = None
 
     @abstractmethod
-    async def _perform(self, method: str, path: str, body: Any, params: dict | None) -> Any:
-        """Send one request and return the decoded body."""
+    async def _perform(self, method: str, path: str, body: Any, params: dict | None, timeout: float) -> Any:
+        """Send one request (one try, at most `timeout` seconds) and return the decoded body."""
 
     @abstractmethod
     def _bulk_helper(self) -> Any:
@@ -261,13 +271,45 @@ class Transport(ABC):
         """What a client exception says, or None if it is not one of the client's."""
 
     async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        """Send one request; client exceptions are mapped to the ReMeESError tree."""
+        """Send one request, tried again on a retried status or a failed connection under the shared policy
+        (`retry.request`: tries, backoff, deadline); before each try the cluster check runs where it is due (see
+        `guard`). Client exceptions are mapped to the ReMeESError tree."""
+        what = f"{method} {path}"
+
+        async def once(timeout: float, connection_failed: bool) -> Any:
+            await self._check(connection_failed)
+            try:
+                answer = await self._perform(method, path, body, params, timeout)
+            except ReMeESError:
+                raise
+            except Exception as exc:
+                raise self.map_error(exc, what) from exc
+            self._answered()
+            return answer
+
+        return await retried(self.policies[REQUEST], self.clock, what, once, self._failed)
+
+    async def send_once(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
+        """One try of a request, neither retried nor checked (the cluster check's own request)."""
         try:
-            return await self._perform(method, path, body, params)
-        except ReMeESError:
-            raise
+            return await self._perform(method, path, body, params, self.policies[REQUEST].try_timeout)
         except Exception as exc:
             raise self.map_error(exc, f"{method} {path}") from exc
+
+    async def _check(self, connection_failed: bool) -> None:
+        if self.guard is not None:
+            await self.guard.before_try(connection_failed)
+
+    def _answered(self) -> None:
+        if self.guard is not None:
+            self.guard.seen()
+
+    def _failed(self, error: ReMeESError) -> bool:
+        """Note a failed try; whether its connection failed (the cluster check is then due, `guard`)."""
+        failed = isinstance(error, ConnectionFailed) and not isinstance(error, ClusterChanged)
+        if failed and self.guard is not None:
+            self.guard.doubt()
+        return failed
 
     def map_error(self, exc: Exception, what: str) -> ReMeESError:
         """Map a client exception to the ReMeESError tree (the only place this is done)."""
@@ -275,22 +317,32 @@ class Transport(ABC):
         return error_from_info(info, what, ", ".join(redact_host(h) for h in self.settings.hosts), exc)
 
     async def bulk(
-        self, actions: list[dict], max_retries: int = 8, chunk_bytes: int = BULK_REQUEST_BYTES, require_alias: bool = False
+        self,
+        actions: list[dict],
+        max_retries: int | None = None,
+        chunk_bytes: int = BULK_REQUEST_BYTES,
+        require_alias: bool = False,
     ) -> BulkOutcome:
-        """Run bulk actions; 429/5xx items are retried with exponential backoff, every failure is reported.
-        `require_alias`: every item's index must be an alias (a missing one fails the item; none is auto-created)."""
-        outcome = BulkOutcome()
-        pending = actions
-        for attempt in range(max_retries + 1):
-            results = await self._stream(pending, chunk_bytes, require_alias)
-            retry = self._bulk_round(outcome, pending, results, attempt < max_retries)
-            if not retry:
-                break
-            delay = min(10.0, 0.2 * 2**attempt) * (0.5 + random.random())
-            log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(retry), attempt + 1, delay)
-            await asyncio.sleep(delay)
-            pending = retry
-        return outcome
+        """Run bulk actions; items that fail with a retried status are sent again in rounds under the shared policy
+        (`retry.bulk`; `max_retries` replaces its retries), every failure is reported. `require_alias`: every item's
+        index must be an alias (a missing one fails the item; none is auto-created)."""
+        policy = self.policies[BULK] if max_retries is None else self.policies[BULK].but(tries=max_retries + 1)
+
+        async def round_(pending: list[dict], connection_failed: bool) -> tuple[list[tuple[bool, dict]], bool]:
+            """One round's item results, after the cluster check where it is due. A check that could not tell, or
+            a connection that failed (elasticsearch-py raises; opensearch-py reports it per item), leaves every item
+            unanswered; another cluster answering raises ClusterChanged."""
+            try:
+                await self._check(connection_failed)
+                results = await self._stream(pending, chunk_bytes, require_alias)
+            except ReMeESError as exc:
+                if not policy.retries(exc):
+                    raise
+                return [unanswered(a, exc) for a in pending], self._failed(exc)
+            self._answered()
+            return results, False
+
+        return await in_rounds(policy, self.clock, actions, round_, BulkOutcome())
 
     async def _stream(self, actions: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
         extra = {"require_alias": True} if require_alias else {}
@@ -310,26 +362,3 @@ class Transport(ABC):
         except Exception as exc:
             raise self.map_error(exc, "bulk") from exc
 
-    @staticmethod
-    def _bulk_round(outcome: BulkOutcome, pending: list[dict], results: list, may_retry: bool) -> list[dict]:
-        """Book one round's items into `outcome`; return the actions to retry (429/5xx while retries are left)."""
-        retry: list[dict] = []
-        for action, (ok, item) in zip(pending, results, strict=True):
-            op, info = next(iter(item.items()))
-            raw_status = info.get("status")
-            status = raw_status if isinstance(raw_status, int) else 503  # transport failure: no item status
-            error = info.get("error")
-            if ok or (op == "delete" and status == 404 and not error):  # a 404 with an error: the index is missing
-                outcome.succeeded += 1
-                if "_seq_no" in info and op != "delete":
-                    key = (action["_index"], str(action.get("_id")))
-                    outcome.versions[key] = (info["_seq_no"], info["_primary_term"])
-                continue
-            if status in RETRYABLE_STATUS and may_retry:
-                retry.append(action)
-                continue
-            reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
-            kind = str(error.get("type") or "") if isinstance(error, dict) else ""
-            index = str(info.get("_index") or action.get("_index") or "")
-            outcome.failures.append(BulkItemFailure(index, str(info.get("_id")), status, reason, kind))
-        return retry

@@ -1,7 +1,8 @@
 """The cluster settings Python and TypeScript share, read from `engine_settings.json` (package data).
 
-One file holds what both halves must agree on: the vector mapping of each engine, the HNSW defaults, the HTTP
-statuses worth retrying, the k-NN candidate rule and the index-prefix rule. `memorie/src/settings.ts` reads the
+One file holds what both halves must agree on: the vector mapping of each engine, the HNSW defaults, the retry
+policy (statuses, tries, backoff, deadline), the cluster check, the engine-detection signal, the k-NN candidate rule
+and the index-prefix rule. `memorie/src/settings.ts` reads the
 same file (copied into the npm package by its build), and both test suites check it against one golden file.
 """
 
@@ -16,7 +17,8 @@ SETTINGS: dict[str, Any] = json.loads(resources.files("reme_es").joinpath("engin
 
 HNSW_M: int = SETTINGS["hnsw"]["m"]
 HNSW_EF_CONSTRUCTION: int = SETTINGS["hnsw"]["ef_construction"]
-RETRYABLE_STATUS: frozenset[int] = frozenset(SETTINGS["retried_statuses"])
+RETRYABLE_STATUS: frozenset[int] = frozenset(SETTINGS["retry"]["statuses"])
+CLUSTER_CHECK: dict[str, Any] = SETTINGS["cluster_check"]
 INDEX_PREFIX_RE: re.Pattern[str] = re.compile(SETTINGS["index_prefix"]["pattern"])
 
 
@@ -43,3 +45,9 @@ def vector_mapping(kind: str, dims: int, m: int = HNSW_M, ef_construction: int =
 def valid_prefix(prefix: object) -> bool:
     """Whether an index prefix follows the shared rule (1-200 of lowercase letters, digits, '-', '_')."""
     return isinstance(prefix, str) and INDEX_PREFIX_RE.fullmatch(prefix) is not None
+
+
+def detected_engine(node: dict) -> str:
+    """The engine family a `_nodes/_local` entry comes from, by the shared detection signal (`build_flavor`)."""
+    rule = SETTINGS["engine_detection"]
+    return rule["present"] if rule["field"] in node else rule["absent"]

@@ -82,7 +82,7 @@ class IndexSet:
     async def connect(self, create: bool) -> Capabilities:
         """Record the cluster's UUID, probe the server, create (or check) the indices and the hybrid pipeline, and
         refresh them once."""
-        await self.port.identity.record()
+        await self.port.identity.record(f"{self.prefix}-*")
         self.caps = await self.dialect.probe()
         if self.options.dims and not self.caps.knn:
             raise CapabilityError(

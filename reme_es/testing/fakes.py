@@ -4,7 +4,7 @@
 dicts, every write bumps the doc's `_seq_no`, conditional writes and `create` give the 409 a real node gives,
 and each bulk call's actions are recorded. `fail` makes chosen ids fail with a status (a faulty port);
 `before_bulk` runs a callback before the n-th bulk call (another writer stepping in). Item outcomes go through
-the real `Transport._bulk_round`, so they are booked exactly as a node's answers are. It is a fake of the
+the real `retry.book_round`, so they are booked exactly as a node's answers are. It is a fake of the
 protocol's surface, not an engine: it matches `terms`/`term` queries only and never scores anything.
 """
 
@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..adapters.port import Action, StoredDoc
-from ..adapters.transport import BulkOutcome, Transport
+from ..adapters.retry import book_round
+from ..adapters.transport import BulkOutcome
 
 
 class MemoryPort:
@@ -48,7 +49,7 @@ class MemoryPort:
         self.rounds.append(list(actions))
         results = [self._apply(a) for a in actions]
         outcome = BulkOutcome()
-        Transport._bulk_round(outcome, [a.to_bulk() for a in actions], results, may_retry=False)
+        book_round(outcome, [a.to_bulk() for a in actions], results, statuses=frozenset())
         return outcome
 
     def _apply(self, a: Action) -> tuple[bool, dict]:

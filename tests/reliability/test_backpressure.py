@@ -90,7 +90,7 @@ async def test_concurrent_upserts_survive_real_429s(tiny_write_pool_url, store_f
     node_settings = next(iter(pool["nodes"].values()))["settings"]["thread_pool"]["write"]
     assert node_settings == {"size": "1", "queue_size": "1"}
     counter = RetryCounter()
-    logger = logging.getLogger("reme_es.adapters.transport")
+    logger = logging.getLogger("reme_es.adapters.retry")
     logger.addHandler(counter)
     rejected_before = await _rejected(store)
     exhausted: list[int] = []

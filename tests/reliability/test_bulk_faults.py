@@ -8,7 +8,6 @@ tests can assert exactly how often Dialect.bulk retried each item.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections import Counter
 from types import SimpleNamespace
@@ -16,7 +15,8 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
-from reme_es.adapters import dialect, transport
+from reme_es.adapters import retry
+from reme_es.adapters.retry import BULK, RetryPolicy
 from reme_es.core.errors import BulkError, BulkItemFailure
 from reme_es.core.models import doc_id
 from reme_es.store.indices import DEFAULT_WORKSPACE
@@ -94,39 +94,36 @@ class FaultyBulk:
 
 
 def _retries(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "reme_es.adapters.transport"]
+    return [r.getMessage() for r in caplog.records if r.name == "reme_es.adapters.retry"]
 
 
-RETRY_CAP = inspect.signature(dialect.Dialect.bulk).parameters["max_retries"].default
+BULK_POLICY = RetryPolicy.shared(BULK)  # the shared policy (engine_settings.json `retry.bulk`)
+RETRY_CAP = BULK_POLICY.tries - 1
 
 
 class _Backoff:
-    """Stands in for the `asyncio` module inside reme_es.adapters.transport: `sleep` records the backoff delay and
-    yields once instead of waiting (at the retry cap, 16 s per test); everything else is asyncio's."""
+    """Records the backoff delays (`.sleeps`) instead of waiting them (at the retry cap, 16 s per test)."""
 
     def __init__(self) -> None:
         self.sleeps: list[float] = []
 
-    def __getattr__(self, name: str):
-        return getattr(asyncio, name)
-
-    async def sleep(self, delay: float, result=None):
+    async def sleep(self, delay: float) -> None:  # set on the Clock class as a bound method: no clock argument
         self.sleeps.append(round(delay, 6))
-        return await asyncio.sleep(0, result)
+        await asyncio.sleep(0)
 
 
 @pytest.fixture
 def no_jitter(monkeypatch) -> _Backoff:
-    """Backoff without jitter: delays are exactly half the nominal 0.2 * 2**attempt seconds (capped at 10); they
-    are recorded in `.sleeps`, not waited."""
-    monkeypatch.setattr(transport.random, "random", lambda: 0.0)
+    """Backoff without jitter: delays are exactly the low end of the jitter range of the shared policy's nominal
+    delays; they are recorded in `.sleeps`, not waited."""
+    monkeypatch.setattr(retry.Clock, "random", lambda clock: 0.0)
     backoff = _Backoff()
-    monkeypatch.setattr(transport, "asyncio", backoff)
+    monkeypatch.setattr(retry.Clock, "sleep", backoff.sleep)
     return backoff
 
 
 def _delays(retries: int) -> list[float]:
-    return [round(min(10.0, 0.2 * 2**n) / 2, 6) for n in range(retries)]
+    return [round(BULK_POLICY.delay(n, 0.0), 6) for n in range(retries)]
 
 
 def _workspace(n_files: int = 4, chunks_per_file: int = 3, tag: str = "v1"):
@@ -145,7 +142,7 @@ async def test_429_items_are_retried_until_stored(store_factory, no_jitter, capl
     files = _workspace()
     victims = [files[0][1][1].id, files[2][1][0].id, files[3][1][2].id]  # three chunks of three files
     faulty = FaultyBulk(store.dialect, {doc_id(v): (429, 2) for v in victims})
-    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.transport"):
+    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.retry"):
         outcome = await store.upsert(files)
 
     assert outcome.failures == []
@@ -197,7 +194,7 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     files = _workspace(n_files=5)
     stuck_chunks = [files[0][1][0].id, files[0][1][2].id, files[3][1][1].id]
     faulty = FaultyBulk(store.dialect, {doc_id(v): (429, None) for v in stuck_chunks})
-    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.transport"), pytest.raises(BulkError) as err:
+    with caplog.at_level(logging.WARNING, logger="reme_es.adapters.retry"), pytest.raises(BulkError) as err:
         await store.upsert(files)
 
     failures = err.value.failures
@@ -205,7 +202,7 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     assert {(f.index, f.status) for f in failures} == {(f"{store.index('chunks')}-1", 429)}
     assert {v: faulty.attempts[v] for v in stuck_chunks} == {v: 1 + RETRY_CAP for v in stuck_chunks}
     assert _retries(caplog) == [
-        f"bulk: 3 item(s) rejected with 429/5xx, retry {n + 1} in {min(10.0, 0.2 * 2**n) / 2:.1f}s"
+        f"bulk: 3 item(s) rejected with 429/5xx, retry {n + 1} in {BULK_POLICY.delay(n, 0.0):.1f}s"
         for n in range(RETRY_CAP)
     ]
     assert no_jitter.sleeps == _delays(RETRY_CAP)

@@ -9,7 +9,9 @@ import pytest
 
 from reme_es.adapters.dialect import ClientSettings, knn_candidates
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
+from reme_es.adapters.identity import IDLE_RECHECK_SECONDS
 from reme_es.adapters.opensearch import OpenSearchDialect
+from reme_es.adapters.retry import RetryPolicy
 from reme_es.adapters.transport import RETRYABLE_STATUS
 from reme_es.core import engine_settings
 from reme_es.core.checks import validate_prefix
@@ -40,6 +42,32 @@ def test_knn_candidates(k, expected):
 @pytest.mark.parametrize("status,retried", GOLDEN["retryable_statuses"])
 def test_retried_statuses(status, retried):
     assert (status in RETRYABLE_STATUS) is retried
+
+
+@pytest.mark.parametrize("kind", ["request", "bulk"])
+def test_retry_policies_of_the_transport(kind):
+    policy = OpenSearchDialect(SETTINGS).transport.policies[kind]
+    expected = GOLDEN["retry_policies"][kind]
+    got = {"tries": policy.tries, "base_s": policy.base, "max_s": policy.cap, "deadline_s": policy.deadline,
+           "try_timeout_s": policy.try_timeout}
+    assert got == expected
+
+
+@pytest.mark.parametrize("kind,retry,rand,delay", GOLDEN["backoff_delays"])
+def test_backoff_delays(kind, retry, rand, delay):
+    assert RetryPolicy.shared(kind).delay(retry, rand) == pytest.approx(delay)
+
+
+def test_cluster_check_idle_time():
+    assert IDLE_RECHECK_SECONDS == GOLDEN["cluster_check_idle_s"]
+
+
+@pytest.mark.parametrize("node,engine", GOLDEN["engine_detection"])
+def test_engine_detection(node, engine):
+    assert engine_settings.detected_engine(node) == engine
+    assert [d.detects(node) for d in (OpenSearchDialect, ElasticsearchDialect)] == [
+        engine == "opensearch", engine == "elasticsearch"
+    ]
 
 
 PREFIXES = GOLDEN["index_prefixes"] + [["p" * n, ok] for n, ok in GOLDEN["index_prefix_lengths"]]

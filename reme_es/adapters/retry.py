@@ -1,0 +1,205 @@
+"""The retry policy both languages share (`engine_settings.json`, section `retry`), as the Python transport applies it.
+
+A call is tried up to `tries` times while its deadline lasts; a retried status (429, 5xx as the file lists them) or a
+failed connection is tried again after an exponential, jittered backoff. The engine clients' own retries are off, so
+this is the only retry layer. `Clock` is the time and randomness the loops see; the golden behaviour cases
+(`tests/golden/behaviour_cases.json`) replace it to replay scripted servers without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from ..core.engine_settings import SETTINGS
+from ..core.errors import BulkItemFailure, ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+REQUEST, BULK = "request", "bulk"
+# The status of a bulk item the answer does not cover (the request failed in transport): retried, reported with it.
+UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How one kind of call (`request` or `bulk`) is retried: tries, backoff base and cap, deadline, try timeout."""
+
+    tries: int
+    base: float
+    cap: float
+    deadline: float
+    try_timeout: float
+    statuses: frozenset[int]
+    jitter: tuple[float, float]
+
+    @classmethod
+    def shared(cls, kind: str, tries: int | None = None, try_timeout: float | None = None) -> RetryPolicy:
+        """The policy of `kind` from the shared settings; `tries` and `try_timeout` replace the file's when given."""
+        rule, kinds = SETTINGS["retry"], SETTINGS["retry"][kind]
+        low, high = rule["backoff"]["jitter"]
+        return cls(
+            tries=kinds["tries"] if tries is None else tries,
+            base=float(kinds["base_s"]),
+            cap=float(kinds["max_s"]),
+            deadline=float(kinds["deadline_s"]),
+            try_timeout=float(kinds["try_timeout_s"] if try_timeout is None else try_timeout),
+            statuses=frozenset(rule["statuses"]),
+            jitter=(float(low), float(high)),
+        )
+
+    def but(self, **changes: float) -> RetryPolicy:
+        """This policy with some values replaced (the golden cases' overrides)."""
+        return replace(self, **changes)
+
+    def delay(self, retry: int, rand: float) -> float:
+        """The backoff before retry number `retry` (0-based), for a `rand` drawn uniformly from [0, 1)."""
+        low, high = self.jitter
+        return min(self.cap, self.base * 2**retry) * (low + rand * (high - low))
+
+    def retries(self, error: ReMeESError) -> bool:
+        """Whether a failed try is worth another: a retried status, or a connection that failed (not another
+        cluster answering: that is no failure a retry mends)."""
+        if isinstance(error, ClusterChanged):
+            return False
+        if isinstance(error, ConnectionFailed):
+            return True
+        return isinstance(error, RequestFailed) and error.status in self.statuses
+
+
+class Clock:
+    """Time and randomness as the retry loops see them: monotonic seconds, asyncio's sleep, `random.random`."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def random(self) -> float:
+        return random.random()
+
+
+class Attempt:
+    """One call's tries under a policy: the deadline counted from its start, and the backoff between tries."""
+
+    def __init__(self, policy: RetryPolicy, clock: Clock):
+        self.policy, self.clock = policy, clock
+        self.until = clock.now() + policy.deadline
+        self.tries = 0
+
+    def timeout(self) -> float:
+        """The timeout of the next try: the try timeout, cut to the time left before the deadline."""
+        return max(0.001, min(self.policy.try_timeout, self.until - self.clock.now()))
+
+    def may_retry(self) -> bool:
+        """Whether tries are left after the one just made."""
+        return self.tries < self.policy.tries
+
+    async def backoff(self) -> float | None:
+        """Sleep before the next try and return the delay; None (no sleep) when it would reach the deadline."""
+        delay = self.policy.delay(self.tries - 1, self.clock.random())
+        if self.clock.now() + delay >= self.until:
+            return None
+        await self.clock.sleep(delay)
+        return delay
+
+
+def out_of_time(error: ReMeESError, what: str, attempt: Attempt) -> ReMeESError:
+    """The error of a call whose deadline passed: the last failure's class and status, saying so and what to do."""
+    message = (
+        f"{what} failed: no success within {attempt.policy.deadline:g} s (the call deadline) after {attempt.tries} "
+        f"tries; last: {error}. Is the node overloaded or restarting? Try again later"
+    )
+    if isinstance(error, ConnectionFailed):
+        return ConnectionFailed(message, kind=error.kind)
+    if isinstance(error, RequestFailed):
+        return RequestFailed(message, status=error.status, reason=error.reason, type=error.type)
+    return ReMeESError(message)
+
+
+async def retried(
+    policy: RetryPolicy,
+    clock: Clock,
+    what: str,
+    once: Callable[[float, bool], Awaitable[T]],
+    failed: Callable[[ReMeESError], bool],
+) -> T:
+    """`once(timeout, connection_failed)` until it answers, under `policy`; `failed` notes each failed try and says
+    whether its connection failed. The last failure is raised, or the deadline's error when it passed first."""
+    attempt, connection_failed = Attempt(policy, clock), False
+    while True:
+        attempt.tries += 1
+        try:
+            return await once(attempt.timeout(), connection_failed)
+        except ReMeESError as error:
+            connection_failed = failed(error)
+            if not (policy.retries(error) and attempt.may_retry()):
+                raise
+            delay = await attempt.backoff()
+            if delay is None:
+                raise out_of_time(error, what, attempt) from error
+            log.info("%s: %s; try %d in %.1fs", what, error, attempt.tries + 1, delay)
+
+
+async def in_rounds(
+    policy: RetryPolicy,
+    clock: Clock,
+    actions: list[dict],
+    send_round: Callable[[list[dict], bool], Awaitable[tuple[list[tuple[bool, dict]], bool]]],
+    outcome: Any,
+) -> Any:
+    """Bulk `actions` in rounds: `send_round(pending, connection_failed)` answers each item; the items that failed
+    with a retried status go again after the backoff while tries and the deadline last. Every item's result is
+    booked into `outcome` (a BulkOutcome): the ones that still fail with their last status."""
+    attempt, pending, connection_failed = Attempt(policy, clock), actions, False
+    while pending:
+        attempt.tries += 1
+        results, connection_failed = await send_round(pending, connection_failed)
+        failed = book_round(outcome, pending, results, policy.statuses)
+        delay = await attempt.backoff() if failed and attempt.may_retry() else None
+        if delay is None:
+            late = f" (retries stopped at the {policy.deadline:g} s deadline)" if failed and attempt.may_retry() else ""
+            outcome.failures += [replace(f, reason=f.reason + late) for _, f in failed]
+            break
+        log.warning("bulk: %d item(s) rejected with 429/5xx, retry %d in %.1fs", len(failed), attempt.tries, delay)
+        pending = [action for action, _ in failed]
+    return outcome
+
+
+def unanswered(action: dict, error: ReMeESError) -> tuple[bool, dict]:
+    """The result of a bulk item whose request got no answer (no status: counted as UNANSWERED_ITEM_STATUS)."""
+    return False, {action.get("_op_type", "index"): {"status": None, "error": str(error)}}
+
+
+def book_round(
+    outcome: Any, pending: list[dict], results: list, statuses: frozenset[int]
+) -> list[tuple[dict, BulkItemFailure]]:
+    """Book one round's item results into `outcome` (a BulkOutcome); return the items that failed with one of
+    `statuses` (an item without an answer counts as UNANSWERED_ITEM_STATUS), with their failure, not booked."""
+    failed: list[tuple[dict, BulkItemFailure]] = []
+    for action, (ok, item) in zip(pending, results, strict=True):
+        op, info = next(iter(item.items()))
+        raw_status = info.get("status")
+        status = raw_status if isinstance(raw_status, int) else UNANSWERED_ITEM_STATUS
+        error = info.get("error")
+        if ok or (op == "delete" and status == 404 and not error):  # a 404 with an error: the index is missing
+            outcome.succeeded += 1
+            if "_seq_no" in info and op != "delete":
+                outcome.versions[(action["_index"], str(action.get("_id")))] = (info["_seq_no"], info["_primary_term"])
+            continue
+        reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
+        kind = str(error.get("type") or "") if isinstance(error, dict) else ""
+        index = str(info.get("_index") or action.get("_index") or "")
+        failure = BulkItemFailure(index, str(info.get("_id", action.get("_id"))), status, reason, kind)
+        if status in statuses:
+            failed.append((action, failure))
+        else:
+            outcome.failures.append(failure)
+    return failed
