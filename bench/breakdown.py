@@ -17,7 +17,10 @@ build (until the first request is on the wire), between (client time between rou
 `took`), took (the server's), parse (from the last answer to the call's return), dumps / loads (JSON inside those),
 wall - took (what the client and the wire add), and Lucene (the profile API's query + rewrite + collector time of
 the same query shape, for the floor's queries). `hybrid` is ReMe's: both branches at once (asyncio.gather); the
-search job is `es_search_step` (limit 10, link expansion, its defaults) as ReMe's `search` job runs it.
+search job is `es_search_step` (limit 10, link expansion, its defaults) as ReMe's `search` job runs it, then with
+`feedback: 0` (the workload's 100-word chunks feed back, so the default job takes three round trips: the
+expanded branches' queries need the first pass's top hits, and the answer's texts and links need the fused
+ranking of the expanded branches).
 """
 
 from __future__ import annotations
@@ -59,6 +62,20 @@ def floor_ops(fs, corpus: Corpus) -> dict:
         "bare match": lambda q: raw.request("POST", f"/{index}/_search", match(q)),
         "bare k-NN": lambda q: raw.request("POST", f"/{index}/_search", knn(q)),
     }, {"bare match": match, "bare k-NN": knn, "raw": raw, "index": index}
+
+
+def without_feedback(app):
+    """The search job with the store's feedback off for the call (`feedback: 0`: never a third round trip)."""
+    job, indices = ops(app, "opensearch-3")["search job"], file_store(app).store.indices
+
+    async def op(q: str):
+        kept, indices.feedback = indices.feedback, 0
+        try:
+            return await job(q)
+        finally:
+            indices.feedback = kept
+
+    return op
 
 
 def lucene_ms(answer: dict) -> float:
@@ -115,7 +132,7 @@ async def run_size(args, size: int, backend: str, report: Report) -> None:
                f"load {'reused' if not spent else f'{spent:.1f} s'}, set {args.prefix}")
         probe = Probe().install(fs.store.dialect.client)
         floor, bodies = floor_ops(fs, corpus)
-        kinds = {**ops(app, backend), **floor}
+        kinds = {**ops(app, backend), "search job, feedback 0": without_feedback(app), **floor}
         queries = corpus.queries(args.warmup + args.queries)
         calls = await measure(kinds, probe, queries, args.warmup)
         lucene = await profiled(bodies, queries[args.warmup:][:50])
