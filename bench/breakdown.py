@@ -34,7 +34,9 @@ sys.path.insert(0, str(HERE))
 
 from common import Raw, Report, median, parser, percentile, table  # noqa: E402
 from probe import Call, Probe  # noqa: E402
-from reme_world import SIZES, Corpus, engine_label, file_store, load, open_app, ops, parse_size, set_corpus  # noqa: E402
+from reme_world import (  # noqa: E402
+    SIZES, Corpus, engine_label, file_store, load, open_app, ops, parse_size, set_corpus,
+)
 
 from reme_es.adapters.base import SOURCE_EXCLUDES  # noqa: E402
 from reme_es.models import SearchFilter  # noqa: E402

@@ -13,7 +13,9 @@ queries: every CPU-ms it spends counts. Its idle CPU rate is measured first (for
 and subtracted; both are printed. Workspace 0 of the set `--prefix` holds the measured `--sizes` chunks (faiss the
 same chunks in its own folder); `--workspaces` - 1 neighbours hold a quarter of that each, so the per-call figures
 are those of one workspace in a shared set. Per call kind the queries run one after the other (after `--warmup`):
-CPU-ms per search of the node and of this process (client), wall p50, and the ratio of node + client to faiss's.
+CPU-ms per search of the node and of this process (client), the node's GC time per search (pause time from its JVM
+stats), wall p50, and the ratio of node + client to faiss's. Before that every call kind runs for `--warm` seconds:
+a node just started spends its first minutes compiling (JIT), and that CPU would count per search.
 
 Throughput: `--clients` asyncio clients in this process each run the search job (limit 10) back to back for
 `--seconds`, client i on workspace i mod `--workspaces` (faiss: all on its one store); searches/s, p50 latency and
@@ -82,20 +84,41 @@ async def idle_rate(pid: int, seconds: float) -> float:
     return (cpu_ms(pid) - n0) / (time.perf_counter() - t0)
 
 
-async def per_call(kinds: dict, queries: list[str], warmup: int, pid: int | None, idle: float) -> dict[str, dict]:
-    """CPU-ms per search of node and client, and wall p50 (ms), per call kind."""
+async def warm(kinds: dict, queries: list[str], seconds: float) -> None:
+    """Every kind in turn for `seconds`: a node just started spends its first minutes compiling (JIT), which
+    would count as CPU per search."""
+    stop, i = time.perf_counter() + seconds, 0
+    while time.perf_counter() < stop:
+        for op in kinds.values():
+            await op(queries[i % len(queries)])
+        i += 1
+
+
+async def gc_ms(fs) -> float:
+    """The node's young + old GC time so far (ms), or 0 when no node is measured."""
+    if fs is None:
+        return 0.0
+    answer = await Raw(fs.store.dialect).request("GET", "/_nodes/_local/stats/jvm")
+    collectors = next(iter(answer["nodes"].values()))["jvm"]["gc"]["collectors"]
+    return float(sum(c.get("collection_time_in_millis", 0) for c in collectors.values()))
+
+
+async def per_call(kinds: dict, queries: list[str], warmup: int, pid: int | None, idle: float,
+                   fs=None) -> dict[str, dict]:
+    """CPU-ms per search of node and client, the node's GC ms per search, and wall p50 (ms), per call kind."""
     out = {}
     for name, op in kinds.items():
         for q in queries[:warmup]:
             await op(q)
-        walls = []
+        walls, gc0 = [], await gc_ms(fs)
         with Meter(pid, idle) as m:
             for q in queries[warmup:]:
                 t = time.perf_counter()
                 await op(q)
                 walls.append((time.perf_counter() - t) * 1e3)
         n = len(walls)
-        out[name] = {"node": m.node / n, "client": m.client / n, "p50": median(walls)}
+        out[name] = {"node": m.node / n, "client": m.client / n, "p50": median(walls),
+                     "gc": (await gc_ms(fs) - gc0) / n}
     return out
 
 
@@ -132,8 +155,11 @@ async def side(args, backend: str, size: int, corpus: Corpus, queries: list[str]
                 loaded.append(await load(apps[-1], backend, corpus, max(10, size // 4 // 10 * 10), args.reuse))
         pid = await node_pid(file_store(apps[0])) if backend in FLAVOURS else None
         kinds = ops(apps[0], backend)
+        await warm(kinds, queries, args.warm)
         idle = await idle_rate(pid, args.idle) if pid else 0.0
-        result = {"load_s": sum(loaded), "idle": idle, "calls": await per_call(kinds, queries, args.warmup, pid, idle)}
+        fs = file_store(apps[0]) if pid else None
+        calls = await per_call(kinds, queries, args.warmup, pid, idle, fs)
+        result = {"load_s": sum(loaded), "idle": idle, "calls": calls}
         jobs = [ops(app, backend)["search job"] for app in apps]
         result["throughput"] = {c: await throughput(jobs, queries, c, args.seconds, pid, idle) for c in args.clients}
         return result
@@ -154,9 +180,10 @@ def report_size(report: Report, size: int, results: dict[str, dict], workspaces:
         for kind, c in r["calls"].items():
             total = c["node"] + c["client"]
             ratio = f"{total / (faiss['calls'][kind]['client'] or 1e-9):.2f}x" if faiss and backend != "faiss" else "-"
-            rows.append([backend, kind, f"{c['node']:.2f}", f"{c['client']:.2f}", f"{total:.2f}", ratio,
-                         f"{c['p50']:.2f}"])
-    report(table(["backend", "call", "node CPU-ms", "client CPU-ms", "total", "total / faiss", "wall p50 ms"], rows,
+            rows.append([backend, kind, f"{c['node']:.2f}", f"{c['gc']:.2f}", f"{c['client']:.2f}", f"{total:.2f}",
+                         ratio, f"{c['p50']:.2f}"])
+    headers = ["backend", "call", "node CPU-ms", "node GC ms", "client CPU-ms", "total", "total / faiss", "wall p50 ms"]
+    report(table(headers, rows,
                  f"CPU per search at {size:,} chunks (node idle rate subtracted; faiss: its process)"))
     rows = [[backend, c, f"{t['per_s']:.1f}", f"{t['p50']:.1f}", f"{t['node']:.2f}", f"{t['client']:.2f}",
              f"{100 * t['busy']:.0f}%"] for backend, r in results.items() for c, t in r["throughput"].items()]
@@ -186,12 +213,15 @@ def main() -> None:
     p.add_argument("--clients", default="1,4,16")
     p.add_argument("--seconds", type=float, default=None, help="per client count (default 10; --quick 5)")
     p.add_argument("--idle", type=float, default=3.0, help="seconds the node's idle CPU rate is measured")
+    p.add_argument("--warm", type=float, default=None, help="seconds of every call kind before measuring (default "
+                   "30; --quick 15): a node just started spends minutes compiling")
     p.add_argument("--backends", default="faiss,reme-es", help="faiss and/or reme-es")
     p.add_argument("--reuse", action="store_true", help="skip loading workspaces the set already holds")
     p.add_argument("--keep", action="store_true", help="leave the indices (for --reuse)")
     args = p.parse_args()
     args.queries = args.queries or (60 if args.quick else 200)
     args.seconds = args.seconds or (5.0 if args.quick else 10.0)
+    args.warm = args.warm if args.warm is not None else (15.0 if args.quick else 30.0)
     args.clients = [int(c) for c in args.clients.split(",")]
     label = asyncio.run(engine_label(args.url))
     args.backends = [label if b == "reme-es" else b for b in args.backends.split(",")]
