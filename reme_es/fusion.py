@@ -90,7 +90,7 @@ DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_PROXIMITY, PROXIMITY_TOP = "zscor
 # Pseudo-relevance feedback (issue 22): a second pass of both branches, each expanded by its own top
 # DEFAULT_FEEDBACK hit(s): the k-NN query moved toward the top vector hit (Rocchio, FEEDBACK_BETA), the BM25 query
 # OR-ed with a more_like_this of the top keyword hit (FEEDBACK_TERMS terms at FEEDBACK_BOOST). Chosen on both sets
-# of bench/memory_quality.py with z-score fusion at 0.55 (README, quality section); it costs two more round trips.
+# of bench/memory_quality.py with z-score fusion at 0.55 (README, quality section); it costs one more round trip.
 DEFAULT_FEEDBACK, FEEDBACK_BETA, FEEDBACK_TERMS, FEEDBACK_BOOST = 1, 0.2, 10, 0.5
 # A hit feeds back only with at least this many terms (`terms`): a dialog turn or a one-line note is too short to
 # expand a query from (on the memory set every turn has at most 26, and feedback from them drifts; Cranfield's
