@@ -17,7 +17,7 @@ the terms the feedback gate counts (`fusion.terms`), against its threshold.
   collapse off              the same, every copy of a repeated text kept
   feedback from any hit     the feedback's length gate off (FEEDBACK_MIN_TERMS 0): the search before the gate
   neither (last round)      collapse off and feedback from any hit: the drop-in's search of the last round
-  feedback off              collapse on, no feedback (two round trips fewer at most)
+  feedback off              collapse on, no feedback (one round trip fewer at most)
 """
 
 from __future__ import annotations

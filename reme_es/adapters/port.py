@@ -205,6 +205,16 @@ class IndexPort:
         answers = await self.msearch([(index, q.lean(candidates_only(b, with_hash))) for b in bodies])
         return [[_candidate(h) for h in hits] for hits in answers]
 
+    async def ranked_and_sources(
+        self, index: str, bodies: list[dict], sourced: list[dict], with_hash: bool = False
+    ) -> tuple[list[list[Candidate]], list[list[dict]]]:
+        """`ranked_many` of `bodies` and the `_source` of every hit of the `sourced` searches, in one `_msearch`."""
+        searches = [(index, q.lean(candidates_only(b, with_hash))) for b in bodies]
+        searches += [(index, q.lean(b)) for b in sourced]
+        answers = await self.msearch(searches)
+        ranked = [[_candidate(h) for h in hits] for hits in answers[: len(bodies)]]
+        return ranked, [[self.scope.unsource(h["_source"]) for h in hits] for hits in answers[len(bodies) :]]
+
     async def ranked_named(
         self, index: str, body: dict, params: dict | None = None, with_hash: bool = False
     ) -> list[tuple[Candidate, dict[str, float]]]:

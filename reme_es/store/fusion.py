@@ -53,19 +53,24 @@ def collapse_repeats(hits: list[Hit]) -> list[Hit]:
     A line said again in many notes ("Long day, talk tomorrow?") has the same vector and nearly the same BM25
     score in each, so without this its copies fill the top of a ranking and push distinct memories out."""
     kept: dict[str, int] = {}  # hash -> position in out
+    copied: set[int] = set()  # positions whose hit is already a copy (the input hits are never changed)
     out: list[Hit] = []
     for hit in hits:
         key = hit.chunk.hash
         if not key:
             out.append(hit)
         elif key in kept:
-            first = out[kept[key]]
+            at = kept[key]
+            if at not in copied:
+                out[at] = out[at].model_copy(update={"scores": dict(out[at].scores)})
+                copied.add(at)
+            first = out[at]
             first.scores = {**first.scores, "repeats": first.scores.get("repeats", 0.0) + 1.0}
             if hit.score == first.score and hit.chunk.path > first.chunk.path:
                 first.chunk = hit.chunk
         else:
             kept[key] = len(out)
-            out.append(hit.model_copy(update={"scores": dict(hit.scores)}))
+            out.append(hit)
     return out
 
 
@@ -114,17 +119,19 @@ def convex(vector: list[Hit], keyword: list[Hit], vector_weight: float, method: 
         raise ValueError(f"convex fusion normalises by 'minmax' or 'zscore', got {method!r}")
     norm_v, norm_k = _normalised(vector, method), _normalised(keyword, method)
     floor_v, floor_k = min(norm_v.values(), default=0.0), min(norm_k.values(), default=0.0)
-    merged: dict[str, Hit] = {}
+    first: dict[str, Hit] = {}  # the hit each chunk is shown by (its first branch's), and its scores, copied once
+    scores: dict[str, dict[str, float]] = {}
     for branch, hits in (("vector", vector), ("keyword", keyword)):
         for hit in hits:
-            merged.setdefault(hit.chunk.id, hit)
-            existing = merged[hit.chunk.id]
-            existing_scores = {**existing.scores, branch: hit.scores.get(branch, hit.score)}
-            merged[hit.chunk.id] = existing.model_copy(update={"scores": existing_scores})
+            cid = hit.chunk.id
+            if cid not in first:
+                first[cid], scores[cid] = hit, dict(hit.scores)
+            scores[cid][branch] = hit.scores.get(branch, hit.score)
     out = []
-    for cid, hit in merged.items():
-        score = vector_weight * norm_v.get(cid, floor_v) + (1.0 - vector_weight) * norm_k.get(cid, floor_k)
-        out.append(hit.model_copy(update={"scores": {**hit.scores, "score": score}}))
+    for cid, hit in first.items():
+        fused = vector_weight * norm_v.get(cid, floor_v) + (1.0 - vector_weight) * norm_k.get(cid, floor_k)
+        scores[cid]["score"] = fused
+        out.append(hit.model_copy(update={"scores": scores[cid]}))
     return sorted(out, key=lambda h: h.score, reverse=True)
 
 

@@ -9,6 +9,7 @@ from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyw
 from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, SearchResult, doc_id
+from .feedback import by_chunk, top_bodies
 from .fusion import (
     COLLAPSE_MAX_DEPTH,
     FEEDBACK_BETA,
@@ -171,13 +172,15 @@ class SearchStore:
 
     async def _client(self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter) -> SearchResult:
         """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
-        weighted RRF, min-max or z-score)."""
+        weighted RRF, min-max or z-score). With feedback, the same `_msearch` brings each branch's top hits' texts
+        and vectors (`feedback.top_bodies`)."""
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
-        keyword, vec = await self._branches(bodies)
-        if keyword and vec and self.indices.feedback:
-            keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec)
+        n = self.indices.feedback if len(bodies) == 2 else 0
+        keyword, vec, tops = await self._branches(bodies, n)
+        if keyword and vec and n:
+            keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec, tops)
         if keyword and vec:
             method = self.indices.pipeline_kind or "rrf"
             fused, fusion = fuse(vec, keyword, method, self.indices.vector_weight), "client"
@@ -185,27 +188,31 @@ class SearchStore:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
         return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
 
-    async def _branches(self, bodies: list[dict]) -> tuple[list[Hit], list[Hit]]:
-        """The keyword and (when a second body is given) vector candidates of one `_msearch`."""
-        answers = await self.port.ranked_many(self.indices.ix.chunks, bodies, self.indices.collapse)
+    async def _branches(self, bodies: list[dict], tops: int = 0) -> tuple[list[Hit], list[Hit], dict[str, dict]]:
+        """The keyword and (when a second body is given) vector candidates of one `_msearch`, and with `tops` the
+        stored sources of each branch's first `tops` hits by chunk id (vectors included: feedback reads them)."""
+        sourced = top_bodies(bodies, tops, self.port.dialect.source_with_vectors()) if tops else []
+        answers, sources = await self.port.ranked_and_sources(
+            self.indices.ix.chunks, bodies, sourced, self.indices.collapse
+        )
         keyword, vec = (
             [_candidate_hit(branch, c) for c in ranked]
             for branch, ranked in zip(("keyword", "vector"), (answers[0], answers[1] if len(answers) > 1 else []))
         )
-        return keyword, vec
+        return keyword, vec, by_chunk(sources)
 
     async def _feedback(
-        self, query: str, vector: list[float], candidates: int, f: SearchFilter, keyword: list[Hit], vec: list[Hit]
+        self, query: str, vector: list[float], candidates: int, f: SearchFilter, keyword: list[Hit], vec: list[Hit],
+        stored: dict[str, dict],
     ) -> tuple[list[Hit], list[Hit]]:
         """Both branches again, each expanded by its own top `feedback` hits (pseudo-relevance feedback): the k-NN
         query moved toward their stored vectors (Rocchio), the BM25 query OR-ed with a more_like_this of them. Only
         hits of at least FEEDBACK_MIN_TERMS terms feed back (a dialog turn or a one-line note has too few terms to
-        expand a query from; the branch then keeps its first pass). Up to two more round trips: the top hits' `_mget`,
-        then, when a branch has feedback, one `_msearch`. The hits are ranked by the expanded queries' scores but
-        show the original query's branch score wherever the first pass found them."""
+        expand a query from; the branch then keeps its first pass). `stored`: the top hits' sources with their
+        vectors, from the first pass's `_msearch`; one more round trip, the expanded branches' `_msearch`, only when
+        a branch has feedback. The hits are ranked by the expanded queries' scores but show the original query's
+        branch score wherever the first pass found them."""
         n = self.indices.feedback
-        tops = list({h.chunk.id: h for h in vec[:n] + keyword[:n]}.values())  # a hit both branches found: once
-        stored = await self.vectors.get_chunks(_by_path(tops), with_vectors=True)
 
         def usable(hits: list[Hit]) -> list[Hit]:
             return [h for h in hits[:n] if feeds_back((stored.get(h.chunk.id) or {}).get("text", ""))]
@@ -221,7 +228,7 @@ class SearchStore:
             if like else keyword_body(query, candidates, f, self.keyword_fields),
             self.vectors.knn_body(moved, candidates, f),
         ]
-        again_k, again_v = await self._branches(bodies)
+        again_k, again_v, _ = await self._branches(bodies)
         if from_kw:
             keyword = _shown_as(again_k, keyword, "keyword") or keyword
         if from_vec:
@@ -257,14 +264,6 @@ class SearchStore:
 def _candidate_hit(branch: str, c: Candidate) -> Hit:
     """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (`_with_chunks` adds it)."""
     return branch_hit(branch, c.score, Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash))
-
-
-def _by_path(hits: list[Hit]) -> dict[str, list[str]]:
-    """Chunk ids by path, in hit order."""
-    out: dict[str, list[str]] = {}
-    for h in hits:
-        out.setdefault(h.chunk.path, []).append(h.chunk.id)
-    return out
 
 
 def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:

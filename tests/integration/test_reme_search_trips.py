@@ -3,9 +3,9 @@
 `es_search_step` answers in two round trips: the ranked candidates (one hybrid request, or both branches in one
 `_msearch`), then one `_msearch` for the shown texts, the hit files' links and their indexed outlink targets; only
 inlink sources that are neither hit files nor outlink targets cost a third request, for their front matter. The
-pseudo-relevance feedback of client fusion (`feedback: 1`, the drop-in's default since issue 22) costs up to two
-more between them: the top hits' stored texts and vectors (`_mget`) and, when a top hit is long enough to feed back,
-both expanded branches (one `_msearch`). A read
+pseudo-relevance feedback of client fusion (`feedback: 1`, the drop-in's default since issue 22) reads the top hits'
+texts and vectors in the candidates' own `_msearch` (no request of its own), and only when a top hit is long enough
+to feed back costs one more: both expanded branches (one `_msearch`). A read
 right after a write sends one refresh before it and no counts; the health counts come in one request at `dump()`.
 Every request the store's client sends is recorded, so an extra round trip fails the test.
 """
@@ -66,9 +66,10 @@ def trips(sent: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-# The top hits' texts and vectors; the expanded branches' `_msearch` follows only when a top hit is long enough to feed
-# back (`reme_es.store.fusion.feeds_back`), which this workspace's 160-byte chunks are not (the contract suite covers it).
-FEEDBACK_TRIPS = ["chunks/_mget"]
+# The top hits' texts and vectors come with the candidates: no round trip. The expanded branches' `_msearch` follows
+# only when a top hit is long enough to feed back (`reme_es.store.fusion.feeds_back`), which this workspace's 160-byte
+# chunks are not (`test_feedback_from_a_long_top_hit_costs_one_more_msearch` writes one that is).
+FEEDBACK_TRIPS: list[str] = []
 
 
 def feedback_trips(fs, feedback: int) -> list[str]:
@@ -131,3 +132,26 @@ async def test_the_first_read_after_a_write_refreshes_once_and_counts_nothing(ap
     await fs.dump()  # the counts, in one request
     assert trips(sent) == ["_msearch"]
     assert fs.counts["files"] == before + 1
+
+
+async def test_feedback_from_a_long_top_hit_costs_one_more_msearch(app):
+    # A chunk long enough to feed back (FEEDBACK_MIN_TERMS terms): the expanded branches need the first pass's top
+    # hits (their ids and vectors), so they are a round trip of their own; the top hits' texts and vectors came with
+    # the candidates. Three round trips, the most a client-fused search job sends with feedback on.
+    from reme_es.store.fusion import FEEDBACK_MIN_TERMS, feeds_back
+
+    fs = app.context.components["file_store"]["default"]
+    if fs.store.native_hybrid_available():
+        pytest.skip("the server fuses hybrid here: feedback is client fusion's")
+    path = "digest/tides.md"
+    text = " ".join(f"lantern harbour tide{i} tables" for i in range(FEEDBACK_MIN_TERMS))
+    assert feeds_back(text)
+    chunk = FileChunk(id=f"{path}#0", path=path, start_line=1, end_line=1, text=text)
+    await fs.upsert([(FileNode(path=path, st_mtime=1_770_000_000.0), [chunk])])
+    await fs.dump()
+    await fs.wait_backfill()
+    sent = record(fs)
+    resp = await app.run_job("search_native", query="lantern harbour tide tables", limit=1)
+    assert resp.success, resp.answer
+    assert [r["path"] for r in resp.metadata["results"]] == [path]
+    assert trips(sent) == ["_msearch", "_msearch", "_msearch"]

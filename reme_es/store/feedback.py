@@ -1,0 +1,30 @@
+"""The first pass's top hits that pseudo-relevance feedback reads, asked for in the candidates' own `_msearch`.
+
+Feedback needs the text (for its length gate) and, on the vector branch, the stored vector of each branch's top
+`n` hits. Rather than a round trip of its own after the candidates (an `_mget`), each branch's search is sent a
+second time in the same `_msearch` with `size: n` and the `_source` it needs: the same query on the same refresh
+point ranks the same top `n` (the k-NN search keeps its `k` and `ef_search`), so the sources are those of the
+candidates' first `n`. The second copy costs the node one more search per branch, not the client a round trip.
+"""
+
+from __future__ import annotations
+
+from ..adapters.dialect import SOURCE_EXCLUDES
+
+
+def top_bodies(bodies: list[dict], n: int, vectors_source: bool | dict) -> list[dict]:
+    """Per branch body (keyword, then k-NN) the same search for its top `n` hits with their `_source`: without
+    vectors for the keyword branch, with them (`vectors_source`, the dialect's `source_with_vectors`) for k-NN."""
+    sources = [{"excludes": SOURCE_EXCLUDES}, vectors_source]
+    return [{**body, "size": n, "_source": source} for body, source in zip(bodies, sources)]
+
+
+def by_chunk(answers: list[list[dict]]) -> dict[str, dict]:
+    """The top hits' sources by chunk id (a hit both branches ranked first: once, with its vector if it has one)."""
+    out: dict[str, dict] = {}
+    for sources in answers:
+        for src in sources:
+            kept = out.get(src["chunk_id"])
+            if kept is None or (src.get("embedding") and not kept.get("embedding")):
+                out[src["chunk_id"]] = src
+    return out
