@@ -9,7 +9,9 @@
 //   - translog async: index.translog.durability async (NOT durable: a crash loses up to 5 s of acknowledged writes;
 //     here only to show what the per-write translog fsync costs);
 //   - raw fetch: the same two PUTs sent with fetch (keep-alive), no adapter, default settings.
-// Also: fdatasync of a 4 KiB write on the node's disk (what each durable write waits for at least once).
+// Also: fdatasync of a 4 KiB write on the node's disk (what each durable write waits for at least once), and the
+// floor of one add: two requests that each wait for a durable write (the node's `index.translog.durability:
+// request` syncs the translog, and its checkpoint, before it answers), i.e. 2 x (a GET round trip + 1 or 2 fdatasyncs).
 //
 //   node bench/memorie_add.mjs --url http://127.0.0.1:9250 [--adds 300] [--preload 2000] [--datadir <node data dir>]
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
@@ -32,15 +34,18 @@ const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Ma
 const ms = () => performance.now();
 const scopeOf = (m) => ({ tenantId: m.tenantId, namespace: m.namespace, subjectId: m.subjectId });
 
-function fsyncP50(dir, n = 200) {
+/** p50 ms of `writes` 4 KiB writes each followed by fdatasync, timed together (one durable write = 2 syncs). */
+function fsyncP50(dir, n = 200, writes = 1) {
   const d = mkdtempSync(join(dir, "fsync-"));
   const fd = openSync(join(d, "f"), "w");
   const buf = Buffer.alloc(4096, 7);
   const t = [];
   for (let i = 0; i < n; i++) {
     const s = ms();
-    writeSync(fd, buf);
-    fdatasyncSync(fd);
+    for (let w = 0; w < writes; w++) {
+      writeSync(fd, buf);
+      fdatasyncSync(fd);
+    }
     t.push(ms() - s);
   }
   closeSync(fd);
@@ -118,7 +123,16 @@ try {
   const f = (x) => x.toFixed(2);
   const dir = args.datadir ?? tmpdir();
   console.log(`engine.add() on ${stores[0].search.engine} ${url}, ${adds} adds per variant after ${preload} loaded; ms`);
-  console.log(`fdatasync of a 4 KiB write in ${dir}: p50 ${f(fsyncP50(dir))} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
+  const sync1 = fsyncP50(dir);
+  const sync2 = fsyncP50(dir, 200, 2);
+  const rtt = q(floor[0], 0.5);
+  console.log(`fdatasync of a 4 KiB write in ${dir}: p50 ${f(sync1)} ms, two in a row ${f(sync2)} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}`);
+  const durability = await (await fetch(`${url}/${alias}/_settings/index.translog.durability?include_defaults=true&flat_settings=true`)).json();
+  const mode = Object.values(durability)[0];
+  console.log(`translog durability: ${mode?.settings?.["index.translog.durability"] ?? mode?.defaults?.["index.translog.durability"] ?? "?"}`);
+  console.log(`floor of one add, 2 requests each a round trip + a durable write: 2 x (${f(rtt)} + ${f(sync1)}) = ` +
+    `${f(2 * (rtt + sync1))} ms with one sync per write, 2 x (${f(rtt)} + ${f(sync2)}) = ${f(2 * (rtt + sync2))} ms with two ` +
+    "(translog and checkpoint); compare the add p50, and what translog async (no sync) saves\n");
   console.log("| variant | index p50 | upsert p50 | add p50 / p95 | adds/s |\n|---|--:|--:|--:|--:|");
   console.log(`| a GET by id (no write): adapter connection / fetch | ${f(q(floor[0], 0.5))} | ${f(q(floor[1], 0.5))} | | |`);
   for (const s of stores) {

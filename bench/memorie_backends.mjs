@@ -4,7 +4,8 @@
 // and type/state filters in SQL) plus a brute-force in-process cosine VectorStore, against reme-es's SearchStore +
 // VectorStore on one node. Baselines: bench/memorie_baselines.mjs.
 //
-//   ./run bench-memorie [--sizes 10000,100000] [--sets hash256,minilm384] [--adds 300] [--queries 200]
+//   ./run bench-memorie [--sizes 10000,100000] [--sets hash256,minilm384] [--shapes topics,zipf] [--adds 300] [--queries 200]
+//   ./run bench-memorie --quick      (10k only, hash256 on both shapes, 100 queries and 100 adds)
 //   (= cd memorie && npm ci && npm run build; cd bench && npm ci; start a node; this script; the plot)
 //   node bench/memorie_backends.mjs --url http://127.0.0.1:9250 --out bench/results/memorie_backends.json
 //
@@ -18,6 +19,8 @@
 //   namespace + type + state, limit 10; vector: topK 50 (max(limit x 5, 50) for limit 10), no filter, recall@10
 //   against the exact top 10 (the brute-force store). Queries alternate between the backends, one at a time.
 // - reopen: new store objects until the first keyword and vector answers (the in-memory store re-upserts all).
+// Data shapes (bench/memorie_data.mjs): topics (12 words, topic-skewed) and zipf (6-18 words drawn from a Zipf
+// distribution over 5,000 words: no topics, a few very common words; the shape on which HNSW recall is lowest).
 // Embedding sets: hash256, a bag-of-words hash-trick embedder like Memorie's HashEmbeddingProvider; minilm384, 384-d
 // vectors shaped like sentence-transformer output (a shared mean direction, topic clusters, word components), see
 // bench/memorie_data.mjs. Not uniform random vectors: no user has those, and they are HNSW's worst case.
@@ -28,16 +31,19 @@ import { dirname, join } from "node:path";
 import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
 import { knnBody } from "../memorie/dist/src/dialect.js";
 import { BruteForceVectorStore, Fts5SearchStore } from "./memorie_baselines.mjs";
-import { embedder, makeMemory, queryWords, rng } from "./memorie_data.mjs";
+import { embedder, makeMemory as memoryOf, queryWords, rng, SHAPES } from "./memorie_data.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
 );
 const url = args.url ?? process.env.REME_ES_MEMORIE_OPENSEARCH_URL ?? "http://127.0.0.1:9250";
-const sizes = (args.sizes ?? "10000,100000").split(",").map(Number);
-const sets = (args.sets ?? "hash256,minilm384").split(",");
-const adds = Number(args.adds ?? 300);
-const queries = Number(args.queries ?? 200);
+const quick = "quick" in args;
+const sizes = (args.sizes ?? (quick ? "10000" : "10000,100000")).split(",").map(Number);
+const sets = (args.sets ?? (quick ? "hash256" : "hash256,minilm384")).split(",");
+const shapes = (args.shapes ?? "topics,zipf").split(",");
+for (const shape of shapes) if (!SHAPES.includes(shape)) throw new Error(`--shapes: unknown shape ${shape}: use ${SHAPES.join(",")}`);
+const adds = Number(args.adds ?? (quick ? 100 : 300));
+const queries = Number(args.queries ?? (quick ? 100 : 200));
 const out = args.out ?? "bench/results/memorie_backends.json";
 const label = args.label ?? "";
 // --tune 50,100,200: also send the vector queries with these HNSW candidate counts (same body otherwise) and report
@@ -94,10 +100,11 @@ async function openEs(prefix, dims) {
   return { search, vectors };
 }
 
-async function runSet(set, row) {
+async function runSet(set, shape, row) {
   const embed = embedder(set);
   const dims = embed.dims;
-  const prefix = `bench-memorie-${set}-${process.pid}`;
+  const makeMemory = (i) => memoryOf(i, shape);
+  const prefix = `bench-memorie-${set}-${shape}-${process.pid}`;
   const dbDir = mkdtempSync(join(tmpdir(), "memorie-fts5-"));
   const dbPath = join(dbDir, "memories.db");
   let fts = new Fts5SearchStore(dbPath);
@@ -127,7 +134,7 @@ async function runSet(set, row) {
       const esLoadS = (ms() - t) / 1000;
       const mergeS = await waitMerges([es.search.info.alias, `${prefix}-memorie-vectors`]);
       loaded = size;
-      console.error(`${set} ${size}: loaded ${batch.length} (baseline ${baseLoadS.toFixed(1)} s, reme-es ${esLoadS.toFixed(1)} s + merges ${mergeS.toFixed(1)} s)`);
+      console.error(`${set} ${shape} ${size}: loaded ${batch.length} (baseline ${baseLoadS.toFixed(1)} s, reme-es ${esLoadS.toFixed(1)} s + merges ${mergeS.toFixed(1)} s)`);
 
       // ---- queries: words of stored memories, scoped to that memory's tenant + namespace
       const r = rng(size + 7);
@@ -172,7 +179,7 @@ async function runSet(set, row) {
         }], queries);
         const rc = recallOf(got);
         tuned.push({ candidates: c, recall: rc, p50: st.p50, p95: st.p95 });
-        console.error(`  tune ${set} ${size}: candidates ${c}: recall@10 ${rc.toFixed(3)}, p50 ${st.p50.toFixed(1)} ms`);
+        console.error(`  tune ${set} ${shape} ${size}: candidates ${c}: recall@10 ${rc.toFixed(3)}, p50 ${st.p50.toFixed(1)} ms`);
       }
 
       // ---- add: engine.add() one memory at a time, then add + the engine's search right after
@@ -219,7 +226,7 @@ async function runSet(set, row) {
       await es.vectors.search(vq[0], { topK: 50 });
       const esReopenS = (ms() - t) / 1000;
 
-      const common = { set, dims, size, engine, loadN: batch.length, loadAvg: loadavg()[1] };
+      const common = { set, shape, dims, size, engine, loadN: batch.length, loadAvg: loadavg()[1] };
       results.push(
         { ...common, backend: "fts5 + brute force", add: aBase, addSearch: asBase, loadS: baseLoadS, mergeS: 0, rywMisses: misses[0],
           keyword: kBase, filters: fBase, vector: vBase, recall: 1, reopenS: baseReopenS },
@@ -243,13 +250,13 @@ async function runSet(set, row) {
 
 const f = (x, d = 2) => (x >= 100 ? x.toFixed(0) : x.toFixed(d));
 const HEADER =
-  "| set | memories | backend | add p50 / p95 ms (adds/s) | add + search p50 | bulk load s (memories/s) | merge s | " +
+  "| set | shape | memories | backend | add p50 / p95 ms (adds/s) | add + search p50 | bulk load s (memories/s) | merge s | " +
   "keyword p50 / p95 | filters only p50 | vector topK 50 p50 / p95 | recall@10 | reopen s | load avg (5 min) |\n" +
-  "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|";
+  "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|";
 function printRows(rows) {
   for (const r of rows) {
     console.log(
-      `| ${r.set} | ${r.size.toLocaleString("en")} | ${r.backend} | ${f(r.add.p50)} / ${f(r.add.p95)} (${Math.round(1000 / r.add.p50).toLocaleString("en")}) | ` +
+      `| ${r.set} | ${r.shape ?? "topics"} | ${r.size.toLocaleString("en")} | ${r.backend} | ${f(r.add.p50)} / ${f(r.add.p95)} (${Math.round(1000 / r.add.p50).toLocaleString("en")}) | ` +
         `${f(r.addSearch.p50)} | ${f(r.loadS, 1)} (${Math.round(r.loadN / r.loadS || 0).toLocaleString("en")}) | ${f(r.mergeS, 1)} | ` +
         `${f(r.keyword.p50)} / ${f(r.keyword.p95)} | ${f(r.filters.p50)} | ${f(r.vector.p50)} / ${f(r.vector.p95)} | ` +
         `${r.recall.toFixed(3)} | ${f(r.reopenS, 3)} | ${r.loadAvg.toFixed(1)} |`,
@@ -266,7 +273,7 @@ console.log(`Memorie stores side by side; node ${url} (${info.version.distributi
 console.log(HEADER);
 const all = [];
 for (const set of sets) {
-  all.push(...(await runSet(set, row)));
+  for (const shape of shapes) all.push(...(await runSet(set, shape, row)));
 }
 console.log("\nall rows:\n" + HEADER);
 printRows(all);

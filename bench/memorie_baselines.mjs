@@ -2,7 +2,10 @@
 // /work/shared/MEMORIE.md: an FTS5 SearchStore on better-sqlite3 and a brute-force in-process cosine VectorStore.
 // They are baselines to measure against, not part of reme-es-memorie (better-sqlite3 is a bench-only dependency:
 // bench/package.json).
-import Database from "better-sqlite3";
+import { createRequire } from "node:module";
+
+// Loaded when an FTS5 store is made, so the vector-only scripts (bench/memorie_recall.mjs) run without it.
+const require = createRequire(import.meta.url);
 
 const DATE_KEYS = ["createdAt", "updatedAt", "lastAccessedAt", "expiresAt"];
 
@@ -19,6 +22,7 @@ function revive(json) {
  */
 export class Fts5SearchStore {
   constructor(path) {
+    const Database = require("better-sqlite3");
     this.db = new Database(path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");

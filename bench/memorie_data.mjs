@@ -1,5 +1,8 @@
-// Data for bench/memorie_backends.mjs: memories (10 tenants x 5 namespaces, 12 words each, topic-skewed word use),
-// and two embedders of text: `hash256`, a bag-of-words hash-trick embedder like Memorie's HashEmbeddingProvider, and
+// Data for bench/memorie_backends.mjs: memories (10 tenants x 5 namespaces) in two shapes of text, and two embedders.
+// Shapes (`makeMemory(i, shape)`): `topics`, 12 words each with topic-skewed word use (64 topics over 6,000 words);
+// `zipf`, bag-of-words memories of 6-18 words drawn independently from a 5,000-word vocabulary whose word of rank r
+// has probability proportional to 1/r (Zipf, exponent 1): a few very common words in most memories and a long tail,
+// as in natural text without topics. Embedders of text: `hash256`, a bag-of-words hash-trick embedder like Memorie's HashEmbeddingProvider, and
 // `minilm384`, 384-d vectors shaped like sentence-transformer (MiniLM) output: a direction every text shares (two
 // unrelated texts have cosine ~0.1, as MiniLM's do), topic clusters, and a random component per word.
 const TENANTS = 10;
@@ -34,8 +37,13 @@ const vocab = Array.from({ length: VOCAB }, (_, i) => {
 });
 const homeTopic = (w) => w % (TOPICS * 2) < TOPICS ? w % TOPICS : -1; // half the words belong to a topic
 
-/** Memory number `i`, always the same for the same i. */
-export function makeMemory(i) {
+/** The memory shapes `makeMemory` knows. */
+export const SHAPES = ["topics", "zipf"];
+
+/** Memory number `i` of a shape, always the same for the same i and shape. */
+export function makeMemory(i, shape = "topics") {
+  if (shape === "zipf") return zipfMemory(i);
+  if (shape !== "topics") throw new Error(`unknown data shape ${shape}: use ${SHAPES.join(" or ")}`);
   const r = rng(i * 2654435761 + 1);
   const topic = Math.floor(r() * TOPICS);
   const words = [];
@@ -47,6 +55,37 @@ export function makeMemory(i) {
       words.push(vocab[j * TOPICS * 2 + topic]);
     }
   }
+  return record(i, words, r);
+}
+
+// The Zipf shape: cumulative probabilities of the 5,000 ranks (p(r) ~ 1/r), sampled by binary search.
+const ZIPF_VOCAB = 5000;
+const zipfCdf = (() => {
+  const cdf = new Float64Array(ZIPF_VOCAB);
+  let sum = 0;
+  for (let k = 0; k < ZIPF_VOCAB; k++) cdf[k] = sum += 1 / (k + 1);
+  return cdf.map((x) => x / sum);
+})();
+
+function zipfWord(u) {
+  let lo = 0;
+  let hi = ZIPF_VOCAB - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (zipfCdf[mid] < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return vocab[lo];
+}
+
+function zipfMemory(i) {
+  const r = rng(i * 2246822519 + 3);
+  const n = 6 + Math.floor(r() * 13);
+  const words = Array.from({ length: n }, () => zipfWord(r()));
+  return record(i, words, r);
+}
+
+function record(i, words, r) {
   const at = new Date(Date.UTC(2026, 0, 1) + i * 1000);
   return {
     id: `m${i}`, tenantId: `t${i % TENANTS}`, namespace: `ns${Math.floor(i / TENANTS) % NAMESPACES}`,

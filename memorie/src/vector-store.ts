@@ -3,6 +3,7 @@ import { connect, layoutOf, type Connection, type ConnectionOptions, type Refres
 import { forgetQuery, type IndexLayout, knnBody, loadTemplate, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
 import { VectorStoreError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
+import { knnWidth, shapeOfStats, ShapeCache } from "./knn-width.js";
 import { allIds, checkLayout, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
 import type { MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
 
@@ -21,6 +22,11 @@ export interface VectorStoreOptions extends ConnectionOptions {
    * more merging; an existing index keeps the settings it was created with.
    */
   hnsw?: { m?: number; efConstruction?: number };
+  /**
+   * HNSW candidates per segment of every search (default: chosen from the index's entries per segment, see
+   * `knn-width.ts`; read from the index's stats at the first search and every 10 s after). From 1 to 10,000.
+   */
+  knnCandidates?: number;
 }
 
 export interface OpenSearchVectorStore extends VectorStore {
@@ -75,13 +81,31 @@ function scopeFilter(scope: MemoryScope | undefined): Record<string, unknown> | 
 class VectorIndex {
   info: IndexInfo | null = null;
   private creating: Promise<IndexInfo> | null = null;
+  /** Entries and segments of the index, for the search width. */
+  readonly shape = new ShapeCache(async () => {
+    if (!this.info) return undefined;
+    const r = await this.conn.request({
+      method: "GET",
+      path: `/${this.info.alias}/_stats/docs,segments`,
+      query: { filter_path: "_all.primaries.docs.count,_all.primaries.segments.count" },
+      what: `read the size of ${this.info.alias}`,
+    });
+    return shapeOfStats(r.body);
+  });
 
   constructor(
     readonly conn: Connection,
     readonly prefix: string,
     readonly hnsw: { m?: number; efConstruction?: number } = {},
     readonly layout: IndexLayout = {},
+    readonly candidates?: number,
   ) {}
+
+  /** HNSW candidates per segment for the `k` nearest: the option, else from the index's shape. */
+  async width(k: number): Promise<number> {
+    if (this.candidates !== undefined) return Math.max(k, this.candidates);
+    return knnWidth(k, await this.shape.get());
+  }
 
   get dims(): number | undefined {
     return this.info?.meta.dims;
@@ -220,7 +244,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     const r = await conn.request({
       method: "POST",
       path: `/${this.idx.info.alias}/_search`,
-      body: knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed)),
+      body: knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed), await this.idx.width(topK)),
       what: "vector search",
     });
     const hits: any[] = r.body?.hits?.hits ?? [];
@@ -285,6 +309,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   async drop(): Promise<void> {
     await dropIndex(this.idx.conn, this.idx.prefix, "vectors");
     this.idx.info = null;
+    this.idx.shape.reset();
   }
 
   close(): Promise<void> {
@@ -320,9 +345,14 @@ export async function createVectorStore(o: VectorStoreOptions): Promise<OpenSear
       throw new VectorStoreError(`hnsw.${key} must be a whole number from 2 to ${max}, not ${String(value)}`);
     }
   }
+  if (o.knnCandidates !== undefined && (!Number.isInteger(o.knnCandidates) || o.knnCandidates < 1 || o.knnCandidates > 10000)) {
+    throw new VectorStoreError(
+      `knnCandidates must be a whole number from 1 to 10000, not ${String(o.knnCandidates)}; leave it out to choose from the index's size`,
+    );
+  }
   const conn = await connect(o, VectorStoreError);
   try {
-    const idx = new VectorIndex(conn, o.indexPrefix, o.hnsw, layoutOf(o));
+    const idx = new VectorIndex(conn, o.indexPrefix, o.hnsw, layoutOf(o), o.knnCandidates);
     idx.info = await findIndex(conn, o.indexPrefix, "vectors");
     if (idx.info) await checkLayout(conn, idx.info, idx.layout);
     if (idx.info && o.dimensions !== undefined && idx.info.meta.dims !== o.dimensions) {

@@ -1,0 +1,60 @@
+// The vector search width from the index's shape (pure), and the cache that reads the shape (a scripted reader).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDTH_FRACTION } from "../src/knn-width.js";
+import { knnCandidates } from "../src/settings.js";
+
+describe("knnWidth", () => {
+  it("is the shared rule without a shape, and for small segments", () => {
+    assert.equal(knnWidth(50, undefined), knnCandidates(50));
+    assert.equal(knnWidth(50, { docs: 0, segments: 0 }), knnCandidates(50));
+    assert.equal(knnWidth(50, { docs: 1000, segments: 1 }), knnCandidates(50));
+  });
+
+  it("grows with the entries per segment, up to the engines' limit, never below k", () => {
+    assert.equal(knnWidth(50, { docs: 100000, segments: 6 }), Math.ceil((WIDTH_FRACTION * 100000) / 6));
+    assert.equal(knnWidth(50, { docs: 100000, segments: 6 }), 2000);
+    assert.equal(knnWidth(50, { docs: 10000, segments: 2 }), 600);
+    assert.ok(knnWidth(50, { docs: 100000, segments: 1 }) > knnWidth(50, { docs: 100000, segments: 6 }));
+    assert.equal(knnWidth(50, { docs: 10_000_000, segments: 1 }), MAX_CANDIDATES);
+    assert.equal(knnWidth(10000, { docs: 10, segments: 1 }), 10000);
+  });
+
+  it("reads docs and segments from an index-stats answer", () => {
+    const body = { _all: { primaries: { docs: { count: 12 }, segments: { count: 3 } } } };
+    assert.deepEqual(shapeOfStats(body), { docs: 12, segments: 3 });
+    assert.equal(shapeOfStats({}), undefined);
+  });
+});
+
+describe("ShapeCache", () => {
+  it("waits for the first read only, reads again when stale, keeps the last shape when a read fails", async () => {
+    let clock = 0;
+    const answers: (() => Promise<any>)[] = [
+      async () => ({ docs: 1, segments: 1 }),
+      async () => {
+        throw new Error("node busy");
+      },
+      async () => ({ docs: 3, segments: 1 }),
+      async () => ({ docs: 5, segments: 2 }),
+    ];
+    let reads = 0;
+    const cache = new ShapeCache(() => (answers[reads++] as () => Promise<any>)(), 100, () => clock);
+    assert.deepEqual(await cache.get(), { docs: 1, segments: 1 });
+    assert.deepEqual(await cache.get(), { docs: 1, segments: 1 });
+    assert.equal(reads, 1, "fresh: no second read");
+    clock = 100;
+    assert.deepEqual(await cache.get(), { docs: 1, segments: 1 }, "stale: the last shape, read again behind");
+    await new Promise((r) => setImmediate(r));
+    assert.equal(reads, 2);
+    assert.deepEqual(await cache.get(), { docs: 1, segments: 1 }, "the failed read kept the shape");
+    clock = 200;
+    await cache.get();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(await cache.get(), { docs: 3, segments: 1 });
+    cache.reset();
+    assert.deepEqual(await cache.get(), { docs: 5, segments: 2 }, "after reset the next get waits for a new read");
+    assert.equal(reads, 4);
+  });
+});

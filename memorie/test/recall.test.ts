@@ -1,0 +1,104 @@
+// Recall of the vector store on a hard shape, on real nodes: bag-of-words memories over a Zipf-distributed vocabulary
+// embedded with a hash-trick embedder (the shape of Memorie's HashEmbeddingProvider), one segment (an index at rest
+// after merging). recall@10 of the engine's topK-50 search against brute force computed here; a store pinned to a
+// narrow search on the same index shows the shape is hard (so the test fails if the store stops widening).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { createVectorStore } from "../src/index.js";
+import { knnWidth, shapeOfStats } from "../src/knn-width.js";
+import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
+
+const SIZE = Number(process.env.REME_ES_MEMORIE_RECALL_SIZE ?? 20000);
+const QUERIES = 60;
+const DIMS = 256;
+const VOCAB = 5000;
+
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x9e3779b9) >>> 0;
+    let t = Math.imul(a ^ (a >>> 16), 0x21f0aaad);
+    t = Math.imul(t ^ (t >>> 15), 0x735a2d97);
+    return ((t ^ (t >>> 15)) >>> 0) / 4294967296;
+  };
+}
+
+const cdf = (() => {
+  const c: number[] = [];
+  let sum = 0;
+  for (let r = 1; r <= VOCAB; r++) c.push((sum += 1 / r));
+  return c.map((x) => x / sum);
+})();
+
+function zipfRank(u: number): number {
+  let lo = 0;
+  let hi = VOCAB - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((cdf[mid] as number) < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A signed hash-trick vector of word ranks: each word adds ±1 to one of DIMS buckets; unit length. */
+function embed(words: number[]): number[] {
+  const v = new Array<number>(DIMS).fill(0);
+  for (const w of words) {
+    let h = 0x811c9dc5;
+    for (const ch of `w${w}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+    v[h % DIMS] = (v[h % DIMS] as number) + ((h >>> 20) & 1 ? 1 : -1);
+  }
+  const n = Math.hypot(...v);
+  return n === 0 ? v : v.map((x) => x / n);
+}
+
+const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * (b[i] as number), 0);
+
+/** recall@10 against brute force; an id whose exact score reaches the exact 10th score counts (bag-of-words ties). */
+function recallAt10(vectors: number[][], queries: number[][], found: string[][]): number {
+  let hit = 0;
+  for (const [qi, q] of queries.entries()) {
+    const scores = vectors.map((v) => dot(q, v));
+    const tenth = scores.slice().sort((a, b) => b - a)[9] as number;
+    hit += (found[qi] ?? []).slice(0, 10).filter((id) => (scores[Number(id.slice(1))] as number) >= tenth - 1e-6).length;
+  }
+  return hit / (10 * queries.length);
+}
+
+for (const { engine, url } of targets) {
+  describe(`vector recall on a hard shape on ${engine} ${url}`, () => {
+    const track = dropAfterSuite();
+
+    it(`recall@10 of topK 50 >= 0.97 over ${SIZE} Zipf bag-of-words vectors in one segment`, async (t) => {
+      const prefix = freshPrefix("recall");
+      const store = track(await createVectorStore({ url, indexPrefix: prefix, dimensions: DIMS }));
+      const r = random(7);
+      const memories = Array.from({ length: SIZE }, () => Array.from({ length: 6 + Math.floor(r() * 13) }, () => zipfRank(r())));
+      const vectors = memories.map(embed);
+      await store.upsertMany(vectors.map((embedding, i) => ({ id: `m${i}`, embedding })));
+      const merged = await http(url, "POST", `/${prefix}-memorie-vectors/_forcemerge?max_num_segments=1`);
+      assert.equal(merged.status, 200, JSON.stringify(merged.body));
+      await store.refresh();
+      const stats = await http(url, "GET", `/${prefix}-memorie-vectors/_stats/docs,segments`);
+      assert.deepEqual(shapeOfStats(stats.body), { docs: SIZE, segments: 1 });
+      const queries = Array.from({ length: QUERIES }, () => {
+        const words = memories[Math.floor(r() * SIZE)] as number[];
+        return embed([0, 1, 2].map(() => words[Math.floor(r() * words.length)] as number));
+      });
+      const narrow = track(await createVectorStore({ url, indexPrefix: prefix, knnCandidates: knnWidth(50, undefined) }));
+      const found: string[][] = [];
+      const narrowFound: string[][] = [];
+      for (const q of queries) {
+        found.push((await store.search(q, { topK: 50 })).map((h) => h.id));
+        narrowFound.push((await narrow.search(q, { topK: 50 })).map((h) => h.id));
+      }
+      const recall = recallAt10(vectors, queries, found);
+      const narrowRecall = recallAt10(vectors, queries, narrowFound);
+      t.diagnostic(`recall@10 ${recall.toFixed(3)}, shared rule ${narrowRecall.toFixed(3)}`);
+      assert.ok(narrowRecall < 0.97, `the shape is not hard here: the shared rule's search already has recall ${narrowRecall}`);
+      assert.ok(recall >= 0.97, `recall@10 ${recall.toFixed(3)} < 0.97 (the shared rule's search: ${narrowRecall.toFixed(3)})`);
+    });
+  });
+}
