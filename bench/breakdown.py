@@ -140,7 +140,7 @@ async def run_size(args, size: int, backend: str, report: Report) -> None:
         fs = file_store(app)
         report(f"\n{size:,} chunks ({args.workload}): {fs.store.caps.engine} {fs.store.caps.version}, "
                f"load {'reused' if not spent else f'{spent:.1f} s'}, set {args.prefix}")
-        probe = Probe().install(fs.store.dialect.client)
+        probe = Probe().install(fs.store.dialect.transport.client)
         floor, bodies = floor_ops(fs, corpus)
         kinds = {**ops(app, backend), "search job, feedback 0": without_feedback(app), **floor}
         queries = corpus.queries(args.warmup + args.queries)

@@ -159,12 +159,12 @@ async def run_pair(
 
 
 class RequestLog:
-    """Wraps a store's dialect.request and dialect.bulk on the instance to time every call by kind."""
+    """Wraps a store's dialect.transport.request and dialect.bulk on the instance to time every call by kind."""
 
     def __init__(self, store: MemoryStore):
         self.times: dict[str, list[float]] = {}
         dialect = store.dialect
-        request, bulk = dialect.request, dialect.bulk
+        request, bulk = dialect.transport.request, dialect.bulk
         names = {store.index(k): k for k in ("chunks", "files", "links")}
 
         def kind(method: str, path: str, body: object) -> str:
@@ -193,7 +193,7 @@ class RequestLog:
                     time.perf_counter() - t
                 )
 
-        dialect.request, dialect.bulk = timed_request, timed_bulk
+        dialect.transport.request, dialect.bulk = timed_request, timed_bulk
         self._restore = lambda: (delattr(dialect, "request"), delattr(dialect, "bulk"))
 
     def close(self) -> None:

@@ -54,7 +54,7 @@ async def connect(url: str, prefix: str, dims: int | None = None, **store_kwargs
     try:
         await drop_prefix(Raw(dialect), prefix)
     finally:
-        await dialect.close()
+        await dialect.transport.close()
     return await open_store(settings, prefix, engine=engine, options=IndexOptions(dims=dims), **store_kwargs)
 
 
@@ -79,7 +79,7 @@ class Raw:
 
     def __init__(self, dialect: Dialect):
         self.engine = dialect.engine
-        self.client = dialect.client
+        self.client = dialect.transport.client
         self.retries = 0
 
     async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:

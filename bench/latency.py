@@ -104,7 +104,7 @@ class Took:
     def __init__(self, store: MemoryStore):
         self.values: list[int] = []
         dialect = store.dialect
-        request = dialect.request
+        request = dialect.transport.request
 
         async def recording(method, path, body=None, params=None):
             resp = await request(method, path, body, params)
@@ -112,7 +112,7 @@ class Took:
                 self.values.append(resp["took"])
             return resp
 
-        dialect.request = recording
+        dialect.transport.request = recording
         self.close = lambda: delattr(dialect, "request")
 
     def take(self) -> float:

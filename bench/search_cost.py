@@ -60,13 +60,13 @@ VARIANTS = {  # name -> (collapse, feedback depth, feedback length gate in terms
 def counted(store) -> list[int]:
     """A one-item counter of the requests the store's dialect sends from now on."""
     sent = [0]
-    request = store.dialect.request
+    request = store.dialect.transport.request
 
     async def recorded(method, path, body=None, params=None):
         sent[0] += 1
         return await request(method, path, body, params)
 
-    store.dialect.request = recorded
+    store.dialect.transport.request = recorded
     return sent
 
 

@@ -111,7 +111,7 @@ async def _scratch_body(host: str) -> tuple[dict, str]:
         caps = await dialect.probe()
         return render_index("chunks", dialect, caps, IndexOptions()), f"{caps.engine} {caps.version}"
     finally:
-        await dialect.close()
+        await dialect.transport.close()
 
 
 def raw_bulk(host: str, bodies: list[bytes], docs: int) -> float:

@@ -282,7 +282,7 @@ def restart_node(name: str, heap: str, url: str, engine: str, prefix: str, dims:
             while (await Raw(dialect).request("GET", "/_cluster/health"))["status"] != "green":
                 await asyncio.sleep(0.05)
         finally:
-            await dialect.close()
+            await dialect.transport.close()
         tg = time.perf_counter()
         store = await open_store(settings, prefix, engine, IndexOptions(dims=dims), workspace=TARGET_KEY)
         try:
@@ -352,7 +352,7 @@ async def memory_recall(url: str, engine: str, big_prefix: str, big_dims: int) -
     finally:
         for prefix in [f"{PREFIX}-mem"] + [f"{PREFIX}-mem-{key[c]}" for c in names]:
             await drop_prefix(raw, prefix)
-        await dialect.close()
+        await dialect.transport.close()
     return out
 
 
@@ -441,7 +441,7 @@ async def run(args, report: Report, results: dict) -> None:
     else:
         await drop_prefix(raw0, args.prefix)
         await drop_prefix(raw0, f"{args.prefix}-alone")
-    await dialect.close()
+    await dialect.transport.close()
     base = await open_store(settings, args.prefix, engine, IndexOptions(dims=args.dims), workspace=TARGET_KEY,
                             hybrid="client")
     raw = Raw(base.dialect)
@@ -651,7 +651,7 @@ async def main() -> None:
                 dialect = make_dialect(await detect_engine(settings), settings)
                 await drop_prefix(Raw(dialect), args.prefix)
                 await drop_prefix(Raw(dialect), f"{args.prefix}-alone")
-                await dialect.close()
+                await dialect.transport.close()
                 STATE.unlink(missing_ok=True)
             except Exception as exc:  # noqa: BLE001 - the node may be gone
                 print(f"could not drop {args.prefix}: {exc!r}", file=sys.stderr)

@@ -74,7 +74,7 @@ async def load(dialect, raw: Raw, index: str, corpus: Corpus, size: int, vectors
         actions = [{"_index": index, "_id": str(first + i), "_source": {"embedding": v.tolist()}}
                    for i, v in enumerate(vecs)]
         half = len(actions) // 2
-        outcomes = await asyncio.gather(dialect.bulk(actions[:half]), dialect.bulk(actions[half:]))
+        outcomes = await asyncio.gather(dialect.transport.bulk(actions[:half]), dialect.transport.bulk(actions[half:]))
         for outcome in outcomes:
             outcome.raise_for_failures()
         await raw.request("POST", f"/{index}/_refresh")
@@ -110,7 +110,7 @@ async def run_option(args, engine: str, option: str, corpus: Corpus, queries: li
         return out
     finally:
         await drop(raw, index)
-        await dialect.close()
+        await dialect.transport.close()
 
 
 async def sweep(args, engine, option, raw, index, queries, exact, loaded, merged) -> list[dict]:
@@ -169,7 +169,7 @@ async def main_async(args) -> list[dict]:
     try:
         version = (await dialect.probe()).version
     finally:
-        await dialect.close()
+        await dialect.transport.close()
     results = []
     for option in options:
         for r in await run_option(args, engine, option, corpus, queries):

@@ -133,7 +133,7 @@ async def main(url: str, n: int) -> None:
         ] >> 20
         print(f"{name}: store {sz} MiB", flush=True)
         await raw.request("DELETE", f"/perf-abq-{name}")
-    await d.close()
+    await d.transport.close()
 
 
 if __name__ == "__main__":

@@ -15,11 +15,10 @@ from typing import Any
 import orjson
 
 from ..core.engine_settings import RETRYABLE_STATUS, knn_candidates
-from ..core.errors import BulkItemFailure, CapabilityError, MappingError, ReMeESError, RequestFailed
+from ..core.errors import BulkItemFailure, CapabilityError, MappingError, RequestFailed
 from ..core.models import RRF_K, Capabilities, SearchFilter
 from .transport import (
     AWS_SERVICES,
-    BULK_REQUEST_BYTES,
     BulkOutcome,
     ClientSettings,
     Transport,
@@ -141,7 +140,8 @@ class Dialect(ABC):
 
     A dialect object holds no state of its own beyond its settings and its `transport` (the client); `probe`
     returns the server's `Capabilities` and changes nothing, and builders that depend on the server take those
-    capabilities as an argument. `request`, `bulk`, `client` and `close` are the transport's, handed through.
+    capabilities as an argument. It sends nothing itself but `probe`'s reads: the `IndexPort` sends every request
+    through `transport`, the engine's client the dialect makes from its settings.
     """
 
     engine: str = ""
@@ -155,40 +155,6 @@ class Dialect(ABC):
     def __init__(self, settings: ClientSettings):
         self.settings = settings
         self.transport = self.transport_class(settings)
-
-    # --- transport, handed through ------------------------------------------------------------
-    @property
-    def client(self) -> Any:
-        """The engine client, created on first use."""
-        return self.transport.client
-
-    @property
-    def _client(self) -> Any:
-        return self.transport._client
-
-    async def close(self) -> None:
-        """Close the client's connections."""
-        await self.transport.close()
-
-    async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        """Send one request; client exceptions are mapped to the ReMeESError tree."""
-        return await self.transport.request(method, path, body, params)
-
-    async def bulk(
-        self,
-        actions: list[dict],
-        max_retries: int | None = None,
-        chunk_bytes: int = BULK_REQUEST_BYTES,
-        require_alias: bool = False,
-    ) -> BulkOutcome:
-        """Run bulk actions; items failing with a retried status are sent again under the shared policy
-        (`max_retries` replaces its retries), every failure is reported (`require_alias`: an item whose index is not
-        an alias fails; no index is created for it)."""
-        return await self.transport.bulk(actions, max_retries, chunk_bytes, require_alias)
-
-    def map_error(self, exc: Exception, what: str) -> ReMeESError:
-        """Map a client exception to the ReMeESError tree."""
-        return self.transport.map_error(exc, what)
 
     # --- mappings -------------------------------------------------------------------------------
     @abstractmethod
@@ -283,20 +249,20 @@ class Dialect(ABC):
 
     async def _analyzer_works(self, analyzer: str) -> bool:
         try:
-            await self.request("POST", "/_analyze", {"analyzer": analyzer, "text": "probe"})
+            await self.transport.request("POST", "/_analyze", {"analyzer": analyzer, "text": "probe"})
         except RequestFailed:
             return False
         return True
 
     async def local_node(self) -> dict:
         """The `_nodes/_local/plugins` entry of the node answering."""
-        nodes = (await self.request("GET", "/_nodes/_local/plugins"))["nodes"]
+        nodes = (await self.transport.request("GET", "/_nodes/_local/plugins"))["nodes"]
         return next(iter(nodes.values()))
 
     async def _pattern_capture_works(self) -> bool:
         body = {"tokenizer": "standard", "filter": [{"type": "pattern_capture", "patterns": ["(a)"]}], "text": "probe"}
         try:
-            await self.request("POST", "/_analyze", body)
+            await self.transport.request("POST", "/_analyze", body)
         except RequestFailed:
             return False
         return True

@@ -166,7 +166,7 @@ class ElasticsearchDialect(Dialect):
         license_type = None
         if "rank-rrf" in installed_names(node):
             try:
-                license_type = (await self.request("GET", "/_license"))["license"]["type"]
+                license_type = (await self.transport.request("GET", "/_license"))["license"]["type"]
             except (RequestFailed, AuthError):  # no license API (or no right to read it): no licensed features
                 license_type = "basic"
         return self.capabilities(node, await self._analyzers(), license_type)

@@ -82,5 +82,5 @@ async def resolve_engine(settings: ClientSettings, engine: str = "auto") -> str:
     try:
         node = await asking.local_node()
     finally:
-        await asking.close()
+        await asking.transport.close()
     return engine_for_node(node)

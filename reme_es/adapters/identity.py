@@ -62,7 +62,7 @@ class ClusterIdentity:
         try:
             if once:
                 return uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
-            return uuid_of(await self.dialect.request("GET", path, None, query))
+            return uuid_of(await self.dialect.transport.request("GET", path, None, query))
         except AuthError:
             return None
 

@@ -110,7 +110,8 @@ class IndexPort:
     the documents of one workspace (`scope`: ids, routing and look-up queries; see `reme_es.adapters.scope`)."""
 
     def __init__(self, dialect: Any, scope: Scope | None = None):
-        self.dialect = dialect
+        self.dialect = dialect  # builds the bodies and knows the engine
+        self.transport = dialect.transport  # sends every request of this port
         self.identity = ClusterIdentity(dialect)
         self.scope = scope or Scope()
 
@@ -136,7 +137,7 @@ class IndexPort:
 
     async def _send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         """One request (the transport checks the cluster `identity` recorded before each try where it is due)."""
-        return await self.dialect.request(method, path, body, params)
+        return await self.transport.request(method, path, body, params)
 
     # --- documents ------------------------------------------------------------------------------
     async def bulk(self, actions: list[Action], require_alias: bool = True) -> BulkOutcome:
@@ -144,13 +145,13 @@ class IndexPort:
         alias unless `require_alias` is False (a concrete index being rebuilt): a missing one raises IndexMissing
         (or ClusterChanged when the hosts now reach another cluster), and no index is created in its place."""
         items, given = self._scoped_actions(actions) if self.scope.workspace else ([a.to_bulk() for a in actions], {})
-        outcome = await self.dialect.bulk(items, require_alias=require_alias)
+        outcome = await self.transport.bulk(items, require_alias=require_alias)
         if given:  # the caller's ids back, as it gave them
             outcome.versions = {(index, given.get(i, i)): v for (index, i), v in outcome.versions.items()}
             outcome.failures = [replace(f, id=given.get(f.id, f.id)) for f in outcome.failures]
         if missing := outcome.missing_indices():
             await self.identity.verify(force=True)
-            hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
+            hosts = ", ".join(redact_host(h) for h in self.transport.settings.hosts)
             raise index_missing(", ".join(missing), hosts, written=False)
         return outcome
 

@@ -191,7 +191,7 @@ async def _client(settings: Options):
         try:
             settings.index = settings.index.model_copy(update={"index_prefix": await choose_set(dialect, settings.folder)})
         finally:
-            await dialect.close()
+            await dialect.transport.close()
     return cs, engine
 
 

@@ -143,7 +143,7 @@ class MemoryStore:
 
     async def close(self) -> None:
         """Close the client."""
-        await self.dialect.close()
+        await self.port.transport.close()
 
     async def __aenter__(self) -> Self:
         await self.connect()

@@ -57,7 +57,7 @@ async def open_store(
     try:
         prefix = prefix or await choose_set(dialect, folder)
     except BaseException:
-        await dialect.close()
+        await dialect.transport.close()
         raise
     store = MemoryStore(dialect, prefix, options, search, workspace)
     try:

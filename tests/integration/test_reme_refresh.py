@@ -44,14 +44,14 @@ class Store:
         self.fs = app.context.components["file_store"]["default"]
         self.refreshes = 0
         dialect = self.fs.store.dialect
-        request = dialect.request
+        request = dialect.transport.request
 
         async def counted(method, path, body=None, params=None):
             if path.endswith("/_refresh"):
                 self.refreshes += 1
             return await request(method, path, body, params)
 
-        dialect.request = counted
+        dialect.transport.request = counted
 
     async def seen_outside(self) -> int:
         """Files another client finds in the files index (searches see the last refresh only)."""

@@ -28,13 +28,13 @@ def record(fs) -> list[tuple[str, str]]:
     """Every (method, path) the store's dialect sends from now on."""
     sent: list[tuple[str, str]] = []
     dialect = fs.store.dialect
-    request = dialect.request
+    request = dialect.transport.request
 
     async def recorded(method, path, body=None, params=None):
         sent.append((method, path))
         return await request(method, path, body, params)
 
-    dialect.request = recorded
+    dialect.transport.request = recorded
     return sent
 
 

@@ -33,7 +33,7 @@ async def test_a_large_upsert_sends_bulk_requests_of_at_most_4_mib_two_at_a_time
     store = await open_store(ClientSettings(hosts=[server.url]), es_prefix, server.engine)
     try:
         # On the class: Elasticsearch's bulk helper sends through a copy of the client (`client.options()`)
-        client_class, sizes, flight = type(store.dialect.client), [], {"now": 0, "peak": 0}
+        client_class, sizes, flight = type(store.dialect.transport.client), [], {"now": 0, "peak": 0}
         bulk = client_class.bulk
 
         async def measured(self, *args, **kwargs):

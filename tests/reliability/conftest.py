@@ -95,12 +95,12 @@ async def store_factory(server):
 
 async def count(store: MemoryStore, kind: str) -> int:
     """Documents in one index kind (the store's last refresh is what counts)."""
-    return (await store.dialect.request("GET", f"/{store.index(kind)}/_count"))["count"]
+    return (await store.dialect.transport.request("GET", f"/{store.index(kind)}/_count"))["count"]
 
 
 async def chunk_ids(store: MemoryStore) -> list[str]:
     """Every stored chunk id, sorted."""
-    resp = await store.dialect.request(
+    resp = await store.dialect.transport.request(
         "POST", f"/{store.index('chunks')}/_search", {"size": 10000, "_source": ["chunk_id"], "query": {"match_all": {}}}
     )
     return sorted(h["_source"]["chunk_id"] for h in resp["hits"]["hits"])

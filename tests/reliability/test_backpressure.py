@@ -80,13 +80,13 @@ def _files(writer: int, rnd: int):
 
 
 async def _rejected(store) -> int:
-    stats = await store.dialect.request("GET", "/_nodes/_local/stats/thread_pool")
+    stats = await store.dialect.transport.request("GET", "/_nodes/_local/stats/thread_pool")
     return next(iter(stats["nodes"].values()))["thread_pool"]["write"]["rejected"]
 
 
 async def test_concurrent_upserts_survive_real_429s(tiny_write_pool_url, store_factory):
     store = await store_factory(tiny_write_pool_url)
-    pool = (await store.dialect.request("GET", "/_nodes/_local/settings"))
+    pool = (await store.dialect.transport.request("GET", "/_nodes/_local/settings"))
     node_settings = next(iter(pool["nodes"].values()))["settings"]["thread_pool"]["write"]
     assert node_settings == {"size": "1", "queue_size": "1"}
     counter = RetryCounter()

@@ -38,7 +38,7 @@ class FaultyBulk:
         self.faults = faults  # id -> (status, failing attempts or None = always[, attempts that pass first])
         self.namespace = f"{workspace}:"  # the store writes ids as `<workspace>:<id>`; faults and attempts use <id>
         self.attempts: Counter[str] = Counter()
-        client = dialect.client
+        client = dialect.transport.client
         if dialect.engine == "elasticsearch":
             real_options = client.options
 

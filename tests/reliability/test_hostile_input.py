@@ -20,13 +20,13 @@ def _field_count(mapping: dict) -> int:
 
 
 async def _mapping_fields(store, kind: str) -> int:
-    resp = await store.dialect.request("GET", f"/{store.index(kind)}/_mapping")
+    resp = await store.dialect.transport.request("GET", f"/{store.index(kind)}/_mapping")
     return _field_count(next(iter(resp.values()))["mappings"])
 
 
 async def _user_fields(store, kind: str) -> list[str]:
     """Fields the server itself lists for the index (field capabilities), without the `_` metadata fields."""
-    resp = await store.dialect.request("GET", f"/{store.index(kind)}/_field_caps", params={"fields": "*"})
+    resp = await store.dialect.transport.request("GET", f"/{store.index(kind)}/_field_caps", params={"fields": "*"})
     return sorted(f for f in resp["fields"] if not f.startswith("_"))
 
 
@@ -106,7 +106,7 @@ async def test_a_path_over_512_bytes_is_stored_under_a_hashed_id(store_factory):
     await store.upsert([file_with(path, [c], links=[path, "notes/short.md"]), file_with("notes/short.md", [chunk("notes/short.md", "tides")])])
 
     assert doc_id(path).startswith("sha256:")
-    ids = (await store.dialect.request("POST", f"/{store.index('files')}/_search", {"query": {"term": {"path": path}}}))
+    ids = (await store.dialect.transport.request("POST", f"/{store.index('files')}/_search", {"query": {"term": {"path": path}}}))
     assert [h["_id"] for h in ids["hits"]["hits"]] == [store.port.stored_id(doc_id(path))]
     assert len(store.port.stored_id(doc_id(path)).encode()) <= MAX_ID_BYTES
     assert [f.path for f in await store.get_files([path])] == [path]

@@ -147,9 +147,9 @@ async def test_engine_auto_detection_works_over_tls(secured):
 async def _request(settings: ClientSettings, method: str, path: str, body: dict | None = None) -> dict:
     dialect = make_dialect("elasticsearch", settings)
     try:
-        return await dialect.request(method, path, body)
+        return await dialect.transport.request(method, path, body)
     finally:
-        await dialect.close()
+        await dialect.transport.close()
 
 
 def _admin(secured) -> ClientSettings:

@@ -148,7 +148,9 @@ class TestSecuredOpenSearch(SecuredCases):
         deleted too), upsert one file, find it by keyword, drop the prefix."""
         flavour = get_flavour(self.FLAVOUR)
         knn = flavour.has_plugin("opensearch-knn")
-        store = await open_store(settings, prefix, "opensearch", IndexOptions(dims=DIMS if knn else None))
+        # fusion None: the server's native fusion, so the role must be allowed to put and delete the pipeline
+        options = IndexOptions(dims=DIMS if knn else None)
+        store = await open_store(settings, prefix, "opensearch", options, fusion=None)
         try:
             assert store.native_pipeline_wanted() is flavour.has_plugin("neural-search")
             c = chunk("notes/tls.md", f"lighthouse keeper {prefix}", vector=unit_vector(1) if knn else None)

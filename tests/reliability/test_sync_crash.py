@@ -132,7 +132,7 @@ async def _scan_links(store: MemoryStore) -> list[tuple[str, str, str]]:
         body = {"size": 1000, "_source": ["source", "target", "anchor"], "sort": [{"source": "asc"}, {"target": "asc"}, {"anchor": "asc"}]}
         if after:
             body["search_after"] = after
-        hits = (await store.dialect.request("POST", f"/{store.index('links')}/_search", body))["hits"]["hits"]
+        hits = (await store.dialect.transport.request("POST", f"/{store.index('links')}/_search", body))["hits"]["hits"]
         out += [(h["_source"]["source"], h["_source"]["target"], h["_source"].get("anchor", "")) for h in hits]
         if len(hits) < 1000:
             return out

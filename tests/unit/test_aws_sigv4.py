@@ -167,10 +167,10 @@ def _sigv4(service: str = "es", **kw) -> ClientSettings:
 async def test_opensearch_client_signs_each_request_with_the_default_chain_credentials(fake_aws, wire, service):
     dialect = OpenSearchDialect(_sigv4(service))
     try:
-        answer = await dialect.request("POST", "/notes/_search", {"query": {"match": {"text": "a"}}}, {"size": 3})
-        await dialect.request("POST", "/notes/_search", {"query": {"match": {"text": "b"}}}, {"size": 3})
+        answer = await dialect.transport.request("POST", "/notes/_search", {"query": {"match": {"text": "a"}}}, {"size": 3})
+        await dialect.transport.request("POST", "/notes/_search", {"query": {"match": {"text": "b"}}}, {"size": 3})
     finally:
-        await dialect.close()
+        await dialect.transport.close()
 
     assert answer == {"acknowledged": True}
     assert [(s.method, s.url) for s in wire] == [("POST", f"{HOST}/notes/_search?size=3")] * 2
@@ -195,9 +195,9 @@ async def test_opensearch_client_signs_each_request_with_the_default_chain_crede
 async def test_a_signature_made_with_another_secret_does_not_verify(fake_aws, wire):
     dialect = OpenSearchDialect(_sigv4())
     try:
-        await dialect.request("GET", "/")
+        await dialect.transport.request("GET", "/")
     finally:
-        await dialect.close()
+        await dialect.transport.close()
     verify_sigv4(wire[0], SECRET_KEY, REGION, "es")
     with pytest.raises(AssertionError):
         verify_sigv4(wire[0], "another-secret", REGION, "es")
@@ -207,9 +207,9 @@ async def test_without_aws_region_botocore_is_neither_needed_nor_asked(no_aws, m
     monkeypatch.setitem(sys.modules, "botocore.session", None)
     dialect = OpenSearchDialect(ClientSettings(hosts=[HOST], username="reme", password="pw"))
     try:
-        assert dialect.client is not None
+        assert dialect.transport.client is not None
     finally:
-        await dialect.close()
+        await dialect.transport.close()
 
 
 # ----------------------------------------------------------------------------------------- secrets
@@ -220,10 +220,10 @@ async def test_credentials_stay_out_of_settings_and_debug_logs(fake_aws, wire, c
     settings = _sigv4("aoss")
     dialect = OpenSearchDialect(settings)
     try:
-        assert dialect.client is not None
-        await dialect.request("PUT", "/notes/_doc/1", {"text": "x"})
+        assert dialect.transport.client is not None
+        await dialect.transport.request("PUT", "/notes/_doc/1", {"text": "x"})
     finally:
-        await dialect.close()
+        await dialect.transport.close()
     assert "CanonicalRequest" in caplog.text  # botocore's DEBUG log of the signing was captured
     assert "x-amz-security-token:***" in caplog.text
     assert _leaks(caplog.text) == []
@@ -279,14 +279,14 @@ async def test_missing_botocore_names_the_extra(fake_aws, monkeypatch):
     monkeypatch.setitem(sys.modules, "botocore.session", None)
     dialect = OpenSearchDialect(_sigv4())
     with pytest.raises(ConfigError, match=r"needs botocore: pip install 'reme-es\[aws\]'"):
-        await dialect.request("GET", "/")
-    assert dialect._client is None
+        await dialect.transport.request("GET", "/")
+    assert dialect.transport._client is None
 
 
 async def test_missing_credentials_name_the_variables(no_aws):
     dialect = OpenSearchDialect(_sigv4())
     with pytest.raises(ConfigError) as err:
-        await dialect.request("GET", "/")
+        await dialect.transport.request("GET", "/")
     assert "no AWS credentials were found" in str(err.value)
     assert "AWS_ACCESS_KEY_ID" in str(err.value) and "AWS_PROFILE" in str(err.value)
 
@@ -296,7 +296,7 @@ async def test_half_set_credentials_are_refused_without_echoing_them(no_aws, mon
     monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
     dialect = OpenSearchDialect(_sigv4())
     with pytest.raises(ConfigError, match="no AWS credentials were found") as err:
-        await dialect.request("GET", "/")
+        await dialect.transport.request("GET", "/")
     assert _leaks("".join(traceback.format_exception(err.value))) == []
 
 
@@ -304,7 +304,7 @@ async def test_unknown_aws_profile_is_a_config_error(no_aws, monkeypatch):
     monkeypatch.setenv("AWS_PROFILE", "reme-missing")
     dialect = OpenSearchDialect(_sigv4())
     with pytest.raises(ConfigError, match=r"cannot load AWS credentials for SigV4 signing: .*reme-missing"):
-        await dialect.request("GET", "/")
+        await dialect.transport.request("GET", "/")
 
 
 @pytest.mark.parametrize("service,dialect", [("aoss", ServerlessDialect), ("es", OpenSearchDialect)])

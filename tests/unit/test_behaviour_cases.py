@@ -67,12 +67,12 @@ async def play(dialect, port: IndexPort, case: dict) -> dict:
     try:
         if case["op"] == "bulk":
             actions = [{"_op_type": "index", "_index": "golden", "_id": i, "_source": {"n": i}} for i in case["ids"]]
-            outcome = await dialect.bulk(actions)
+            outcome = await dialect.transport.bulk(actions)
             return {"outcome": "ok", "failed": [[f.id, f.status] for f in outcome.failures]}
         if case["op"] == "guarded":
             await port.search("golden", SEARCH)
         else:
-            await dialect.request("POST", "/golden/_search", SEARCH)
+            await dialect.transport.request("POST", "/golden/_search", SEARCH)
     except ReMeESError as exc:
         return outcome_of(exc)
     return outcome_of(None)
@@ -109,4 +109,4 @@ async def test_golden_behaviour(case, engine):
                 assert {k: got.get(k) for k in expected} == expected, f"step {n}"
                 assert server.answers == [], f"step {n}: answers left unused"
         finally:
-            await dialect.close()
+            await dialect.transport.close()

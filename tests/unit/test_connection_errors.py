@@ -58,7 +58,7 @@ def test_three_causes_give_three_messages_and_only_tls_mentions_ca_certs(dialect
         exc = OSConnectionError("N/A", str(cause), cause)
     else:
         exc = (TlsError if kind == TLS else ESConnectionError)(str(cause), errors=(cause,))
-    err = dialect.map_error(exc, "GET /")
+    err = dialect.transport.map_error(exc, "GET /")
     assert isinstance(err, ConnectionFailed) and err.kind == kind
     message = str(err)
     assert message.startswith("could not reach http://127.0.0.1:9 (")
@@ -72,9 +72,9 @@ def _connection_failure(dialect) -> ConnectionFailed:
 
     async def call() -> None:
         try:
-            await dialect.request("GET", "/")
+            await dialect.transport.request("GET", "/")
         finally:
-            await dialect.close()
+            await dialect.transport.close()
 
     with pytest.raises(ConnectionFailed) as err:
         asyncio.run(call())
