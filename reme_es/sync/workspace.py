@@ -106,12 +106,12 @@ class WorkspaceSync:
         writing: set[asyncio.Task] = set()
         try:
             batches = [todo[i : i + self.batch_files] for i in range(0, len(todo), self.batch_files)]
-            loop = asyncio.get_running_loop()
-            pending = loop.run_in_executor(None, self.writer.prepare, batches[0]) if batches else None
+            loop, prepare = asyncio.get_running_loop(), self.writer.prepare
+            pending = loop.run_in_executor(None, prepare, batches[0]) if batches else None
             for i in range(len(batches)):
                 prepared = await pending
                 # Chunk the next batch in a worker thread while up to `concurrency` batches are written.
-                pending = loop.run_in_executor(None, self.writer.prepare, batches[i + 1]) if i + 1 < len(batches) else None
+                pending = loop.run_in_executor(None, prepare, batches[i + 1]) if i + 1 < len(batches) else None
                 while len(writing) >= self.concurrency:
                     done, writing = await asyncio.wait(writing, return_when=asyncio.FIRST_COMPLETED)
                     _raise_first(done)
