@@ -33,7 +33,8 @@ class SyncWatcher:
         self.report = report
         self.stop = stop
 
-    def _watch_filter(self, change: object, path: str) -> bool:
+    def watch_filter(self, change: object, path: str) -> bool:
+        """Whether a file event concerns the workspace: a path in a synced folder, no part of it hidden."""
         try:
             rel = Path(path).relative_to(self.root).as_posix()
         except ValueError:
@@ -70,7 +71,7 @@ class SyncWatcher:
         ready = False
         async for changes in awatch(
             self.root,
-            watch_filter=self._watch_filter,
+            watch_filter=self.watch_filter,
             debounce=max_wait_ms,
             step=quiet_ms,
             stop_event=self.stop,
