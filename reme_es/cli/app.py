@@ -328,14 +328,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Rebuild every index as <prefix>-<kind>-<n+1> from the current templates and swap the aliases.",
     ),
     "drop": (
-        "reme_es.cli.admin_commands:drop",
+        "reme_es.cli.workspace_commands:drop",
         (
             "Forget the workspace: delete its files, chunks and links from its index set (other workspaces are "
             "untouched), and the local sync state."
         ),
     ),
     "migrate": (
-        "reme_es.cli.admin_commands:migrate",
+        "reme_es.cli.workspace_commands:migrate",
         (
             "Move the workspace into a shared index set (default: reme) without loss: copy its files, chunks, "
             "vectors and links, check the counts, then drop the source."

@@ -4,18 +4,37 @@ of file events into one pass."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..core.errors import ConnectionFailed, RequestFailed
 from ..core.options import runtime
-from .report import Summary
+from .report import Reporter, Summary
 
 
-class _Watching:
-    """The watch half of `WorkspaceSync`."""
+class SyncWatcher:
+    """Runs passes of one workspace: retried while the server is away, and again on each group of file events."""
 
-    def _watch_filter(self, change: object, path: str) -> bool:
+    def __init__(
+        self,
+        root: Path,
+        dirs: list[str],
+        run: Callable[[bool], Awaitable[Summary]],
+        forget: Callable[[], None],
+        report: Reporter,
+        stop: asyncio.Event,
+    ):
+        """`run(full)` is one pass; `forget` drops what the pass knows of the store (called after an outage);
+        `stop` ends the retries and the watch."""
+        self.root = root
+        self.dirs = dirs
+        self.run = run
+        self.forget = forget
+        self.report = report
+        self.stop = stop
+
+    def watch_filter(self, change: object, path: str) -> bool:
+        """Whether a file event concerns the workspace: a path in a synced folder, no part of it hidden."""
         try:
             rel = Path(path).relative_to(self.root).as_posix()
         except ValueError:
@@ -32,7 +51,7 @@ class _Watching:
         delay = 1.0
         while not self.stop.is_set():
             try:
-                return await self.run(full=full)
+                return await self.run(full)
             except (ConnectionFailed, RequestFailed) as exc:
                 self.report.warn(f"server error, retrying in {delay:.0f}s: {exc}")
                 try:
@@ -40,7 +59,7 @@ class _Watching:
                 except TimeoutError:
                     pass
                 delay = min(delay * 2, 60.0)
-                self._known = None  # reload what the store holds after the outage
+                self.forget()  # reload what the store holds after the outage
         return None
 
     async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
@@ -52,7 +71,7 @@ class _Watching:
         ready = False
         async for changes in awatch(
             self.root,
-            watch_filter=self._watch_filter,
+            watch_filter=self.watch_filter,
             debounce=max_wait_ms,
             step=quiet_ms,
             stop_event=self.stop,

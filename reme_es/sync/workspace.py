@@ -6,30 +6,31 @@ with its reason and the run goes on; a failed file keeps what was stored for it 
 once per chunk text: an unchanged chunk id, or the text of a chunk of a renamed/deleted file, reuses the
 stored vector.
 
-The parts: `report.py` (Summary, Failure, Reporter), `state.py` (local state), `write.py` (reading, chunking,
-writing, deleting, vectors), `watch.py` (retries and the watch loop); this module plans and runs a pass.
+The parts: `report.py` (Summary, Failure, Reporter), `state.py` (local state), `write.py` (`SyncWriter`: reading,
+chunking, writing, deleting, vectors, and what the store holds), `watch.py` (`SyncWatcher`: retries and the watch
+loop); `WorkspaceSync` holds a writer and a watcher, and plans and runs a pass.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from ..core.errors import RequestFailed
 from ..embeddings.embedders import Embedder
 from ..store import MemoryStore
 from .reme_chunkers import ReMeChunkers
 from .report import Failure, Reporter, Summary
 from .scan import MB, Changes, diff, in_scope, walk
-from .state import State, _Known, state_path
-from .watch import _Watching
-from .write import _Writing
+from .state import State, state_path
+from .watch import SyncWatcher
+from .write import SyncWriter
 
 REFRESH_EVERY = 5000  # files written between refreshes, so a long first sync becomes searchable as it goes
 
 
-class WorkspaceSync(_Writing, _Watching):
+class WorkspaceSync:
     """Keeps one workspace folder and one MemoryStore in step."""
 
     def __init__(
@@ -57,30 +58,17 @@ class WorkspaceSync(_Writing, _Watching):
         self.report = reporter or Reporter()
         self.batch_files = batch_files
         self.max_file_bytes = max_file_bytes
-        self.chunk_chars = chunk_chars
         self.state = state or State(None)
         self.concurrency = max(1, concurrency)
-        self.reme_chunkers = reme_chunkers
         self.stop = asyncio.Event()
-        self._known: dict[str, _Known] | None = None
-        self._reuse: dict[str, list[float]] = {}  # text hash -> vector, from files deleted in this run
+        self.writer = SyncWriter(store, self.report, self.state, self.stop, embedder, chunk_chars, reme_chunkers)
+        self.watcher = SyncWatcher(self.root, dirs, self.run, self.writer.forget, self.report, self.stop)
 
     # ------------------------------------------------------------------------------------ scanning
 
-    async def _load_known(self) -> dict[str, _Known]:
-        if self._known is None:
-            try:
-                files = await self.store.get_files()
-            except RequestFailed as exc:  # no index yet (dry run before the first sync): nothing is stored
-                if exc.status != 404:
-                    raise
-                files = []
-            self._known = {f.path: _Known(f.st_mtime, f.chunk_ids) for f in files}
-        return self._known
-
     async def plan(self, full: bool = False) -> Changes:
         """Walk the workspace and diff it against the store."""
-        known = await self._load_known()
+        known = await self.writer.known()
         local, skipped = walk(self.root, self.dirs, self.suffixes, self.max_file_bytes, self.report.warn)
         old_skips = {p: v[0] for p, v in self.state.data["skipped"].items()}
         changes = diff(local, {p: k.st_mtime for p, k in known.items()}, self.dirs, self.suffixes, full, old_skips)
@@ -95,6 +83,13 @@ class WorkspaceSync(_Writing, _Watching):
 
     # --------------------------------------------------------------------------------------- runs
 
+    async def run_retrying(self, full: bool = False) -> Summary | None:
+        """`run`, retried with backoff while the server is unreachable or failing (`SyncWatcher.run_retrying`)."""
+        return await self.watcher.run_retrying(full)
+
+    async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
+        """Follow changes until `stop` is set, one pass per group of file events (`SyncWatcher.watch`)."""
+        await self.watcher.watch(on_summary, quiet_ms, max_wait_ms)
     async def run(self, full: bool = False, dry_run: bool = False) -> Summary:
         """One sync pass; server-wide failures (connection, auth) raise, per-file ones are collected."""
         started = time.monotonic()
@@ -104,23 +99,23 @@ class WorkspaceSync(_Writing, _Watching):
             return self._dry_run(changes, summary, started)
 
         if self.embedder and changes.deleted:
-            await self._collect_reusable(changes.deleted)
+            await self.writer.collect_reusable(changes.deleted)
         todo = [(f, "added") for f in changes.added] + [(f, "modified") for f in changes.modified]
         self.report.start(len(todo))
         since_refresh = 0
         writing: set[asyncio.Task] = set()
         try:
             batches = [todo[i : i + self.batch_files] for i in range(0, len(todo), self.batch_files)]
-            loop = asyncio.get_running_loop()
-            pending = loop.run_in_executor(None, self._prepare, batches[0]) if batches else None
+            loop, prepare = asyncio.get_running_loop(), self.writer.prepare
+            pending = loop.run_in_executor(None, prepare, batches[0]) if batches else None
             for i in range(len(batches)):
                 prepared = await pending
                 # Chunk the next batch in a worker thread while up to `concurrency` batches are written.
-                pending = loop.run_in_executor(None, self._prepare, batches[i + 1]) if i + 1 < len(batches) else None
+                pending = loop.run_in_executor(None, prepare, batches[i + 1]) if i + 1 < len(batches) else None
                 while len(writing) >= self.concurrency:
                     done, writing = await asyncio.wait(writing, return_when=asyncio.FIRST_COMPLETED)
                     _raise_first(done)
-                writing.add(asyncio.create_task(self._write(prepared, summary)))
+                writing.add(asyncio.create_task(self.writer.write(prepared, summary)))
                 since_refresh += len(batches[i])
                 if since_refresh >= REFRESH_EVERY:
                     await self._drain(writing)
@@ -133,9 +128,9 @@ class WorkspaceSync(_Writing, _Watching):
                     break
             await self._drain(writing)
             if not summary.interrupted:
-                await self._delete(changes.deleted, summary)
+                await self.writer.delete(changes.deleted, summary)
                 if self.embedder and self.store.dims:
-                    await self._backfill(summary)
+                    await self.writer.backfill(summary)
         finally:
             for task in writing:
                 task.cancel()

@@ -1,23 +1,68 @@
 """Writing a sync run's batches: read and chunk files, attach reused or new vectors, upsert them (isolating the
-files the server rejects), delete vanished files, and backfill missing vectors."""
+files the server rejects), delete vanished files, and backfill missing vectors. `SyncWriter` also keeps what the
+store holds per file (`known`), which it reads once and updates as it writes."""
 
 from __future__ import annotations
 
 import asyncio
 
-from ..core.errors import BulkError, InvalidInput
+from ..core.errors import BulkError, InvalidInput, RequestFailed
 from ..core.models import Chunk, FileDoc, doc_id
-from .report import Failure, Summary
+from ..embeddings.embedders import Embedder
+from ..store import MemoryStore
+from .reme_chunkers import ReMeChunkers
+from .report import Failure, Reporter, Summary
 from .scan import LocalFile, parse, read_text
-from .state import _Known
+from .state import State, _Known
 
 DELETE_BATCH = 500
 
 
-class _Writing:
-    """The write half of `WorkspaceSync`: batches of prepared files into the store."""
+class SyncWriter:
+    """Writes a sync run's batches into one MemoryStore and keeps what that store holds per file.
 
-    def _prepare(self, batch: list[tuple[LocalFile, str]]) -> list[tuple[str, str, FileDoc | None, list[Chunk], str]]:
+    Owns the store's file listing (`known`: read once, updated by every write and delete, dropped by `forget`
+    after an outage) and the vectors of chunks of files deleted in this run, reused by text hash."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        report: Reporter,
+        state: State,
+        stop: asyncio.Event,
+        embedder: Embedder | None = None,
+        chunk_chars: int = 1500,
+        reme_chunkers: ReMeChunkers | None = None,
+    ):
+        """`state` records files skipped as binary; `stop` ends a backfill early; `reme_chunkers` chunks with ReMe's
+        own chunkers (None: the built-in ones, sized by `chunk_chars`)."""
+        self.store = store
+        self.report = report
+        self.state = state
+        self.stop = stop
+        self.embedder = embedder
+        self.chunk_chars = chunk_chars
+        self.reme_chunkers = reme_chunkers
+        self._known: dict[str, _Known] | None = None
+        self._reuse: dict[str, list[float]] = {}  # text hash -> vector, from files deleted in this run
+
+    async def known(self) -> dict[str, _Known]:
+        """What the store holds per path (mtime, chunk ids), read on first use."""
+        if self._known is None:
+            try:
+                files = await self.store.get_files()
+            except RequestFailed as exc:  # no index yet (dry run before the first sync): nothing is stored
+                if exc.status != 404:
+                    raise
+                files = []
+            self._known = {f.path: _Known(f.st_mtime, f.chunk_ids) for f in files}
+        return self._known
+
+    def forget(self) -> None:
+        """Read what the store holds again on next use (after an outage)."""
+        self._known = None
+
+    def prepare(self, batch: list[tuple[LocalFile, str]]) -> list[tuple[str, str, FileDoc | None, list[Chunk], str]]:
         """Read and chunk files: (path, kind, file doc or None, chunks, failure reason or skip reason)."""
         out = []
         readable = []
@@ -56,7 +101,8 @@ class _Writing:
             out.append((file.path, kind, doc, parsed.chunks, ""))
         return out
 
-    async def _write(self, prepared: list, summary: Summary) -> None:
+    async def write(self, prepared: list, summary: Summary) -> None:
+        """Upsert prepared files; counts what was written and lists what failed in `summary`."""
         items = []
         kinds = {}
         for path, kind, doc, chunks, reason in prepared:
@@ -71,7 +117,7 @@ class _Writing:
             return
         unchanged = await self._attach_vectors(items, summary) if self.embedder else set()
         failed = await self._upsert(items, unchanged)
-        known = await self._load_known()
+        known = await self.known()
         written_chunks = 0
         for doc, chunks in items:
             if doc.path in failed:
@@ -118,8 +164,9 @@ class _Writing:
                 failed.setdefault(path, f"{f.status} {f.reason}")
         return failed
 
-    async def _delete(self, paths: list[str], summary: Summary) -> None:
-        known = await self._load_known()
+    async def delete(self, paths: list[str], summary: Summary) -> None:
+        """Delete vanished files in batches; a file whose delete fails is listed in `summary` and stays known."""
+        known = await self.known()
         for i in range(0, len(paths), DELETE_BATCH):
             batch = paths[i : i + DELETE_BATCH]
             try:
@@ -140,8 +187,9 @@ class _Writing:
 
     # ---------------------------------------------------------------------------------- vectors
 
-    async def _collect_reusable(self, deleted: list[str]) -> None:
-        known = await self._load_known()
+    async def collect_reusable(self, deleted: list[str]) -> None:
+        """Keep the stored vectors of the chunks of files about to be deleted, by text hash, for reuse."""
+        known = await self.known()
         ids = {p: known[p].chunk_ids for p in deleted if p in known}
         if ids:
             stored = await self.store.get_chunks(ids, with_vectors=True)
@@ -155,7 +203,7 @@ class _Writing:
         The store's planner (`VectorStore.plan`) tells those (they are not written again and their vectors are not
         read) and gives a chunk whose id is stored with a vector but something else changed (its lines moved) the
         stored vector back; one whose text a deleted file had reuses that vector; only the rest is embedded."""
-        known = await self._load_known()
+        known = await self.known()
         ids = {doc.path: known[doc.path].chunk_ids for doc, _ in items if doc.path in known}
         plan = await self.store.vectors.plan([c for _, chunks in items for c in chunks], ids)
         summary.reused_vectors += len(plan.unchanged) + len(plan.reusable)
@@ -173,7 +221,7 @@ class _Writing:
             summary.embedded += len(todo)
         return plan.unchanged
 
-    async def _backfill(self, summary: Summary) -> None:
+    async def backfill(self, summary: Summary) -> None:
         """Embed stored chunks that have no vector yet (e.g. after `reindex` to a new model)."""
         async for page in self.store.chunks_without_vectors():
             vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in page])

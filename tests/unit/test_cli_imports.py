@@ -23,7 +23,8 @@ HEAVY = (
 )
 # What `import reme_es.cli` and `reme-es --help` may not import either: the commands and the entry points.
 COMMAND_MODULES = (
-    "reme_es.cli.sync_command", "reme_es.cli.search_command", "reme_es.cli.admin_commands", "reme_es.cli.server_commands", "importlib.metadata",
+    "reme_es.cli.sync_command", "reme_es.cli.search_command", "reme_es.cli.admin_commands", "reme_es.cli.server_commands",
+    "reme_es.cli.workspace_commands", "importlib.metadata",
 )
 
 # Prints the modules a fresh interpreter imported for `import reme_es.cli` and then, given arguments, `reme-es ARGS`.
@@ -64,6 +65,7 @@ def test_the_group_imports_no_command(args):
         ["search", "--help"],
         ["status", "--help"],
         ["templates", "diff", "--help"],
+        ["drop", "--help"],
         ["server", "start", "--help"],
         ["server", "cluster", "start", "--help"],
     ],
