@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_es.core.errors import BulkError, BulkItemFailure, ConnectionFailed, ConfigError
+from reme_es.core.errors import BulkError, BulkItemFailure, ConfigError, ConnectionFailed
 from reme_es.core.models import Chunk, FileDoc
 from reme_es.sync.report import Reporter, Summary
 from reme_es.sync.state import State
