@@ -81,6 +81,7 @@ class Settings(BaseModel):
     fusion: Literal["rrf", "minmax", "zscore"] = "zscore"
     feedback: int = Field(default=1, ge=0, le=10)
     collapse: bool = True  # a text repeated in several chunks is shown once, at its best rank (false: every copy)
+    date_boost: float = Field(default=0.0, ge=0.0, le=10.0)  # boost of hits dated where the question points (0: off)
     dirs: list[str] = Field(default_factory=lambda: list(REME_DIRS))
     suffixes: list[str] = Field(default_factory=lambda: list(REME_SUFFIXES))
     chunker: Literal["auto", "reme", "builtin"] = "auto"

@@ -247,6 +247,7 @@ async def _open(settings: Settings, dims: int | None = None, create: bool = True
         pipeline=settings.fusion,
         feedback=settings.feedback,
         collapse=settings.collapse,
+        date_boost=settings.date_boost,
     )
 
 

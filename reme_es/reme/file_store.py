@@ -34,6 +34,7 @@ from ..fusion import (
 from ..adapters.scope import validate_workspace_key
 from ..models import Chunk, Hit, LinkScope
 from ..store import MemoryStore, validate_hybrid
+from ..store.dates import DEFAULT_DATE_BOOST, validate_date_boost
 from ..store.shown import Shown
 from ..templates import IndexOptions
 from .convert import as_vector, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
@@ -79,6 +80,7 @@ class EsFileStore(BaseFileStore):
         proximity: float = DEFAULT_PROXIMITY,
         feedback: int = DEFAULT_FEEDBACK,
         collapse: bool = DEFAULT_COLLAPSE,
+        date_boost: float = DEFAULT_DATE_BOOST,
         hnsw_m: int = HNSW_M,
         hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION,
         workspace_key: str = "",
@@ -118,6 +120,7 @@ class EsFileStore(BaseFileStore):
         self.fusion, self.proximity = validate_fusion(fusion), float(proximity)
         self.feedback = validate_feedback(feedback)
         self.collapse = validate_collapse(collapse)
+        self.date_boost = validate_date_boost(date_boost)
         self.workspace_key = validate_workspace_key(workspace_key) if workspace_key else ""
         self.take_over = bool(take_over)
         self.index_options = {
@@ -188,7 +191,8 @@ class EsFileStore(BaseFileStore):
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
         options = IndexOptions(dims=dims, **self.index_options)
         kwargs = {"hybrid": self.hybrid, "vector_weight": self.vector_weight, "pipeline": self.fusion,
-                  "proximity": self.proximity, "feedback": self.feedback, "collapse": self.collapse, "workspace": key}
+                  "proximity": self.proximity, "feedback": self.feedback, "collapse": self.collapse, "workspace": key,
+                  "date_boost": self.date_boost}
         self.store = await open_matching(
             settings, self.index_prefix or None, self.engine, options, self.logger, self.name,
             folder=self.workspace_path, **kwargs,

@@ -35,6 +35,7 @@ from ..adapters.transport import BulkOutcome
 from ..fusion import validate_feedback
 from ..models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..templates import IndexOptions
+from .dates import validate_date_boost
 from .indices import HYBRID_MODES, IndexSet, validate_hybrid, validate_prefix
 from .links import LinkGraph
 from .registry import Registry
@@ -61,6 +62,7 @@ class MemoryStore:
         feedback: int = 0,
         collapse: bool = False,
         workspace: str | None = None,
+        date_boost: float = 0.0,
     ):
         self.dialect = dialect
         self.port = IndexPort(dialect)
@@ -69,6 +71,7 @@ class MemoryStore:
         )
         self.indices.proximity, self.indices.feedback = float(proximity), validate_feedback(feedback)
         self.indices.collapse = bool(collapse)
+        self.indices.date_boost = validate_date_boost(date_boost)
         self.vectors = VectorStore(self.indices)
         self.searches = SearchStore(self.indices, self.vectors, keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)

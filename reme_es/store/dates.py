@@ -120,6 +120,27 @@ def note_date(path: str) -> dt.date | None:
         return None
 
 
+_NAME = re.compile(r"\b[A-Z][\w'-]{2,}")
+_ASKING = frozenset("What When Where Which Who Whom Whose Why How Did Does Do Was Were Is Are Has Have Had Can Could "
+                    "Will Would Should".split())
+DEFAULT_DATE_BOOST = 0.0  # off unless set: a boost of the fused head for notes dated where the question points
+
+
+def anchor_query(query: str, hint: DateHint) -> str:
+    """What dates a relative hint's event: its words and the question's capitalised names ("move Kwame")."""
+    names = [w for w in _NAME.findall(query) if w not in _ASKING and w.lower() not in MONTHS]
+    return " ".join([hint.anchor, *dict.fromkeys(names)])
+
+
+def validate_date_boost(value) -> float:
+    """A date boost >= 0 (0: off), or ConfigError."""
+    from ..errors import ConfigError
+
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 10:
+        raise ConfigError(f"date_boost must be a number from 0 (off) to 10, got {value!r}")
+    return float(value)
+
+
 def anchor_date(hint: DateHint, hits: list[Hit]) -> dt.date | None:
     """The date of the best-ranked dated hit: the anchor event's note, for hits ranked on the anchor's words."""
     for h in hits:

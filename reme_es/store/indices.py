@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import date
 
 from ..adapters.base import Dialect, ensure_mapping_compatible
 from ..adapters.port import Action, IndexPort
@@ -80,6 +81,8 @@ class IndexSet:
         self.proximity = 0.0  # client-side fusion: boost of the term-proximity re-rank of the head (0: none)
         self.feedback = 0  # client-side fusion: top hits per branch used for pseudo-relevance feedback (0: none)
         self.collapse = False  # hybrid search: a text repeated in several chunks kept once, at its best rank
+        self.date_boost = 0.0  # hybrid search: boost of the fused head's notes dated where the question points (0: none)
+        self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))
