@@ -36,6 +36,7 @@ from common import Report, table  # noqa: E402
 from reme_es.fusion import proximity_rescore  # noqa: E402
 
 POOL = 50
+POOLS: dict[str, list[list[str]]] = {}  # set -> per question: the pool's ids (saved with the runs, to look into)
 MULTI_HOP = {"memory": "update", "memory2": "multi-hop"}  # evidence in two notes of different days
 TODAY = {"memory": dt.date(2026, 11, 1), "memory2": memory_data2.TODAY, "cranfield": dt.date(2026, 12, 1)}
 
@@ -97,6 +98,7 @@ async def drop_in(d: mq.Dataset, url: str, work: Path, encoder: opt.Encoder) -> 
             ranked = await s.ranked(q, mq.VECTORS[q], POOL, None, mq.LIMIT)
             pool = await s.with_chunks(ranked.hits[:POOL])
             pools.append(pool)
+            POOLS.setdefault(d.name, []).append([h.chunk.id for h in pool])
             await options(d, q, pool, s, encoder, lines, runs, cost)
         cost["late encode, top 20"] = [opt.late_cost(encoder, d.queries, pools, 20) / 1000]
         cost["late encode, top 50"] = [opt.late_cost(encoder, d.queries, pools, 50) / 1000]
@@ -122,7 +124,7 @@ async def options(d, q, pool, s, encoder, lines, runs, cost) -> None:
             elif family == "entities":
                 ids = [h.chunk.id for h in await opt.entity_round(s, q, pool, p)]
             else:
-                ids = [h.chunk.id for h in (await opt.dated(s, q, pool, p, TODAY[d.name]))[0]]
+                ids = [h.chunk.id for h in await opt.dated(s, q, mq.VECTORS[q], pool, p, TODAY[d.name])]
             cost.setdefault(name, []).append(time.perf_counter() - t0)
             runs.setdefault(name, []).append(ids[: mq.LIMIT])
 
@@ -149,13 +151,17 @@ async def main() -> None:
     p.add_argument("--cranfield", default="/work/shared/data/cranfield")
     p.add_argument("--out", default=str(HERE / "results" / "heldout.txt"))
     p.add_argument("--png", default=str(HERE / "heldout.png"))
+    p.add_argument("--sets", default="memory,memory2,cranfield", help="a subset: no tables, runs saved to --out .json")
     args = p.parse_args()
     report = Report()
     mq.use_model("minilm")
-    sets = [mq.memory_set(), second_set(), mq.cranfield_set(Path(args.cranfield))]
+    wanted = args.sets.split(",")
+    sets = [make() for name, make in (("memory", mq.memory_set), ("memory2", second_set),
+                                      ("cranfield", lambda: mq.cranfield_set(Path(args.cranfield)))) if name in wanted]
     encoder = opt.Encoder()
     results: dict = {}
     costs: dict = {}
+    every: dict = {}  # set -> mode -> per-question ranked ids
     work = Path(tempfile.mkdtemp(prefix="reme-es-heldout-"))
     try:
         for d in sets:
@@ -168,11 +174,14 @@ async def main() -> None:
                 reme_runs, _ = await mq.run_backend(backend, d, args.url, work, bm25=False)
                 runs.update({f"ReMe {backend}: {m}": r for m, r in reme_runs.items() if "by the bench" not in m})
             results[d.name] = {name: {h: part(d, r, h) for h in ("tune", "report")} for name, r in runs.items()}
+            every[d.name] = runs
             print(f"{d.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    Path(args.out).with_suffix(".json").write_text(json.dumps({"results": results, "costs": costs}))
-    finish(report, results, costs, args)
+    Path(args.out).with_suffix(".json").write_text(json.dumps({"results": results, "costs": costs, "runs": every,
+                                                                 "pools": POOLS}))
+    if len(results) == 3:
+        finish(report, results, costs, args)
 
 
 def finish(report: Report, results: dict, costs: dict, args) -> None:

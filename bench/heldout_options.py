@@ -11,9 +11,11 @@ re-ranks that pool or adds to it, and says how many more round trips it costs:
                          that hit: 1 trip (one range query over the hits' notes)
   entities w             a second keyword round seeded by the capitalised names of the top 3 hits that the question
                          does not hold, z-score fused into the pool at weight w: 1 trip
-  dates b                the question's date window (reme_es.store.dates) boosts hits whose note falls inside it by
-                         b; a window relative to an event ("two weeks after the move") is dated by a keyword search
-                         of the event's words and the question's names: 0 trips, 1 for a relative window
+  dates b                the store's `date_boost` (SearchStore.by_dates): the question's date window
+                         (reme_es.store.dates) adds its own candidates (both branches inside it) and lifts hits dated
+                         inside by b; a window relative to an event ("two weeks after the move") is dated first by a
+                         keyword search of the event's words and the question's names: 1 trip when a date is named,
+                         2 for a relative one, none otherwise
 """
 
 from __future__ import annotations
@@ -26,16 +28,15 @@ import numpy as np
 
 from reme_es.fusion import convex, proximity_rescore
 from reme_es.models import Hit
-from reme_es.store.dates import anchor_date, date_rescore, query_dates
 
 GRID = {
     "proximity": [(b, n) for b in (0.1, 0.3, 0.5) for n in (20, 50)],
     "late interaction": [(w, n) for w in (0.2, 0.35, 0.5) for n in (20, 50)],
     "neighbours": [1, 2, 3],
     "entities": [0.15, 0.3, 0.5],
-    "dates": [0.1, 0.3, 0.6],
+    "dates": [0.3, 0.6, 1.0],
 }
-TRIPS = {"proximity": 0, "late interaction": 0, "neighbours": 1, "entities": 1, "dates": 0}
+TRIPS = {"proximity": 0, "late interaction": 0, "neighbours": 1, "entities": 1, "dates": "1-2 when dated, else 0"}
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _SPEAKER = re.compile(r"^\s*-\s*(?:\[\d\d:\d\d\]\s*)?(?:\*\*)?([^:*]+?)(?:\*\*)?:")
 _COMMON = frozenset("The This That What When Where Which Who How Did Does Still Back Home Finally Spent Hosted "
@@ -137,18 +138,13 @@ async def entity_round(searches, query: str, pool: list[Hit], weight: float) -> 
     return convex(pool, second, 1.0 - weight, "zscore")
 
 
-async def dated(searches, query: str, pool: list[Hit], boost: float, today: dt.date) -> tuple[list[Hit], int]:
-    """The pool re-ranked by the question's date window, and the round trips that took (1 to date an event)."""
-    hint = query_dates(query, today)
-    if hint is None:
-        return pool, 0
-    trips = 0
-    if hint.anchor:
-        people = " ".join(w for w in _NAME.findall(query) if w not in _COMMON)
-        found = await searches.keyword(f"{hint.anchor} {people}", 5)
-        trips = 1
-        when = anchor_date(hint, found)
-        if when is None:
-            return pool, trips
-        hint = hint.around(when)
-    return date_rescore(pool, hint, boost), trips
+async def dated(searches, query: str, vector, pool: list[Hit], boost: float, today: dt.date) -> list[Hit]:
+    """The pool re-ranked by the store's date boost (SearchStore.by_dates: the window's own candidates added; one
+    round trip when the question names a date, two when it counts from an event)."""
+    ix = searches.indices
+    saved = ix.date_boost, ix.today
+    ix.date_boost, ix.today = boost, today
+    try:
+        return await searches.by_dates(query, vector, pool, ix.filter(None), len(pool))
+    finally:
+        ix.date_boost, ix.today = saved

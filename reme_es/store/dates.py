@@ -149,6 +149,13 @@ def anchor_date(hint: DateHint, hits: list[Hit]) -> dt.date | None:
     return None
 
 
+def with_window(hits: list[Hit], inside: list[Hit]) -> list[Hit]:
+    """The ranked hits followed by the window's candidates they lack, each keeping its own fused score (the window
+    was fused on its own: its candidates come after, and the date boost sorts them among the rest)."""
+    seen = {h.chunk.id for h in hits}
+    return hits + [h for h in inside if h.chunk.id not in seen]
+
+
 def date_rescore(hits: list[Hit], hint: DateHint | None, boost: float, top: int = 50) -> list[Hit]:
     """The first `top` hits re-ranked by fused score (min-max over them) + `boost` for a note dated inside the hint's
     window (kept as `scores["in_dates"]`, 1 or 0); the rest after, in their order. No window, no change."""

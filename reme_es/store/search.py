@@ -13,7 +13,7 @@ from ..fusion import (
     collapse_repeats, feeds_back, fuse, proximity_rescore, rocchio,
 )
 from ..models import Chunk, Hit, SearchFilter, SearchResult, doc_id
-from .dates import anchor_date, anchor_query, date_rescore, query_dates
+from .dates import anchor_date, anchor_query, date_rescore, query_dates, with_window
 from .indices import IndexSet
 from .sources import chunk_from_source
 from .vectors import VectorStore, branch_hit
@@ -137,17 +137,27 @@ class SearchStore:
         if self.indices.proximity and result.fusion == "client":
             result.hits = await self._by_proximity(query, result.hits)
         if self.indices.date_boost:
-            result.hits = await self.by_dates(query, result.hits, f)
+            result.hits = await self.by_dates(query, vector, result.hits, f, candidates)
         return result
 
-    async def by_dates(self, query: str, hits: list[Hit], f: SearchFilter | None = None) -> list[Hit]:
-        """The ranked hits with those whose note is dated where the question points boosted by `date_boost` (no
-        request; one keyword search first when the question counts from an event: "two weeks after the move")."""
+    async def by_dates(
+        self, query: str, vector: list[float] | None, hits: list[Hit], f: SearchFilter, depth: int
+    ) -> list[Hit]:
+        """The ranked hits, and the candidates of the window the question names (both branches again inside it: one
+        round trip, two when the question counts from an event that one keyword search dates first), re-ranked with
+        those dated inside lifted by `date_boost`. A question that names no date costs nothing."""
         hint = query_dates(query, self.indices.today)
         if hint is not None and hint.anchor:
             when = anchor_date(hint, await self.keyword(anchor_query(query, hint), 5, f))
             hint = hint.around(when) if when else None
-        return date_rescore(hits, hint, self.indices.date_boost)
+        if hint is None or hint.start is None:
+            return hits
+        start, end = hint.start.isoformat(), hint.end.isoformat()
+        window = f.model_copy(update={"start_date": max(start, f.start_date or start),
+                                      "end_date": min(end, f.end_date or end), "strict_date": True})
+        merged = with_window(hits, (await self._pool(query, vector, depth, window)).hits)
+        merged = collapse_repeats(merged) if self.indices.collapse else merged
+        return date_rescore(merged, hint, self.indices.date_boost, top=len(merged))
 
     async def _pool(self, query: str, vector: list[float] | None, depth: int, f: SearchFilter) -> SearchResult:
         """`depth` candidates per branch, fused by the server where the store fuses natively, else here."""

@@ -52,3 +52,12 @@ class DateContract:
         store.indices.date_boost = 0.6
         boosted = await store.search(query, vector, 2, candidates=6)
         assert boosted.hits[0].chunk.path == path["2026-04-15"]  # the move (04-01) + 14 days
+
+    async def test_a_named_month_brings_its_notes_into_the_candidates(self, store_factory):
+        store, path = await self._notes(store_factory)
+        query, vector = "What did Rafa fix himself last September?", unit_vector(1, 0.1)
+        plain = await store.search(query, vector, 1, candidates=1)
+        assert plain.hits[0].chunk.path == path["2026-03-10"]
+        store.indices.date_boost = 0.6
+        boosted = await store.search(query, vector, 1, candidates=1)
+        assert boosted.hits[0].chunk.path == path["2026-09-02"]  # beyond the one candidate asked for: the window's

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from reme_es.models import Chunk, Hit
-from reme_es.store.dates import DateHint, date_rescore, note_date, query_dates
+from reme_es.store.dates import DateHint, date_rescore, note_date, query_dates, with_window
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -63,3 +63,11 @@ def test_date_rescore_lifts_notes_inside_the_window_and_keeps_the_rest():
     assert date_rescore(hits, None, 0.6) == hits
     assert date_rescore(hits, hint, 0.0) == hits
     assert date_rescore(hits, DateHint(offset_days=7, anchor="move"), 0.6) == hits  # not dated yet: unchanged
+
+
+def test_the_window_candidates_come_after_the_ranked_hits_once():
+    ranked = [_hit("daily/2026-05-02/a.md", 3.0), _hit("daily/2026-06-10/a.md", 2.0)]
+    inside = [_hit("daily/2026-06-10/a.md", 9.0), _hit("daily/2026-06-20/a.md", 1.0)]
+    merged = with_window(ranked, inside)
+    assert [(h.chunk.path, h.score) for h in merged] == [("daily/2026-05-02/a.md", 3.0), ("daily/2026-06-10/a.md", 2.0),
+                                                         ("daily/2026-06-20/a.md", 1.0)]
