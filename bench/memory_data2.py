@@ -54,7 +54,8 @@ CUISINES = ["Georgian", "Ethiopian", "Peruvian", "Sichuan", "Lebanese", "Basque"
 JOBS = ["marine biologist", "tank diver", "night keeper", "education officer", "veterinary nurse"]
 INSTRUMENTS = ["bassoon", "hurdy-gurdy", "harp", "euphonium", "theremin", "accordion"]
 FACTS = [  # single-turn facts: (turn, question)
-    ("Signed the lease on an allotment plot, going to try growing {veg} this year.", "What vegetable is {me} planting?"),
+    ("Signed the lease on an allotment plot, going to try growing {veg} this year.",
+     "What vegetable is {me} planting?"),
     ("The band finally settled on {bandname} as our name, took three rehearsals.", "What did {me}'s band call itself?"),
     ("I'm swapping my commute for the {transport} from now on, cheaper and no traffic.",
      "How will {me} get to work from now on?"),
@@ -188,7 +189,8 @@ def generate(seed: int = SEED) -> MemorySet:
             plant(g, me, [p for p in people if p != me], ask, names)
         for date in sorted(g.days):
             path = f"daily/{date.isoformat()}/{g.slug}.md"
-            lines = ["---", f"date: {date.isoformat()}", f"group: {', '.join(people)}", "---", f"# {date:%A %d %B}", ""]
+            lines = ["---", f"date: {date.isoformat()}", f"group: {', '.join(people)}", "---", f"# {date:%A %d %B}",
+                     ""]
             minute = rng.randrange(17 * 60, 19 * 60)
             for speaker, text, qids in g.days[date]:
                 minute += rng.randrange(1, 6)

@@ -31,8 +31,9 @@ _RELATIVE = re.compile(rf"\b(?:(?P<n>{_NUM})\s+(?P<unit>{_UNIT})s?|the\s+(?P<the
                        rf"(?P<dir>after|before|since)\s+(?P<anchor>[^?.!,;]+)", re.I)
 _AGO = re.compile(rf"\b(?P<n>{_NUM})\s+(?P<unit>{_UNIT})s?\s+ago\b", re.I)
 _LAST_SPAN = re.compile(rf"\blast\s+(?P<unit>{_UNIT})\b", re.I)
-_DAY_MONTH = re.compile(rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\b\.?(?:\s+(?P<year>\d{{4}}))?", re.I)
-_MONTH_DAY = re.compile(rf"\b(?P<month>{_MONTH})\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<year>\d{{4}}))?", re.I)
+_YEAR = r"(?:,?\s+(?P<year>\d{4}))?"
+_DAY_MONTH = re.compile(rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\b\.?{_YEAR}", re.I)
+_MONTH_DAY = re.compile(rf"\b(?P<month>{_MONTH})\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b{_YEAR}", re.I)
 _MONTH_ONLY = re.compile(rf"\b(?P<last>last\s+)?(?P<month>{_MONTH})\b\.?(?:\s+(?P<year>\d{{4}}))?", re.I)
 _PATH_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 

@@ -143,9 +143,9 @@ class SearchStore:
     async def by_dates(
         self, query: str, vector: list[float] | None, hits: list[Hit], f: SearchFilter, depth: int
     ) -> list[Hit]:
-        """The ranked hits, and the candidates of the window the question names (both branches again inside it: one
-        round trip, two when the question counts from an event that one keyword search dates first), re-ranked with
-        those dated inside lifted by `date_boost`. A question that names no date costs nothing."""
+        """The ranked hits, and the candidates of the window the question names (both branches again inside it, without
+        feedback: one round trip, two when the question counts from an event that one keyword search dates first),
+        re-ranked with those dated inside lifted by `date_boost`. A question that names no date costs nothing."""
         hint = query_dates(query, self.indices.today)
         if hint is not None and hint.anchor:
             when = anchor_date(hint, await self.keyword(anchor_query(query, hint), 5, f))
@@ -155,12 +155,15 @@ class SearchStore:
         start, end = hint.start.isoformat(), hint.end.isoformat()
         window = f.model_copy(update={"start_date": max(start, f.start_date or start),
                                       "end_date": min(end, f.end_date or end), "strict_date": True})
-        merged = with_window(hits, (await self._pool(query, vector, depth, window)).hits)
+        merged = with_window(hits, (await self._pool(query, vector, depth, window, feedback=False)).hits)
         merged = collapse_repeats(merged) if self.indices.collapse else merged
         return date_rescore(merged, hint, self.indices.date_boost, top=len(merged))
 
-    async def _pool(self, query: str, vector: list[float] | None, depth: int, f: SearchFilter) -> SearchResult:
-        """`depth` candidates per branch, fused by the server where the store fuses natively, else here."""
+    async def _pool(
+        self, query: str, vector: list[float] | None, depth: int, f: SearchFilter, feedback: bool = True
+    ) -> SearchResult:
+        """`depth` candidates per branch, fused by the server where the store fuses natively, else here (with the
+        store's feedback unless `feedback` is false)."""
         if vector is not None and self.indices.native_hybrid():
             return await self._native(query, vector, depth, f)
         if vector is not None and self.indices.hybrid == "native":
@@ -170,7 +173,7 @@ class SearchStore:
                 f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
-        return await self._client(query, vector, depth, f)
+        return await self._client(query, vector, depth, f, feedback)
 
     async def _by_proximity(self, query: str, hits: list[Hit]) -> list[Hit]:
         """The fused head (PROXIMITY_TOP hits) fetched with its text and re-ranked by term proximity; the rest after."""
@@ -181,14 +184,16 @@ class SearchStore:
         """Ranked hits with their stored chunks (one `_mget`; hits whose chunk went meanwhile are left out)."""
         return await self._with_chunks(hits)
 
-    async def _client(self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter) -> SearchResult:
+    async def _client(
+        self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter, feedback: bool = True
+    ) -> SearchResult:
         """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
         weighted RRF, min-max or z-score)."""
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
         keyword, vec = await self._branches(bodies)
-        if keyword and vec and self.indices.feedback:
+        if keyword and vec and self.indices.feedback and feedback:
             keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec)
         if keyword and vec:
             method = self.indices.pipeline_kind or "rrf"

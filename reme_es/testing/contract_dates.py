@@ -25,7 +25,8 @@ class DateContract:
                 ("2026-09-02", "Rafa fixed the tap himself, easy video", unit_vector(1, 0.4)),
                 ("2026-04-01", "Rafa says the move is done, living in the new flat now", unit_vector(0, 1)),
                 ("2026-04-15", "Rafa hosted a paella dinner for the neighbours", unit_vector(0.6, 0, 1)),
-                ("2026-08-20", "Rafa hosted a curry dinner for the neighbours, two weeks of planning", unit_vector(0.2, 0, 1))]
+                ("2026-08-20", "Rafa hosted a curry dinner for the neighbours, two weeks of planning",
+                 unit_vector(0.2, 0, 1))]
         pairs = []
         for day, text, vector in said:
             path = f"daily/{day}/rafa.md"
