@@ -46,6 +46,12 @@ if TYPE_CHECKING:
     type=click.Choice(["none", "local", "e5", "openai"]),
     help="Query embedder (default: the model the index records for its vectors).",
 )
+@click.option(
+    "--date-boost",
+    type=click.FloatRange(0, 10),
+    help="Lift hits whose note is dated where the question points (\"last June\", \"two weeks after the move\") by "
+    "this much of the fused score range (setting date_boost; default 0: off).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @common()
 def search(

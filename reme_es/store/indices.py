@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import date
 
 from ..adapters.dialect import Dialect, ensure_mapping_compatible
 from ..adapters.port import Action, IndexPort
@@ -61,6 +62,8 @@ class IndexSet:
         self.proximity = search.proximity
         self.feedback = search.feedback
         self.collapse = search.collapse
+        self.date_boost = search.date_boost  # boost of the fused head's notes dated where the question points (0: none)
+        self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))

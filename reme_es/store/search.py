@@ -9,6 +9,7 @@ from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyw
 from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, SearchResult, doc_id
+from .dates import anchor_date, anchor_query, date_rescore, query_dates, with_window
 from .feedback import by_chunk, top_bodies
 from .fusion import (
     COLLAPSE_MAX_DEPTH,
@@ -146,10 +147,34 @@ class SearchStore:
             depth = min(depth * 4, COLLAPSE_MAX_DEPTH)
         if self.indices.proximity and result.fusion == "client":
             result.hits = await self._by_proximity(query, result.hits)
+        if self.indices.date_boost:
+            result.hits = await self.by_dates(query, vector, result.hits, f, candidates)
         return result
 
-    async def _pool(self, query: str, vector: list[float] | None, depth: int, f: SearchFilter) -> SearchResult:
-        """`depth` candidates per branch, fused by the server where the store fuses natively, else here."""
+    async def by_dates(
+        self, query: str, vector: list[float] | None, hits: list[Hit], f: SearchFilter, depth: int
+    ) -> list[Hit]:
+        """The ranked hits, and the candidates of the window the question names (both branches again inside it, without
+        feedback: one round trip, two when the question counts from an event that one keyword search dates first),
+        re-ranked with those dated inside lifted by `date_boost`. A question that names no date costs nothing."""
+        hint = query_dates(query, self.indices.today)
+        if hint is not None and hint.anchor:
+            when = anchor_date(hint, await self.keyword(anchor_query(query, hint), 5, f))
+            hint = hint.around(when) if when else None
+        if hint is None or hint.start is None:
+            return hits
+        start, end = hint.start.isoformat(), hint.end.isoformat()
+        window = f.model_copy(update={"start_date": max(start, f.start_date or start),
+                                      "end_date": min(end, f.end_date or end), "strict_date": True})
+        merged = with_window(hits, (await self._pool(query, vector, depth, window, feedback=False)).hits)
+        merged = collapse_repeats(merged) if self.indices.collapse else merged
+        return date_rescore(merged, hint, self.indices.date_boost, top=len(merged))
+
+    async def _pool(
+        self, query: str, vector: list[float] | None, depth: int, f: SearchFilter, feedback: bool = True
+    ) -> SearchResult:
+        """`depth` candidates per branch, fused by the server where the store fuses natively, else here (with the
+        store's feedback unless `feedback` is false)."""
         if vector is not None and self.indices.native_hybrid():
             return await self._native(query, vector, depth, f)
         if vector is not None and self.indices.hybrid == "native":
@@ -159,7 +184,7 @@ class SearchStore:
                 f"licensed rrf retriever (Elasticsearch), and an index with vectors; "
                 f"{caps.engine if caps else 'the server'} lacks it. Use hybrid: auto or client."
             )
-        return await self._client(query, vector, depth, f)
+        return await self._client(query, vector, depth, f, feedback)
 
     async def _by_proximity(self, query: str, hits: list[Hit]) -> list[Hit]:
         """The fused head (PROXIMITY_TOP hits) fetched with its text and re-ranked by term proximity; the rest after."""
@@ -170,14 +195,16 @@ class SearchStore:
         """Ranked hits with their stored chunks (one `_mget`; hits whose chunk went meanwhile are left out)."""
         return await self._with_chunks(hits)
 
-    async def _client(self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter) -> SearchResult:
+    async def _client(
+        self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter, feedback: bool = True
+    ) -> SearchResult:
         """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
         weighted RRF, min-max or z-score). With feedback, the same `_msearch` brings each branch's top hits' texts
         and vectors (`feedback.top_bodies`)."""
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
-        n = self.indices.feedback if len(bodies) == 2 else 0
+        n = self.indices.feedback if len(bodies) == 2 and feedback else 0
         keyword, vec, tops = await self._branches(bodies, n)
         if keyword and vec and n:
             keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec, tops)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import pytest
 
+from .contract_dates import DateContract
 from .contract_search import HybridContract, MaintenanceContract, VectorContract
 from .contract_write import FilterContract, LinkContract, WriteContract
 
 
-class StoreContract(WriteContract, FilterContract, LinkContract, VectorContract, HybridContract, MaintenanceContract):
+class StoreContract(
+    WriteContract, FilterContract, LinkContract, VectorContract, HybridContract, MaintenanceContract, DateContract
+):
     """The whole contract."""
 
 
@@ -29,6 +32,6 @@ class SharedSetContract(StoreContract):
 
 
 __all__ = [
-    "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "SharedSetContract", "StoreContract",
-    "VectorContract", "WriteContract",
+    "DateContract", "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "SharedSetContract",
+    "StoreContract", "VectorContract", "WriteContract",
 ]

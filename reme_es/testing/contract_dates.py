@@ -1,0 +1,64 @@
+"""Contract mixin for the date boost: a question that names a month or an offset from an event lifts the notes
+dated there (see `reme_es.store.dates`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ._common import ASYNC
+from ._common import ids as _ids
+from .data import chunk, file_with, unit_vector
+
+
+class DateContract:
+    """Hybrid search with `date_boost`: the ranking changes only by the notes' dates, as claimed."""
+
+    pytestmark = ASYNC
+
+    async def _notes(self, store_factory):
+        # A repair in each of three months (March the best match by both branches by far), a move,
+        # and a dinner two weeks after it; questions are asked on 2026-12-01.
+        store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
+        store.indices.today = dt.date(2026, 12, 1)
+        said = [("2026-03-10", "Rafa fixed the boiler himself last weekend", unit_vector(1, 0.1)),
+                ("2026-06-14", "Rafa repaired the gate, took a while", unit_vector(1, 0.6)),
+                ("2026-09-02", "Rafa got the tap working again", unit_vector(1, 0.8)),
+                ("2026-04-01", "Rafa says the move is done, living in the new flat now", unit_vector(0, 1)),
+                ("2026-04-15", "Rafa hosted a paella dinner for the neighbours", unit_vector(0.6, 0, 1)),
+                ("2026-08-20", "Rafa hosted a curry dinner for the neighbours, two weeks of planning",
+                 unit_vector(0.2, 0, 1))]
+        pairs = []
+        for day, text, vector in said:
+            path = f"daily/{day}/rafa.md"
+            pairs.append(file_with(path, [chunk(path, text, vector=vector)]))
+        await store.upsert(pairs)
+        return store, {day: f"daily/{day}/rafa.md" for day, *_ in said}
+
+    async def test_a_named_month_lifts_its_notes(self, store_factory):
+        store, path = await self._notes(store_factory)
+        query, vector = "What did Rafa fix himself last June?", unit_vector(1, 0.1)
+        plain = await store.search(query, vector, 3, candidates=6)
+        assert plain.hits[0].chunk.path == path["2026-03-10"]
+        store.indices.date_boost = 1.5  # more than the fused range: the month's notes first
+        boosted = await store.search(query, vector, 3, candidates=6)
+        assert boosted.hits[0].chunk.path == path["2026-06-14"]
+        assert boosted.hits[0].scores["in_dates"] == 1.0
+        assert sorted(_ids(boosted.hits)) == sorted(_ids(plain.hits))  # re-ranked, nothing added or dropped
+
+    async def test_an_offset_from_an_event_is_dated_by_the_event(self, store_factory):
+        store, path = await self._notes(store_factory)
+        query, vector = "What did Rafa host for the neighbours two weeks after the move?", unit_vector(0.2, 0, 1)
+        plain = await store.search(query, vector, 2, candidates=6)
+        assert plain.hits[0].chunk.path == path["2026-08-20"]  # more of the question's words
+        store.indices.date_boost = 0.6
+        boosted = await store.search(query, vector, 2, candidates=6)
+        assert boosted.hits[0].chunk.path == path["2026-04-15"]  # the move (04-01) + 14 days
+
+    async def test_a_named_month_brings_its_notes_into_the_candidates(self, store_factory):
+        store, path = await self._notes(store_factory)
+        query, vector = "What did Rafa fix himself last September?", unit_vector(1, 0.1)
+        plain = await store.search(query, vector, 1, candidates=1)
+        assert plain.hits[0].chunk.path == path["2026-03-10"]
+        store.indices.date_boost = 1.5
+        boosted = await store.search(query, vector, 1, candidates=1)
+        assert boosted.hits[0].chunk.path == path["2026-09-02"]  # beyond the one candidate asked for: the window's

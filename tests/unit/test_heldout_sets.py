@@ -1,0 +1,52 @@
+"""The held-out bench's sets: the second generated conversation set and the fixed tuning/reporting split."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench(request):
+    pytest.importorskip("reme", reason="the bench runs ReMe: pip install 'reme-es[reme]'")
+    sys.path.insert(0, str(BENCH))
+    request.addfinalizer(lambda: sys.path.remove(str(BENCH)))
+    import heldout
+    import memory_data2
+
+    return heldout, memory_data2
+
+
+def test_second_set_evidence_is_what_its_questions_need(bench):
+    heldout, data2 = bench
+    data = data2.generate()
+    text = {cid: t for cid, _, _, t in data.chunks}
+    assert len({t for t in text.values()}) > 0.8 * len(text)  # few texts repeat word for word
+    for q in data.questions:
+        days = {cid.split("/")[1] for cid in q["evidence"]}
+        assert all(cid in text for cid in q["evidence"]), q
+        if q["kind"] == "multi-hop":  # two turns on two days, the second naming whom the first introduced
+            first, second = (text[c] for c in sorted(q["evidence"]))
+            name = first.split(" is staying with us")[0].split()[-1]
+            assert len(days) == 2 and name in data2.BRIDGE_NAMES and name in second
+        if q["kind"] == "month":
+            month = q["question"].rstrip("?").split()[-1]
+            assert len(q["evidence"]) == 1 and data2.MONTHS.index(month) + 1 == int(next(iter(days)).split("-")[1])
+    assert data2.generate().questions == data.questions  # fixed by its seed
+
+
+def test_halves_split_by_conversation(bench):
+    heldout, _ = bench
+    import memory_quality as mq
+
+    d = mq.memory_set()
+    halves = heldout.halves(d)
+    conv = [next(iter(g)).split("#")[0].rsplit("/", 1)[1] for g in d.gains]
+    by_half = {h: {c for c, x in zip(conv, halves) if x == h} for h in ("tune", "report")}
+    assert len(by_half["tune"]) == len(by_half["report"]) == 6
+    assert not by_half["tune"] & by_half["report"]
+    assert heldout.halves(heldout.second_set()) == ["report"] * 120  # nothing is tuned on the second set
