@@ -18,7 +18,7 @@ class DateContract:
     async def _notes(self, store_factory):
         # A repair in each of three months (March the best match by both branches by far), a move,
         # and a dinner two weeks after it; questions are asked on 2026-12-01.
-        store = await store_factory(hybrid="client", pipeline="zscore", vector_weight=0.55)
+        store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55)
         store.indices.today = dt.date(2026, 12, 1)
         said = [("2026-03-10", "Rafa fixed the boiler himself last weekend", unit_vector(1, 0.1)),
                 ("2026-06-14", "Rafa repaired the gate, took a while", unit_vector(1, 0.6)),

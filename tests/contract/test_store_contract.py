@@ -24,12 +24,9 @@ def reme_es_open_store(server):
     return open_one
 
 
+@pytest.mark.parametrize("server", contract_flavours(), indirect=True, scope="session")
 class TestStoreContract(StoreContract):
     """Every contract case, the store alone in its index set, on OpenSearch 2.19 (`contract_flavours`)."""
-
-    @pytest.fixture(scope="class", params=contract_flavours())
-    def server(self, request, servers):
-        return servers.get(request.param)
 
 
 class TestSharedSetContract(SharedSetContract):
