@@ -1,9 +1,9 @@
 """The index port: every operation the store and maintenance need from a cluster, typed, with REST paths inside.
 
 Above `adapters/` nothing names a REST path, a bulk `_op_type` or a response's JSON layout: the store speaks
-in `Action`s and in the answers these methods return. The port sends through a dialect's `request` and `bulk`
-(looked up at call time, so a test or benchmark that wraps them on the dialect sees every call). Bodies of
-searches come from the dialect's pure builders and `lookups`; this module adds only the envelopes.
+in `Action`s and in the answers these methods return (`documents.py`). The port sends through the dialect's
+transport (`request`, `bulk`: looked up at call time, so a test or benchmark that wraps them sees every call). Bodies
+of searches come from the dialect's pure builders and `lookups`; this module adds only the envelopes.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import copy
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, replace
-from typing import Any, Literal, NamedTuple
+from dataclasses import replace
+from typing import Any
 
 from ..core.checks import redact_host
 from ..core.errors import IndexUnavailable, RequestFailed
 from . import lookups as q
 from .dialect import candidates_only
+from .documents import Action, Candidate, StoredDoc, _candidate, _named_scores, _note_partial, _stored
 from .identity import ClusterIdentity
 from .scope import Scope
 from .transport import BulkOutcome, index_missing
@@ -27,68 +28,6 @@ from .transport import BulkOutcome, index_missing
 log = logging.getLogger(__name__)
 
 REFRESH_WAIT = 10.0  # seconds a refresh may take before the port asks whether an index lost its primary shards
-
-Op = Literal["create", "index", "delete", "update"]
-
-
-@dataclass(frozen=True)
-class Action:
-    """One bulk item, engine-neutral: `version` = (seq_no, primary_term) makes it conditional on that version."""
-
-    op: Op
-    index: str
-    id: str
-    source: dict | None = None
-    routing: str | None = None
-    version: tuple[int, int] | None = None
-
-    def as_dict(self) -> dict:
-        """A plain description for golden tests and logs."""
-        out: dict[str, Any] = {"op": self.op, "index": self.index, "id": self.id}
-        if self.routing is not None:
-            out["routing"] = self.routing
-        if self.version is not None:
-            out["if_version"] = list(self.version)
-        if self.source is not None:
-            out["source"] = self.source
-        return out
-
-    def to_bulk(self) -> dict:
-        """The client helpers' bulk item."""
-        item: dict[str, Any] = {"_op_type": self.op, "_index": self.index, "_id": self.id}
-        if self.routing is not None:
-            item["_routing"] = self.routing
-        if self.source is not None:
-            item["doc" if self.op == "update" else "_source"] = self.source
-        if self.version is not None:
-            item["if_seq_no"], item["if_primary_term"] = self.version
-        return item
-
-
-class Candidate(NamedTuple):
-    """One hit of a candidates-only search: its score, chunk id, path and text hash ("" where the chunk has none)."""
-
-    score: float
-    chunk_id: str
-    path: str
-    hash: str = ""
-
-
-def _candidate(hit: dict) -> Candidate:
-    fields = hit["fields"]
-    return Candidate(float(hit["_score"]), fields["chunk_id"][0], fields["path"][0], (fields.get("hash") or [""])[0])
-
-
-@dataclass(frozen=True)
-class StoredDoc:
-    """One stored document as the port hands it up: its id, its source (None when not asked for), its version
-    (seq_no, primary_term) where the read reports one, and its routing where the doc has one."""
-
-    id: str
-    source: dict | None
-    version: tuple[int, int] | None = None
-    routing: str | None = None
-
 
 async def or_none(call: Awaitable[Any]) -> Any:
     """The call's answer, or None when the server says 404 (missing index, alias, pipeline)."""
@@ -98,11 +37,6 @@ async def or_none(call: Awaitable[Any]) -> Any:
         if exc.status == 404:
             return None
         raise
-
-
-def _named_scores(hit: dict) -> dict[str, float]:
-    matched = hit.get("matched_queries")
-    return {name: float(score) for name, score in matched.items()} if isinstance(matched, dict) else {}
 
 
 class IndexPort:
@@ -463,24 +397,3 @@ class IndexPort:
     async def put_meta(self, index: str, meta: dict) -> None:
         """Replace the `_meta` of an index's (or alias's) mapping."""
         await self._send("PUT", f"/{index}/_mapping", {"_meta": meta})
-
-
-def _stored(doc: dict, given: dict[str, str] | None = None, scope: Scope | None = None) -> StoredDoc:
-    """A `_mget` doc or search hit as a StoredDoc (`given`: stored id -> the id the caller asked for; `scope`: its
-    source without the workspace key the scope added)."""
-    version = (doc["_seq_no"], doc["_primary_term"]) if "_seq_no" in doc else None
-    source = scope.unsource(doc.get("_source")) if scope else doc.get("_source")
-    return StoredDoc((given or {}).get(doc["_id"], doc["_id"]), source, version, doc.get("_routing"))
-
-
-def _note_partial(index: str, answer: dict) -> None:
-    """Log a search that only some of its shards answered (a lost node leaves shards unassigned, or a shard failed):
-    the hits are partial, and the log says so."""
-    shards = answer.get("_shards") or {}
-    total, answered = shards.get("total", 0), shards.get("successful", 0)
-    if answered < total:
-        log.warning(
-            "search of %s answered by %s of %s shards (%s failed or unassigned): results are partial until the "
-            "missing shards are assigned again (`reme-es status` shows the cluster's health)",
-            index, answered, total, total - answered,
-        )
