@@ -164,7 +164,7 @@ class RequestLog:
     def __init__(self, store: MemoryStore):
         self.times: dict[str, list[float]] = {}
         dialect = store.dialect
-        request, bulk = dialect.transport.request, dialect.bulk
+        request, bulk = dialect.transport.request, dialect.transport.bulk
         names = {store.index(k): k for k in ("chunks", "files", "links")}
 
         def kind(method: str, path: str, body: object) -> str:
@@ -193,8 +193,8 @@ class RequestLog:
                     time.perf_counter() - t
                 )
 
-        dialect.transport.request, dialect.bulk = timed_request, timed_bulk
-        self._restore = lambda: (delattr(dialect, "request"), delattr(dialect, "bulk"))
+        dialect.transport.request, dialect.transport.bulk = timed_request, timed_bulk
+        self._restore = lambda: (delattr(dialect.transport, "request"), delattr(dialect.transport, "bulk"))
 
     def close(self) -> None:
         """Put the dialect's own methods back."""

@@ -113,7 +113,7 @@ class Took:
             return resp
 
         dialect.transport.request = recording
-        self.close = lambda: delattr(dialect, "request")
+        self.close = lambda: delattr(dialect.transport, "request")
 
     def take(self) -> float:
         """The largest took since the last call (the slower branch when two ran at once), in ms."""

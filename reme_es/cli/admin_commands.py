@@ -63,8 +63,8 @@ def status(as_json, workspace, config_file, **flags):
 
 async def _cluster(store: MemoryStore) -> dict:
     """The cluster's health and the unassigned shards of this index set (what a lost node leaves behind)."""
-    health = await store.port.cluster_health() or {}
-    unassigned = await store.port.unassigned_shards(f"{store.prefix}-*") if health.get("status") != "green" else []
+    health = await store.cluster_health() or {}
+    unassigned = await store.unassigned_shards() if health.get("status") != "green" else []
     return {
         "status": health.get("status"), "nodes": health.get("number_of_nodes"),
         "unassigned_shards": health.get("unassigned_shards"), "set_unassigned": unassigned,
@@ -143,7 +143,7 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
         stats = await store.stats()
         counts = await store.health_counts()
         cluster["workspaces_in_set"] = None if store.legacy else len(await store.workspaces())
-        recorded = store.legacy or await store.registry.record(store.workspace) is not None
+        recorded = store.legacy or await store.workspace_record() is not None
         if not recorded and not as_json:
             _err(f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
                  "or dropped): name a synced folder with -w FOLDER")

@@ -266,7 +266,7 @@ async def _open(settings: Options, dims: int | None = None, create: bool = True,
 async def _known_workspace(store: MemoryStore, folder: Path | None = None) -> None:
     """Refuse to read a workspace the set has no record of while it records others (the command was run for another
     folder, `-w`, or with another key): an empty answer would look like an empty workspace."""
-    if store.workspace is None or await store.registry.record(store.workspace) is not None:
+    if store.workspace is None or await store.workspace_record() is not None:
         return
     others = await store.workspaces()
     if not others:

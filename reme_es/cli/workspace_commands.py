@@ -64,7 +64,7 @@ async def _drop_workspace(
 
     counts = await store.health_counts()
     what = f"workspace {store.workspace} of index set {store.prefix}"
-    record = await store.registry.record(store.workspace)
+    record = await store.workspace_record()
     if record is None and not any(counts.values()):
         click.echo(f"nothing to drop: {what} holds no document and has no record (never synced, or dropped already)")
         return 0

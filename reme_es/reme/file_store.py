@@ -124,7 +124,7 @@ class EsFileStore(BaseFileStore):
 
     async def _tagged_files(self, key: str) -> list:
         await self.refresher.visible()
-        return await self._require_store().links.with_front_matter(key)
+        return await self._require_store().files_with_front_matter(key)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -276,20 +276,20 @@ class EsFileStore(BaseFileStore):
         await self.refresher.visible()
         store = self._require_store()
         if paths is None:
-            return [to_file_node(doc) for doc in await store.links.get_files(None)]
-        found = {doc.path: doc for doc in await store.links.get_files(list(paths))}
+            return [to_file_node(doc) for doc in await store.get_files(None)]
+        found = {doc.path: doc for doc in await store.get_files(list(paths))}
         return [to_file_node(found[p]) for p in paths if p in found]
 
     async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links written in `path`, in order; REAL targets are indexed nodes, VIRTUAL ones are not."""
         await self.refresher.visible()
-        links = await self._require_store().links.outlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        links = await self._require_store().get_outlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links from every indexed file to `path`, sources sorted by path."""
         await self.refresher.visible()
-        links = await self._require_store().links.inlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def rebuild_links(self) -> None:
@@ -305,7 +305,7 @@ class EsFileStore(BaseFileStore):
         if vector is None:
             return []
         await self.refresher.visible()
-        hits = await self._require_store().vectors.search(vector, limit, search_filter)
+        hits = await self._require_store().vector_search(vector, limit, search_filter)
         return [to_file_chunk(h) for h in hits]
 
     async def keyword_search(self, query: str, limit: int, search_filter: dict) -> list[FileChunk]:
@@ -313,7 +313,7 @@ class EsFileStore(BaseFileStore):
         if not query or not query.strip() or limit <= 0:
             return []
         await self.refresher.visible()
-        hits = await self._require_store().searches.keyword(query.strip(), limit, search_filter)
+        hits = await self._require_store().keyword_search(query.strip(), limit, search_filter)
         return [to_file_chunk(h) for h in hits]
 
     def hybrid_matches(self, vector_weight: float) -> bool:
@@ -331,7 +331,7 @@ class EsFileStore(BaseFileStore):
             return [], {"vector": 0, "keyword": 0, "fusion": "none"}
         vector = await self.vectors.query_vector(query)
         await self.refresher.visible()
-        result = await self._require_store().searches.ranked(query.strip(), vector, candidates, search_filter, limit)
+        result = await self._require_store().ranked(query.strip(), vector, candidates, search_filter, limit)
         counts = {"vector": result.vector_hits, "keyword": result.keyword_hits, "fusion": result.fusion}
         return [to_file_chunk(h) for h in apply_min_score(result.hits, min_score)], counts
 
@@ -347,7 +347,7 @@ class EsFileStore(BaseFileStore):
     async def optimize_index(self) -> None:
         """Expunge deleted documents where they pile up (force-merge)."""
         await self.refresher.visible()
-        result = await self._require_store().indices.optimize()
+        result = await self._require_store().optimize()
         self.logger.info(f"{self.name}: optimize_index merged={result['merged']}")
 
     @BaseFileStore.serialized
@@ -358,7 +358,7 @@ class EsFileStore(BaseFileStore):
         out: dict[str, Any] = {"scope": scope}
         await self.refresher.visible()
         if scope in ("all", "bm25"):
-            stats = await self._require_store().indices.stats()
+            stats = await self._require_store().stats()
             out["bm25"] = {"indexed": stats["chunks"]["docs"], "scope": "bm25"}
         if scope in ("all", "embedding"):
             self.vectors.rebuild_pending = False

@@ -1,6 +1,7 @@
 """MemoryStore: files, chunks and links kept consistent as one unit, on any dialect.
 
-The store is a small facade over its parts, each a module a reader can open on its own:
+The store is the one door into an index set: the CLI, `reme-es sync`, the ReMe plugin and the contract suite call
+`MemoryStore`, never its parts. Each part is a module a reader can open on its own:
 
     indices.py   IndexSet: aliases over versioned indices, mapping checks, dims, the hybrid pipeline, upkeep
     protocol.py  the write protocol as pure functions (its docstring is the protocol's description)
@@ -9,7 +10,11 @@ The store is a small facade over its parts, each a module a reader can open on i
     shown.py     what a search answer shows beside its hits (chunks, links, neighbour files), in one _msearch
     vectors.py   VectorStore: k-NN search, reading back, backfilling and setting vectors
     links.py     LinkGraph: files, outlinks, inlinks, expansion and traversal over the links index
-    registry.py  Registry: which folder writes each workspace of the set (a sync never deletes another's files)
+    workspaces.py Registry: which folder writes each workspace of the set (a sync never deletes another's files)
+    fusion.py    pure: RRF and convex fusion, feedback's Rocchio step, collapse of repeated texts, proximity
+    feedback.py  pure: the feedback's top-hit searches sent with the candidates, and their answers read back
+    dates.py     pure: the date window a question names, and the date boost
+    connect.py   open_store: a connected MemoryStore from client settings; lifecycle.py: reindex, migrate, diff
     sources.py   pure conversions between the models and stored sources, with the checks before writing
 
 One store reads and writes one workspace of an index set that may hold thousands (`reme_es.adapters.scope`: every
@@ -26,7 +31,7 @@ conditional write; see `reme_es.store.protocol`), so a failed item never loses w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Self
 
 from ..adapters.dialect import Dialect
@@ -40,6 +45,7 @@ from .links import LinkGraph
 from .search import SearchStore
 from .shown import Shown, fetch_shown
 from .sources import chunk_source, stored_chunk_source
+from .vector_plan import VectorPlan
 from .vectors import VectorStore
 from .workspaces import Registry
 from .writer import Writer
@@ -212,6 +218,18 @@ class MemoryStore:
         unless `take_over`. Call before the first write of a session."""
         return await self.registry.claim(self.workspace, folder, take_over)
 
+    async def workspace_record(self) -> dict | None:
+        """This workspace's record in the set (folder, host, since), or None when nobody claimed it."""
+        return await self.registry.record(self.workspace)
+
+    async def cluster_health(self) -> dict | None:
+        """The cluster's health (status, nodes, unassigned shards), None where the service has no such API."""
+        return await self.port.cluster_health()
+
+    async def unassigned_shards(self) -> list[dict]:
+        """The shards of this set's indices that no node holds: index, shard, primary or replica, why."""
+        return await self.port.unassigned_shards(f"{self.prefix}-*")
+
     async def workspaces(self) -> list[dict]:
         """Every workspace recorded in the set (key, folder, host, since)."""
         return await self.registry.workspaces()
@@ -310,6 +328,16 @@ class MemoryStore:
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
         return await self.vectors.get_chunks(ids_by_path, with_vectors)
+
+    async def plan_vectors(
+        self,
+        chunks: list[Chunk],
+        stored_ids: dict[str, list[str]],
+        before_search: Callable[[], Awaitable[None]] | None = None,
+    ) -> VectorPlan:
+        """Plan the vectors of chunks about to be written: unchanged, reusable (their stored vector read back) or to
+        embed (`VectorStore.plan`)."""
+        return await self.vectors.plan(chunks, stored_ids, before_search)
 
     async def vector_ids(self, ids_by_path: dict[str, list[str]]) -> set[str]:
         """Which of these chunks have a stored vector (answered by the index: no vector is read)."""

@@ -205,7 +205,7 @@ class SyncWriter:
         stored vector back; one whose text a deleted file had reuses that vector; only the rest is embedded."""
         known = await self.known()
         ids = {doc.path: known[doc.path].chunk_ids for doc, _ in items if doc.path in known}
-        plan = await self.store.vectors.plan([c for _, chunks in items for c in chunks], ids)
+        plan = await self.store.plan_vectors([c for _, chunks in items for c in chunks], ids)
         summary.reused_vectors += len(plan.unchanged) + len(plan.reusable)
         todo: list[Chunk] = []
         for c in plan.to_embed:

@@ -156,14 +156,14 @@ async def test_a_read_does_not_refresh_in_the_middle_of_a_write(open_app):
     s = await open_app(refresh_after=60)
     await s.fs.upsert([note(1)])  # unrefreshed: the next read refreshes
     dialect = s.fs.store.dialect
-    bulk, gate, log = dialect.bulk, asyncio.Event(), []
+    bulk, gate, log = dialect.transport.bulk, asyncio.Event(), []
 
     async def held_bulk(actions, *args, **kwargs):
         log.append("bulk")
         await gate.wait()  # the write is stuck between its rounds
         return await bulk(actions, *args, **kwargs)
 
-    dialect.bulk = held_bulk
+    dialect.transport.bulk = held_bulk
     write = asyncio.create_task(s.fs.upsert([note(2), note(3)]))  # new files: nothing to refresh before writing
     while not log:
         await asyncio.sleep(0.01)
@@ -173,7 +173,7 @@ async def test_a_read_does_not_refresh_in_the_middle_of_a_write(open_app):
     gate.set()
     await write
     hits = await read
-    dialect.bulk = bulk
+    dialect.transport.bulk = bulk
     assert s.refreshes == 1
     assert sorted({h.path for h in hits}) == [f"digest/refresh-{n}.md" for n in (1, 2, 3)]
 
