@@ -4,9 +4,11 @@ cluster answers become them. Pure: no I/O."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from ..core.errors import IndexUnavailable, RequestFailed
 from .scope import Scope
 
 log = logging.getLogger("reme_es.adapters.port")  # the port's logger: its warnings keep their name
@@ -97,3 +99,28 @@ def _note_partial(index: str, answer: dict) -> None:
             "missing shards are assigned again (`reme-es status` shows the cluster's health)",
             index, answered, total, total - answered,
         )
+
+
+def unavailable(health: dict) -> IndexUnavailable | None:
+    """From a `_cluster/health?level=indices` answer: the error naming the red indices and what to do, or None."""
+    red = {i: h.get("unassigned_shards", 0) for i, h in (health.get("indices") or {}).items() if h.get("status") == "red"}
+    if not red:
+        return None
+    listed = ", ".join(f"{i} ({n} shard(s) unassigned)" for i, n in sorted(red.items()))
+    return IndexUnavailable(
+        f"index {listed} has primary shards that no node holds: the node that held them is down and they have no "
+        f"replica. Reads and writes of it fail until that node is back: restart it, or restore the index from a "
+        f"snapshot. `reme-es status` lists the unassigned shards; the cluster has {health.get('number_of_nodes')} "
+        "node(s) now. Indices with a replica (the default `replicas` on two or more nodes) keep answering.",
+        red,
+    )
+
+
+async def or_none(call: Awaitable[Any]) -> Any:
+    """The call's answer, or None when the server says 404 (missing index, alias, pipeline)."""
+    try:
+        return await call
+    except RequestFailed as exc:
+        if exc.status == 404:
+            return None
+        raise

@@ -17,10 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.checks import redact_host
-from ..core.errors import IndexUnavailable, RequestFailed
+from ..core.errors import RequestFailed
 from . import lookups as q
 from .dialect import candidates_only
-from .documents import Action, Candidate, StoredDoc, _candidate, _named_scores, _note_partial, _stored
+from .documents import Action, Candidate, StoredDoc, or_none, unavailable
+from .documents import _candidate, _named_scores, _note_partial, _stored  # noqa: I001 - the answers' readers
 from .identity import ClusterIdentity
 from .scope import Scope
 from .transport import BulkOutcome, index_missing
@@ -28,16 +29,7 @@ from .transport import BulkOutcome, index_missing
 log = logging.getLogger(__name__)
 
 REFRESH_WAIT = 10.0  # seconds a refresh may take before the port asks whether an index lost its primary shards
-
-async def or_none(call: Awaitable[Any]) -> Any:
-    """The call's answer, or None when the server says 404 (missing index, alias, pipeline)."""
-    try:
-        return await call
-    except RequestFailed as exc:
-        if exc.status == 404:
-            return None
-        raise
-
+SEARCH_WAIT = 1.0  # the same for a search, which the shared policy retries on 503
 
 class IndexPort:
     """Typed index operations over one dialect's transport, on the cluster `identity` recorded (see `identity`), for
@@ -69,10 +61,6 @@ class IndexPort:
             items.append(Action(a.op, a.index, stored, source, scope.routing(a.routing), a.version).to_bulk())
         return items, given
 
-    async def _send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        """One request (the transport checks the cluster `identity` recorded before each try where it is due)."""
-        return await self.transport.request(method, path, body, params)
-
     # --- documents ------------------------------------------------------------------------------
     async def bulk(self, actions: list[Action], require_alias: bool = True) -> BulkOutcome:
         """Write actions in bulk (per-item retry of 429/5xx, every failure reported). Each item's index must be an
@@ -91,7 +79,7 @@ class IndexPort:
 
     async def search(self, index: str, body: dict, params: dict | None = None) -> list[dict]:
         """The hits of one search (routed to this workspace's shard)."""
-        answer = await self._unless_unavailable([index], self._send("POST", f"/{index}/_search", body,
+        answer = await self._unless_unavailable([index], self.transport.request("POST", f"/{index}/_search", body,
                                                                      self.scope.params(params)))
         _note_partial(index, answer)
         return answer["hits"]["hits"]
@@ -109,7 +97,7 @@ class IndexPort:
         out = []
         body = q.msearch_body(searches, self.scope.routing())
         names = sorted({index for index, _ in searches})
-        answers = (await self._unless_unavailable(names, self._send("POST", "/_msearch", body)))["responses"]
+        answers = (await self._unless_unavailable(names, self.transport.request("POST", "/_msearch", body)))["responses"]
         for (index, _), resp in zip(searches, answers, strict=True):
             if "error" in resp and resp.get("status") == 503:
                 await self._raise_if_unavailable([index])
@@ -178,13 +166,13 @@ class IndexPort:
             return []
         params = self.scope.params(None if source else {"_source": "false"})
         given = {self.scope.stored_id(i): i for i in ids}
-        resp = await self._send("POST", f"/{index}/_mget", q.mget_ids(list(given)), params)
+        resp = await self.transport.request("POST", f"/{index}/_mget", q.mget_ids(list(given)), params)
         return [_stored(d, given, self.scope) for d in resp["docs"] if d.get("found")]
 
     async def get_one(self, index: str, doc_id: str, routing: str | None = None) -> dict | None:
         """One document's `_source` by its stored id (real-time), None when it does not exist."""
         params = {"routing": routing} if routing else None
-        found = await or_none(self._send("GET", f"/{index}/_doc/{urllib.parse.quote(doc_id, safe='')}", params=params))
+        found = await or_none(self.transport.request("GET", f"/{index}/_doc/{urllib.parse.quote(doc_id, safe='')}", params=params))
         return found["_source"] if found and found.get("found") else None
 
     async def get_routed(
@@ -205,14 +193,14 @@ class IndexPort:
         if not realtime:
             params["realtime"] = "false"
         docs = [(self.scope.stored_id(i), self.scope.routing(r)) for i, r in docs]
-        resp = await self._send("POST", f"/{index}/_mget", q.mget_routed(docs), params or None)
+        resp = await self.transport.request("POST", f"/{index}/_mget", q.mget_routed(docs), params or None)
         return [self.scope.unsource(d["_source"]) if d.get("found") else None for d in resp["docs"]]
 
     async def link_edges(self, index: str, paths: list[str], per_direction: int) -> list[list[dict]]:
         """Per path its first outlinks, then per path its first inlinks (sources of link docs), in one `_msearch`."""
         body = q.link_expansion_msearch(index, paths, per_direction, self.scope.query, self.scope.routing())
         out = []
-        for resp in (await self._send("POST", "/_msearch", body))["responses"]:
+        for resp in (await self.transport.request("POST", "/_msearch", body))["responses"]:
             if "error" in resp:
                 raise RequestFailed(f"link expansion failed: {resp['error']}", status=resp.get("status"))
             out.append([hit["_source"] for hit in resp["hits"]["hits"]])
@@ -221,9 +209,9 @@ class IndexPort:
     async def count(self, index: str, query: dict | None = None) -> int:
         """Documents in an index (as of its last refresh), optionally only those `query` matches."""
         if query is None and not self.scope.workspace:
-            return (await self._send("GET", f"/{index}/_count"))["count"]
+            return (await self.transport.request("GET", f"/{index}/_count"))["count"]
         body = {"query": self.scope.query(query)}
-        return (await self._send("POST", f"/{index}/_count", body, self.scope.params()))["count"]
+        return (await self.transport.request("POST", f"/{index}/_count", body, self.scope.params()))["count"]
 
     async def scroll(
         self, index: str, page: int, keep: str = "5m", with_vectors: bool = True
@@ -232,35 +220,35 @@ class IndexPort:
         `with_vectors`: the sources carry their vectors (asked for where the engine keeps them out), else not."""
         source = self.dialect.source_with_vectors() if with_vectors else q.without_vectors()
         body = q.scroll_body(page, source, self.scope.query(None))
-        resp = await self._send("POST", f"/{index}/_search", body, self.scope.params({"scroll": keep}))
+        resp = await self.transport.request("POST", f"/{index}/_search", body, self.scope.params({"scroll": keep}))
         scroll_id = resp.get("_scroll_id")
         try:
             while hits := resp["hits"]["hits"]:
                 yield [_stored(hit, None, self.scope) for hit in hits]
-                resp = await self._send("POST", "/_search/scroll", {"scroll": keep, "scroll_id": scroll_id})
+                resp = await self.transport.request("POST", "/_search/scroll", {"scroll": keep, "scroll_id": scroll_id})
                 scroll_id = resp.get("_scroll_id", scroll_id)
         finally:
             if scroll_id:
                 try:
-                    await self._send("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]})
+                    await self.transport.request("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]})
                 except RequestFailed:
                     pass
 
     # --- indices --------------------------------------------------------------------------------
     async def mapping(self, index: str) -> dict | None:
         """The mappings of an index or alias, None when it does not exist."""
-        resp = await or_none(self._send("GET", f"/{index}/_mapping"))
+        resp = await or_none(self.transport.request("GET", f"/{index}/_mapping"))
         return None if resp is None else next(iter(resp.values()))["mappings"]
 
     async def index_settings(self, index: str) -> dict:
         """The settings of an index or alias (of its one concrete index: `{"index": {...}}`), {} when it is missing."""
-        resp = await or_none(self._send("GET", f"/{index}/_settings"))
+        resp = await or_none(self.transport.request("GET", f"/{index}/_settings"))
         return next(iter(resp.values()))["settings"] if resp else {}
 
     async def cluster_health(self) -> dict | None:
         """The cluster's health (status, nodes, unassigned shards), None where the service has no such API."""
         try:
-            return await or_none(self._send("GET", "/_cluster/health"))
+            return await or_none(self.transport.request("GET", "/_cluster/health"))
         except RequestFailed as exc:
             if exc.status in (400, 401, 403, 405):
                 return None
@@ -270,23 +258,23 @@ class IndexPort:
         """The shards of the indices matching `pattern` that no node holds: index, shard, primary or replica, why."""
         params = {"format": "json", "h": "index,shard,prirep,state,unassigned.reason"}
         try:
-            rows = await or_none(self._send("GET", f"/_cat/shards/{pattern}", params=params)) or []
+            rows = await or_none(self.transport.request("GET", f"/_cat/shards/{pattern}", params=params)) or []
         except RequestFailed:
             return []
         return [r for r in rows if r.get("state") == "UNASSIGNED"]
 
     async def put_settings(self, index: str, settings: dict) -> None:
         """Change dynamic settings of an index (or the indices behind an alias)."""
-        await self._send("PUT", f"/{index}/_settings", settings)
+        await self.transport.request("PUT", f"/{index}/_settings", settings)
 
     async def field_caps(self, index: str) -> dict:
         """Every field's capabilities in an index."""
-        return await self._send("GET", f"/{index}/_field_caps", params={"fields": "*"})
+        return await self.transport.request("GET", f"/{index}/_field_caps", params={"fields": "*"})
 
     async def create_index(self, name: str, body: dict) -> bool:
         """Create an index; False when it exists already (another writer made it first)."""
         try:
-            await self._send("PUT", f"/{name}", body)
+            await self.transport.request("PUT", f"/{name}", body)
         except RequestFailed as exc:
             if exc.type == "resource_already_exists_exception":
                 return False
@@ -295,23 +283,23 @@ class IndexPort:
 
     async def delete_index(self, name: str, missing_ok: bool = False) -> None:
         """Delete a concrete index."""
-        call = self._send("DELETE", f"/{name}")
+        call = self.transport.request("DELETE", f"/{name}")
         await (or_none(call) if missing_ok else call)
 
     async def concrete(self, alias: str) -> list[str]:
         """The concrete indices behind an alias (sorted; [] when the alias does not exist)."""
-        return sorted(await or_none(self._send("GET", f"/_alias/{alias}")) or [])
+        return sorted(await or_none(self.transport.request("GET", f"/_alias/{alias}")) or [])
 
     async def swap_alias(self, alias: str, old: str, new: str) -> None:
         """Point `alias` from `old` to `new` in one atomic request."""
         actions = [{"remove": {"index": old, "alias": alias}}, {"add": {"index": new, "alias": alias}}]
-        await self._send("POST", "/_aliases", {"actions": actions})
+        await self.transport.request("POST", "/_aliases", {"actions": actions})
 
     async def refresh(self, names: list[str]) -> None:
         """Make every finished write to these indices visible to searches. A refresh waits for primary shards that no
         node holds (up to a minute): past REFRESH_WAIT seconds the port asks the cluster and raises IndexUnavailable,
         naming the index, when that is why; a merely slow refresh is waited for."""
-        call = self._send("POST", f"/{','.join(names)}/_refresh")
+        call = self.transport.request("POST", f"/{','.join(names)}/_refresh")
         task = asyncio.ensure_future(call)
         try:
             await asyncio.wait_for(asyncio.shield(task), REFRESH_WAIT)
@@ -326,9 +314,26 @@ class IndexPort:
         await task
 
     async def _unless_unavailable(self, names: list[str], call: Awaitable[Any]) -> Any:
-        """The call's answer; a 503 from indices with lost primaries becomes IndexUnavailable (named, what to do)."""
+        """The call's answer; indices with lost primaries make it IndexUnavailable (named, what to do): at once on a
+        503, or when the call (retried under the shared policy) is still unanswered after SEARCH_WAIT seconds."""
+        task = asyncio.ensure_future(call)
         try:
-            return await call
+            return await asyncio.wait_for(asyncio.shield(task), SEARCH_WAIT)
+        except TimeoutError:
+            try:
+                await self._raise_if_unavailable(names)
+            except BaseException:
+                task.cancel()
+                raise
+            return await self._unavailable_or(names, task)
+        except RequestFailed as exc:
+            if exc.status == 503:
+                await self._raise_if_unavailable(names)
+            raise
+
+    async def _unavailable_or(self, names: list[str], task: Awaitable[Any]) -> Any:
+        try:
+            return await task
         except RequestFailed as exc:
             if exc.status == 503:
                 await self._raise_if_unavailable(names)
@@ -337,24 +342,15 @@ class IndexPort:
     async def _raise_if_unavailable(self, names: list[str]) -> None:
         """Raise IndexUnavailable when any of these indices (or aliases) is red; return when none is."""
         try:
-            health = await self._send("GET", f"/_cluster/health/{','.join(names)}", params={"level": "indices"})
+            health = await self.transport.request("GET", f"/_cluster/health/{','.join(names)}", params={"level": "indices"})
         except RequestFailed:
             return  # no health API (a managed service): the original error stands
-        red = {i: h.get("unassigned_shards", 0) for i, h in (health.get("indices") or {}).items() if h.get("status") == "red"}
-        if not red:
-            return
-        listed = ", ".join(f"{i} ({n} shard(s) unassigned)" for i, n in sorted(red.items()))
-        raise IndexUnavailable(
-            f"index {listed} has primary shards that no node holds: the node that held them is down and they have no "
-            f"replica. Reads and writes of it fail until that node is back: restart it, or restore the index from a "
-            f"snapshot. `reme-es status` lists the unassigned shards; the cluster has {health.get('number_of_nodes')} "
-            "node(s) now. Indices with a replica (the default `replicas` on two or more nodes) keep answering.",
-            red,
-        )
+        if error := unavailable(health):
+            raise error
 
     async def stats(self, index: str) -> dict:
         """Primaries of an index or alias: docs, deleted docs, segments, bytes, and the concrete index names."""
-        resp = await self._send("GET", f"/{index}/_stats/docs,segments,store")
+        resp = await self.transport.request("GET", f"/{index}/_stats/docs,segments,store")
         total = resp["_all"]["primaries"]
         return {
             "index": ",".join(sorted(resp.get("indices", {}))),
@@ -367,33 +363,33 @@ class IndexPort:
     async def forcemerge(self, index: str, max_segments: int | None = None) -> None:
         """Force-merge: down to `max_segments`, or (None) only expunging deleted docs."""
         params = {"max_num_segments": str(max_segments)} if max_segments is not None else {"only_expunge_deletes": "true"}
-        await self._send("POST", f"/{index}/_forcemerge", None, params)
+        await self.transport.request("POST", f"/{index}/_forcemerge", None, params)
 
     # --- search pipelines -----------------------------------------------------------------------
     async def put_pipeline(self, name: str, body: dict) -> None:
         """Create or replace a search pipeline (idempotent)."""
-        await self._send("PUT", f"/_search/pipeline/{name}", body)
+        await self.transport.request("PUT", f"/_search/pipeline/{name}", body)
 
     async def pipeline_exists(self, name: str) -> bool:
         """Whether a search pipeline of this name exists."""
-        return await or_none(self._send("GET", f"/_search/pipeline/{name}")) is not None
+        return await or_none(self.transport.request("GET", f"/_search/pipeline/{name}")) is not None
 
     async def delete_pipeline(self, name: str) -> None:
         """Delete a search pipeline; a missing one is fine."""
-        await or_none(self._send("DELETE", f"/_search/pipeline/{name}"))
+        await or_none(self.transport.request("DELETE", f"/_search/pipeline/{name}"))
 
     async def pipelines(self) -> list[str]:
         """Names of every search pipeline on the cluster ([] where the engine has none)."""
         if not self.dialect.uses_search_pipeline:
             return []
-        return sorted(await or_none(self._send("GET", "/_search/pipeline")) or {})
+        return sorted(await or_none(self.transport.request("GET", "/_search/pipeline")) or {})
 
     # --- prefix upkeep (reme-es drop, the recorded embedding model) ------------------------------
     async def indices_like(self, pattern: str) -> list[str]:
         """Concrete indices (open, closed or hidden) whose names match a wildcard pattern."""
-        found = await or_none(self._send("GET", f"/{pattern}/_alias", params={"expand_wildcards": "all"}))
+        found = await or_none(self.transport.request("GET", f"/{pattern}/_alias", params={"expand_wildcards": "all"}))
         return sorted(found or {})
 
     async def put_meta(self, index: str, meta: dict) -> None:
         """Replace the `_meta` of an index's (or alias's) mapping."""
-        await self._send("PUT", f"/{index}/_mapping", {"_meta": meta})
+        await self.transport.request("PUT", f"/{index}/_mapping", {"_meta": meta})
