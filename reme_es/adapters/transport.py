@@ -35,9 +35,8 @@ from .retry import BULK, REQUEST, Clock, RetryPolicy, in_rounds, retried, unansw
 log = logging.getLogger(__name__)
 
 AWS_SERVICES = ("es", "aoss")
-# One bulk request carries at most this many bytes (and 2,000 actions). The writer sends two streams at once, so one
-# writer keeps at most ~8 MiB of bulk bodies on the node (10 MiB requests: ~20 MiB), well inside a 512 MiB heap's
-# indexing-pressure limit (10% of the heap, shared by every writer). Not slower than 10 MiB (bench/settle.py).
+# One bulk request carries at most this many bytes (and 2,000 actions); the writer sends two streams at once, which
+# keeps its bulk bodies well inside a small heap's indexing-pressure limit (docs/decisions.md).
 BULK_REQUEST_BYTES = 4 << 20
 
 # How a connection failed, from the exception objects the client raised (see `connection_kind`).
