@@ -23,7 +23,8 @@ async def store(server, prefix):
     """A store with two files, and a red index `<prefix>-lost` beside its set."""
     s = await open_store(ClientSettings(hosts=[server.url]), prefix, server.engine, workspace="team")
     await s.upsert([file_with(f"digest/{n}.md", [chunk(f"digest/{n}.md", f"harbour tides {n}")]) for n in "ab"])
-    await s.port.create_index(f"{prefix}-lost", UNASSIGNABLE)
+    # not waiting for the primary that can never start (the create would wait its 30 s timeout for it)
+    await s.port.transport.request("PUT", f"/{prefix}-lost", UNASSIGNABLE, {"wait_for_active_shards": "0"})
     yield s
     await s.port.delete_index(f"{prefix}-lost", missing_ok=True)
     await s.drop()
