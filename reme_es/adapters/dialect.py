@@ -127,6 +127,13 @@ def candidates_only(body: dict, with_hash: bool = False) -> dict:
     return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": fields}
 
 
+def top_bodies(bodies: list[dict], n: int, vectors_source: bool | dict) -> list[dict]:
+    """Per branch body (keyword, then k-NN) the same search for its top `n` hits with their `_source`: without
+    vectors for the keyword branch, with them (`vectors_source`, the dialect's `source_with_vectors`) for k-NN."""
+    sources = [{"excludes": SOURCE_EXCLUDES}, vectors_source]
+    return [{**body, "size": n, "_source": source} for body, source in zip(bodies, sources)]
+
+
 def cosine_from_score(score: float) -> float:
     """Cosine similarity from a k-NN score of the cosine space: both engines report (1 + cos) / 2."""
     return 2.0 * score - 1.0

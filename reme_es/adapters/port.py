@@ -18,10 +18,10 @@ from typing import Any
 
 from ..core.checks import redact_host
 from ..core.errors import RequestFailed
+from . import documents
 from . import lookups as q
 from .dialect import candidates_only
 from .documents import Action, Candidate, StoredDoc, or_none, unavailable
-from .documents import _candidate, _named_scores, _note_partial, _stored  # noqa: I001 - the answers' readers
 from .identity import ClusterIdentity
 from .scope import Scope
 from .transport import BulkOutcome, index_missing
@@ -81,14 +81,14 @@ class IndexPort:
         """The hits of one search (routed to this workspace's shard)."""
         answer = await self._unless_unavailable([index], self.transport.request("POST", f"/{index}/_search", body,
                                                                      self.scope.params(params)))
-        _note_partial(index, answer)
+        documents._note_partial(index, answer)
         return answer["hits"]["hits"]
 
     async def ranked(
         self, index: str, body: dict, params: dict | None = None, with_hash: bool = False
     ) -> list[Candidate]:
         """Each hit of a search for candidates (`candidates_only` bodies): score, chunk id, path, text hash."""
-        return [_candidate(h) for h in await self.search(index, candidates_only(body, with_hash), params)]
+        return [documents._candidate(h) for h in await self.search(index, candidates_only(body, with_hash), params)]
 
     async def _msearch(self, searches: list[tuple[str, dict]]) -> list[dict]:
         """The responses of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
@@ -105,7 +105,7 @@ class IndexPort:
                 error = resp["error"]
                 reason = error.get("reason", error) if isinstance(error, dict) else error
                 raise RequestFailed(f"search failed: {reason}", status=resp.get("status"))
-            _note_partial(index, resp)
+            documents._note_partial(index, resp)
             out.append(resp)
         return out
 
@@ -126,7 +126,7 @@ class IndexPort:
     async def ranked_many(self, index: str, bodies: list[dict], with_hash: bool = False) -> list[list[Candidate]]:
         """`ranked` of several searches of one index in one `_msearch` (no hit totals counted)."""
         answers = await self.msearch([(index, q.lean(candidates_only(b, with_hash))) for b in bodies])
-        return [[_candidate(h) for h in hits] for hits in answers]
+        return [[documents._candidate(h) for h in hits] for hits in answers]
 
     async def ranked_and_sources(
         self, index: str, bodies: list[dict], sourced: list[dict], with_hash: bool = False
@@ -135,7 +135,7 @@ class IndexPort:
         searches = [(index, q.lean(candidates_only(b, with_hash))) for b in bodies]
         searches += [(index, q.lean(b)) for b in sourced]
         answers = await self.msearch(searches)
-        ranked = [[_candidate(h) for h in hits] for hits in answers[: len(bodies)]]
+        ranked = [[documents._candidate(h) for h in hits] for hits in answers[: len(bodies)]]
         return ranked, [[self.scope.unsource(h["_source"]) for h in hits] for hits in answers[len(bodies) :]]
 
     async def ranked_named(
@@ -143,7 +143,7 @@ class IndexPort:
     ) -> list[tuple[Candidate, dict[str, float]]]:
         """`ranked`, with each hit's named sub-query scores (`matched_queries` asked for with their scores; {} else)."""
         hits = await self.search(index, candidates_only(body, with_hash), params)
-        return [(_candidate(h), _named_scores(h)) for h in hits]
+        return [(documents._candidate(h), documents._named_scores(h)) for h in hits]
 
     async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:
         """(score, `_source`) of each hit of a search."""
@@ -167,7 +167,7 @@ class IndexPort:
         params = self.scope.params(None if source else {"_source": "false"})
         given = {self.scope.stored_id(i): i for i in ids}
         resp = await self.transport.request("POST", f"/{index}/_mget", q.mget_ids(list(given)), params)
-        return [_stored(d, given, self.scope) for d in resp["docs"] if d.get("found")]
+        return [documents._stored(d, given, self.scope) for d in resp["docs"] if d.get("found")]
 
     async def get_one(self, index: str, doc_id: str, routing: str | None = None) -> dict | None:
         """One document's `_source` by its stored id (real-time), None when it does not exist."""
@@ -224,7 +224,7 @@ class IndexPort:
         scroll_id = resp.get("_scroll_id")
         try:
             while hits := resp["hits"]["hits"]:
-                yield [_stored(hit, None, self.scope) for hit in hits]
+                yield [documents._stored(hit, None, self.scope) for hit in hits]
                 resp = await self.transport.request("POST", "/_search/scroll", {"scroll": keep, "scroll_id": scroll_id})
                 scroll_id = resp.get("_scroll_id", scroll_id)
         finally:

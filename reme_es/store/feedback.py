@@ -5,18 +5,10 @@ Feedback needs the text (for its length gate) and, on the vector branch, the sto
 second time in the same `_msearch` with `size: n` and the `_source` it needs: the same query on the same refresh
 point ranks the same top `n` (the k-NN search keeps its `k` and `ef_search`), so the sources are those of the
 candidates' first `n`. The second copy costs the node one more search per branch, not the client a round trip.
+The bodies come from `adapters.dialect.top_bodies`; this module reads their answers.
 """
 
 from __future__ import annotations
-
-from ..adapters.dialect import SOURCE_EXCLUDES
-
-
-def top_bodies(bodies: list[dict], n: int, vectors_source: bool | dict) -> list[dict]:
-    """Per branch body (keyword, then k-NN) the same search for its top `n` hits with their `_source`: without
-    vectors for the keyword branch, with them (`vectors_source`, the dialect's `source_with_vectors`) for k-NN."""
-    sources = [{"excludes": SOURCE_EXCLUDES}, vectors_source]
-    return [{**body, "size": n, "_source": source} for body, source in zip(bodies, sources)]
 
 
 def by_chunk(answers: list[list[dict]]) -> dict[str, dict]:

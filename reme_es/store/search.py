@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body
+from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body, top_bodies
 from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, SearchResult, doc_id
 from .dates import anchor_date, anchor_query, date_rescore, query_dates, with_window
-from .feedback import by_chunk, top_bodies
+from .feedback import by_chunk
 from .fusion import (
     COLLAPSE_MAX_DEPTH,
     FEEDBACK_BETA,
@@ -200,7 +200,7 @@ class SearchStore:
     ) -> SearchResult:
         """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
         weighted RRF, min-max or z-score). With feedback, the same `_msearch` brings each branch's top hits' texts
-        and vectors (`feedback.top_bodies`)."""
+        and vectors (`adapters.dialect.top_bodies`)."""
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))

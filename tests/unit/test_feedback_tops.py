@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reme_es.adapters.dialect import SOURCE_EXCLUDES
-from reme_es.store.feedback import by_chunk, top_bodies
+from reme_es.adapters.dialect import SOURCE_EXCLUDES, top_bodies
+from reme_es.store.feedback import by_chunk
 
 
 def test_top_bodies_keep_each_branch_query_and_ask_for_n_hits_with_the_source_feedback_reads():
