@@ -22,6 +22,12 @@ pytest_plugins = ["reme_es.testing.pytest_plugin"]  # the contract suite's store
 
 FLAVOURS = [f for f in selected_flavours() if get_flavour(f).security_plugin is None]
 
+# For tests of what the client does when the node fails it (retries waited out, an outage, a killed process): the
+# engine takes no part in that, so they run on the first flavour under test only (OpenSearch 3 by default) and
+# spend their waiting once; what each engine stores after such a failure is tested per flavour (test_sync_crash.py,
+# the contract suite).
+first_flavour_only = pytest.mark.parametrize("server", FLAVOURS[:1], indirect=True, scope="session")
+
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the dedicated nodes the selected tests need in the background, in the order they need them."""

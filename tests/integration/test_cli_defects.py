@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from reme_es.cli import main
+from tests.conftest import first_flavour_only
 
 from .cli_support import BUILTIN, _local_model_installed
 from .nodes import Proxy
@@ -95,6 +96,7 @@ class _DyingProxy(Proxy):
             pass
 
 
+@first_flavour_only
 def test_a_node_dying_under_two_batches_gives_one_error_line(cli, caplog):
     """Both batches being written lose the node at once: one error line and exit 1, and no traceback of the other
     batch's error ("Task exception was never retrieved"). Which batch fails first varies, so three trials (each waits

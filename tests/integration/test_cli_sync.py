@@ -13,6 +13,7 @@ import subprocess
 import time
 
 from reme_es.core.models import LinkScope, chunk_id
+from tests.conftest import first_flavour_only
 from tests.integration.cli_support import EXAMPLE_FILES, _summary, _touch
 from tests.integration.nodes import Proxy, exists
 
@@ -301,6 +302,7 @@ def test_watch_picks_up_changes(cli, node_url):
 # ------------------------------------------------------------------------------------ server outage
 
 
+@first_flavour_only
 def test_watch_survives_a_server_outage(cli, node_url):
     proxy = Proxy(node_url)
     proxy.start()

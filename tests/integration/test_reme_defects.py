@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from reme_es.cli import main
 from reme_es.core.errors import ConfigError
 from reme_es.reme.keys import REME_PASS_THROUGH_KEYS
+from tests.conftest import first_flavour_only
 from tests.integration.test_reme import PATHS, app_config, make_app, write_workspace
 
 
@@ -165,6 +166,7 @@ async def _until(check, what: str, timeout: float = 90.0):
         await asyncio.sleep(0.5)
 
 
+@first_flavour_only
 async def test_changes_made_while_the_cluster_is_unreachable_are_applied_when_it_answers(
     server, es_prefix, tmp_path, monkeypatch
 ):

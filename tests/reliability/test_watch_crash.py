@@ -29,6 +29,7 @@ import pytest
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.store import MemoryStore
 from reme_es.store.connect import make_dialect
+from tests.conftest import first_flavour_only
 from tests.containers.servers import Server
 
 from .test_sync_crash import BATCH_FILES, FILES, SEED, TOPICS, Sync, indexed_state, make_workspace
@@ -155,6 +156,7 @@ def watchers():
             w.proc.wait(timeout=30)
 
 
+@first_flavour_only
 def test_killed_watcher_converges_on_one_plain_sync(server, tmp_path, prefixes, watchers):
     rng = random.Random(SEED + 10)
     workspace = tmp_path / "workspace"
