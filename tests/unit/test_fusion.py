@@ -253,3 +253,22 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
     assert load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "0.4"}).search.relation_vector_weight == 0.4
     with pytest.raises(ConfigError, match="relation_vector_weight"):
         load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "1.5"})
+
+
+def test_the_drop_in_keys_and_the_cli_flags_reach_the_store():
+    from click.testing import CliRunner
+
+    from reme_es.cli.search_command import search
+    from reme_es.reme.keys import plugin_options
+    from reme_es.adapters.dialect import ClientSettings
+    from reme_es.adapters.opensearch import OpenSearchDialect
+    from reme_es.store import MemoryStore
+
+    given = plugin_options({"relation_vector_weight": 0.3, "date_boost": 0.5}, "opensearch").search
+    assert (given.relation_vector_weight, given.date_boost) == (0.3, 0.5)
+    settings = ClientSettings(hosts=["http://127.0.0.1:1"])
+    store = MemoryStore(OpenSearchDialect(settings), "t-keys", search=given)  # never connected
+    assert (store.indices.relation_vector_weight, store.indices.date_boost) == (0.3, 0.5)
+    names = {p.name for p in search.params}
+    assert {"relation_vector_weight", "date_boost"} <= names
+    assert "--relation-vector-weight" in CliRunner().invoke(search, ["--help"]).output
