@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     "--relation-vector-weight",
     type=click.FloatRange(0, 1),
     help="Vector weight of client fusion for a question naming someone through a named person (\"Kwame's "
-    "stepsister\"; setting relation_vector_weight; default 0.2, the vector_weight: off).",
+    "stepsister\"; setting relation_vector_weight; default 0.1, the vector_weight: off).",
 )
 @click.option("--json", "as_json", is_flag=True)
 @common()

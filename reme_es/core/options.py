@@ -130,7 +130,7 @@ class IndexOptions(_Section):
 
 
 class SearchOptions(_Section):
-    """How searches rank: z-score fusion of the BM25 and k-NN branches at vector weight 0.55 (0.2 for a question
+    """How searches rank: z-score fusion of the BM25 and k-NN branches at vector weight 0.55 (0.1 for a question
     naming someone through a named person), pseudo-relevance feedback from each branch's top hit, repeated texts shown
     once, and a past question's named dates lifting the notes of those dates by 0.2 (docs/quality.md has the
     figures)."""
@@ -140,7 +140,7 @@ class SearchOptions(_Section):
     vector_weight: float = Field(default=0.55, ge=0.0, le=1.0)
     # client fusion's vector weight for a question naming someone through a named person ("Kwame's stepsister"); None:
     # vector_weight for every question
-    relation_vector_weight: float | None = Field(default=0.2, ge=0.0, le=1.0)
+    relation_vector_weight: float | None = Field(default=0.1, ge=0.0, le=1.0)
     feedback: int = Field(default=1, ge=0, le=10)  # top hits per branch fed back into a second pass (0: off)
     collapse: bool = True  # a text repeated in several chunks shown once, at its best rank
     proximity: float = Field(default=0.0, ge=0.0)  # boost of a proximity re-score of the fused head (0: off)

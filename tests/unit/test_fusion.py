@@ -246,7 +246,7 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
     from reme_es.core.errors import ConfigError
     from reme_es.core.options import SearchOptions, load_options
 
-    assert (SearchOptions().relation_vector_weight, SearchOptions().date_boost) == (0.2, 0.2)
+    assert (SearchOptions().relation_vector_weight, SearchOptions().date_boost) == (0.1, 0.2)
     off = {"REME_ES_RELATION_VECTOR_WEIGHT": "none", "REME_ES_DATE_BOOST": "0"}
     s = load_options(tmp_path, environ=off).search
     assert (s.relation_vector_weight, s.date_boost) == (None, 0.0)
@@ -258,10 +258,10 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
 def test_the_drop_in_keys_and_the_cli_flags_reach_the_store():
     from click.testing import CliRunner
 
-    from reme_es.cli.search_command import search
-    from reme_es.reme.keys import plugin_options
     from reme_es.adapters.dialect import ClientSettings
     from reme_es.adapters.opensearch import OpenSearchDialect
+    from reme_es.cli.search_command import search
+    from reme_es.reme.keys import plugin_options
     from reme_es.store import MemoryStore
 
     given = plugin_options({"relation_vector_weight": 0.3, "date_boost": 0.5}, "opensearch").search
