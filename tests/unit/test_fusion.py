@@ -255,11 +255,12 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
         load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "1.5"})
 
 
-def test_the_drop_in_keys_and_the_cli_flags_reach_the_store():
+def test_the_drop_in_keys_and_the_cli_flags_reach_the_store(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from reme_es.adapters.dialect import ClientSettings
     from reme_es.adapters.opensearch import OpenSearchDialect
+    from reme_es.cli import search_command
     from reme_es.cli.search_command import search
     from reme_es.reme.keys import plugin_options
     from reme_es.store import MemoryStore
@@ -269,6 +270,12 @@ def test_the_drop_in_keys_and_the_cli_flags_reach_the_store():
     settings = ClientSettings(hosts=["http://127.0.0.1:1"])
     store = MemoryStore(OpenSearchDialect(settings), "t-keys", search=given)  # never connected
     assert (store.indices.relation_vector_weight, store.indices.date_boost) == (0.3, 0.5)
-    names = {p.name for p in search.params}
-    assert {"relation_vector_weight", "date_boost"} <= names
-    assert "--relation-vector-weight" in CliRunner().invoke(search, ["--help"]).output
+    seen = []
+
+    async def searched(settings, *rest):
+        seen.append(settings.search)
+
+    monkeypatch.setattr(search_command, "_search", searched)
+    flags = ["q", "--relation-vector-weight", "0.3", "--date-boost", "0.5", "--workspace", str(tmp_path)]
+    assert CliRunner().invoke(search, flags, env={"REME_ES_HOME": str(tmp_path)}).exit_code == 0
+    assert (seen[0].relation_vector_weight, seen[0].date_boost) == (0.3, 0.5)
