@@ -44,7 +44,8 @@ GRID = {
     "relation weight": [0.45, 0.3, 0.2, 0.1, 0.0],
 }
 TRIPS = {"proximity": 0, "late interaction": 0, "neighbours": 1, "entities": 1,
-         "dates, every question": "1-2 when dated, else 0", "dates, past questions": "1-2 when a past question is dated",
+         "dates, every question": "1-2 when dated, else 0",
+         "dates, past questions": "1-2 when a past question is dated",
          "relation weight": 0}
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _SPEAKER = re.compile(r"^\s*-\s*(?:\[\d\d:\d\d\]\s*)?(?:\*\*)?([^:*]+?)(?:\*\*)?:")

@@ -250,7 +250,8 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
     off = {"REME_ES_RELATION_VECTOR_WEIGHT": "none", "REME_ES_DATE_BOOST": "0"}
     s = load_options(tmp_path, environ=off).search
     assert (s.relation_vector_weight, s.date_boost) == (None, 0.0)
-    assert load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "0.4"}).search.relation_vector_weight == 0.4
+    leaning = load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "0.4"}).search
+    assert leaning.relation_vector_weight == 0.4
     with pytest.raises(ConfigError, match="relation_vector_weight"):
         load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "1.5"})
 
