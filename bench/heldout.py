@@ -213,6 +213,7 @@ async def main() -> None:
             print(f"{d.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).with_suffix(".json").write_text(json.dumps({"results": results, "costs": costs, "runs": every,
                                                                  "pools": POOLS}))
     if len(results) == 3:
