@@ -11,11 +11,16 @@ re-ranks that pool or adds to it, and says how many more round trips it costs:
                          that hit: 1 trip (one range query over the hits' notes)
   entities w             a second keyword round seeded by the capitalised names of the top 3 hits that the question
                          does not hold, z-score fused into the pool at weight w: 1 trip
-  dates b                the store's `date_boost` (SearchStore.by_dates): the question's date window
-                         (reme_es.store.dates) adds its own candidates (both branches inside it) and lifts hits dated
-                         inside by b; a window relative to an event ("two weeks after the move") is dated first by a
-                         keyword search of the event's words and the question's names: 1 trip when a date is named,
-                         2 for a relative one, none otherwise
+  dates, past questions b  the store's `date_boost` (SearchStore.by_dates): the date window of a question about the
+                         past ("what did ... last May?"; reme_es.store.dates) adds its own candidates (both branches
+                         inside it) and lifts hits dated inside by b; a window relative to an event ("two weeks after
+                         the move") is dated first by a keyword search of the event's words and the question's names:
+                         1 trip when a date is named, 2 for a relative one, none otherwise
+  dates, every question b  the same for every question that names a date, whatever its tense (the boost before
+                         this round: "what is happening on 21 June?" lifts the notes of June 20-22)
+  relation weight w      the pool fused again at vector weight w for a question naming someone through a named
+                         person ("Kwame's stepsister"; reme_es.store.fusion.names_relation), the rest as it was: 0 trips
+                         in a store (the bench searches again)
 """
 
 from __future__ import annotations
@@ -34,9 +39,14 @@ GRID = {
     "late interaction": [(w, n) for w in (0.2, 0.35, 0.5) for n in (20, 50)],
     "neighbours": [1, 2, 3],
     "entities": [0.15, 0.3, 0.5],
-    "dates": [0.3, 0.6, 1.0],
+    "dates, every question": [0.1, 0.2, 0.3, 0.6, 1.0],
+    "dates, past questions": [0.1, 0.2, 0.3, 0.6, 1.0],
+    "relation weight": [0.45, 0.3, 0.2, 0.1, 0.0],
 }
-TRIPS = {"proximity": 0, "late interaction": 0, "neighbours": 1, "entities": 1, "dates": "1-2 when dated, else 0"}
+TRIPS = {"proximity": 0, "late interaction": 0, "neighbours": 1, "entities": 1,
+         "dates, every question": "1-2 when dated, else 0",
+         "dates, past questions": "1-2 when a past question is dated",
+         "relation weight": 0}
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _SPEAKER = re.compile(r"^\s*-\s*(?:\[\d\d:\d\d\]\s*)?(?:\*\*)?([^:*]+?)(?:\*\*)?:")
 _COMMON = frozenset("The This That What When Where Which Who How Did Does Still Back Home Finally Spent Hosted "
@@ -55,7 +65,7 @@ class Encoder:
     """MiniLM's token vectors (the shipped int8 model, one thread), cached per text for the bench's speed."""
 
     def __init__(self):
-        from reme_es.embeddings import LocalMiniLM
+        from reme_es.embeddings.minilm import LocalMiniLM
 
         self.model = LocalMiniLM(max_length=128)
         self.cache: dict[str, np.ndarray] = {}
@@ -138,13 +148,18 @@ async def entity_round(searches, query: str, pool: list[Hit], weight: float) -> 
     return convex(pool, second, 1.0 - weight, "zscore")
 
 
-async def dated(searches, query: str, vector, pool: list[Hit], boost: float, today: dt.date) -> list[Hit]:
+async def dated(searches, query: str, vector, pool: list[Hit], boost: float, today: dt.date,
+                every: bool = False) -> list[Hit]:
     """The pool re-ranked by the store's date boost (SearchStore.by_dates: the window's own candidates added; one
-    round trip when the question names a date, two when it counts from an event)."""
+    round trip when a past question names a date, two when it counts from an event); `every`: whatever the tense."""
+    from reme_es.store import search
+
     ix = searches.indices
-    saved = ix.date_boost, ix.today
+    saved = ix.date_boost, ix.today, search.about_the_past
     ix.date_boost, ix.today = boost, today
+    if every:
+        search.about_the_past = lambda q: True
     try:
         return await searches.by_dates(query, vector, pool, ix.filter(None), len(pool))
     finally:
-        ix.date_boost, ix.today = saved
+        ix.date_boost, ix.today, search.about_the_past = saved

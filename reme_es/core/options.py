@@ -6,7 +6,7 @@ command-line flags or ReMe's `file_store` keys, and are filed into four sections
 
     connection   hosts, engine, credentials, TLS, timeout, AWS signing, the managed node's flavour
     index        the index set (`index_prefix`), the workspace in it, shards, replicas, HNSW, take-over
-    search       hybrid mode, fusion, vector weight, feedback, collapse, proximity, deferred refresh
+    search       hybrid mode, fusion, vector weights, feedback, collapse, proximity, date boost, deferred refresh
     sync         embedding, the file set and chunking of `reme-es sync`
 
 Precedence: the CLI reads YAML < environment < flags; the ReMe plugin reads environment < ReMe's keys. Secrets
@@ -130,16 +130,21 @@ class IndexOptions(_Section):
 
 
 class SearchOptions(_Section):
-    """How searches rank: z-score fusion of the BM25 and k-NN branches at vector weight 0.55, pseudo-relevance
-    feedback from each branch's top hit, repeated texts shown once (docs/quality.md has the figures)."""
+    """How searches rank: z-score fusion of the BM25 and k-NN branches at vector weight 0.55 (0.1 for a question
+    naming someone through a named person), pseudo-relevance feedback from each branch's top hit, repeated texts shown
+    once, and a past question's named dates lifting the notes of those dates by 0.2 (docs/quality.md has the
+    figures)."""
 
     hybrid: str = "auto"  # auto | native (the server fuses) | client (both branches fused here)
     fusion: str | None = "zscore"  # rrf | minmax | zscore; None: the server's native fusion (rrf where it has it)
     vector_weight: float = Field(default=0.55, ge=0.0, le=1.0)
+    # client fusion's vector weight for a question naming someone through a named person ("Kwame's stepsister"); None:
+    # vector_weight for every question
+    relation_vector_weight: float | None = Field(default=0.1, ge=0.0, le=1.0)
     feedback: int = Field(default=1, ge=0, le=10)  # top hits per branch fed back into a second pass (0: off)
     collapse: bool = True  # a text repeated in several chunks shown once, at its best rank
     proximity: float = Field(default=0.0, ge=0.0)  # boost of a proximity re-score of the fused head (0: off)
-    date_boost: float = Field(default=0.0, ge=0.0, le=10.0)  # boost of hits dated where the question points (0: off)
+    date_boost: float = Field(default=0.2, ge=0.0, le=10.0)  # lift of notes dated where a past question points (0: off)
     keyword_fields: tuple[str, ...] | None = None  # fields BM25 runs over; None: chosen per query
     refresh_after: float = Field(default=1.0, ge=0.0)  # ReMe plugin: seconds a write may wait to be searchable
 
@@ -147,6 +152,9 @@ class SearchOptions(_Section):
     _fusion = field_validator("fusion")(classmethod(lambda cls, v: _checked(validate_fusion, v)))
     _feedback = field_validator("feedback", mode="before")(
         classmethod(lambda cls, v: _checked(validate_feedback, _from_text(v)))
+    )
+    _relation = field_validator("relation_vector_weight", mode="before")(
+        classmethod(lambda cls, v: None if isinstance(v, str) and v.strip().lower() in ("none", "off", "") else v)
     )
     _collapse = field_validator("collapse", mode="before")(
         classmethod(lambda cls, v: _checked(validate_collapse, _WORDS.get(str(v).strip().lower(), v)))

@@ -6,6 +6,11 @@ weeks after the move", "the week after the trip"). `query_dates` reads these int
 moves the fused hits whose note date (the `YYYY-MM-DD` in their path, as ReMe's daily notes carry it) falls inside
 the hint's window up by `boost`. This is a boost, never a filter: ReMe's `start_date`/`end_date` keep their own
 meaning, and a hit outside the window stays in the ranking.
+
+Only a question about the past is boosted (`about_the_past`: "What did Rafa repair last May?"): its date is when the
+thing was said, so its notes are the ones to lift. A question in the present or future tense ("What is happening on
+the 21st of June?") names when a planned event falls, which was said weeks before; lifting the notes of June 20-22
+would push the right one out.
 """
 
 from __future__ import annotations
@@ -121,10 +126,15 @@ def note_date(path: str) -> dt.date | None:
         return None
 
 
+_PAST = re.compile(r"\b(?:did|was|were|had|ago|happened|said|told|mentioned|yesterday)\b", re.IGNORECASE)
 _NAME = re.compile(r"\b[A-Z][\w'-]{2,}")
 _ASKING = frozenset("What When Where Which Who Whom Whose Why How Did Does Do Was Were Is Are Has Have Had Can Could "
                     "Will Would Should".split())
-DEFAULT_DATE_BOOST = 0.0  # off unless set: a boost of the fused head for notes dated where the question points
+
+
+def about_the_past(query: str) -> bool:
+    """Whether a question asks about the past ("did", "was", "ago", ...): then a date it names is when it was said."""
+    return _PAST.search(query) is not None
 
 
 def anchor_query(query: str, hint: DateHint) -> str:

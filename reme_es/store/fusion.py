@@ -144,6 +144,26 @@ def fuse(vector: list[Hit], keyword: list[Hit], method: str, vector_weight: floa
     raise ValueError(f"fusion must be one of {', '.join(FUSION_METHODS)}, got {method!r}")
 
 
+# A person named through another ("Kwame's stepsister", "Maya's optician"): a capitalised possessive that is not a
+# question word or pronoun ("What's", "It's").
+_POSSESSIVE = re.compile(r"\b([A-Z][\w-]*)['\u2019]s\b")
+_NOT_NAMES = frozenset({"It", "What", "Who", "Where", "When", "How", "Why", "That", "There", "Here", "Let", "He", "She",
+                        "This", "Today"})
+
+
+def names_relation(query: str) -> bool:
+    """Whether a question names someone or something through a named person ("Kwame's stepsister")."""
+    return any(m[1] not in _NOT_NAMES for m in _POSSESSIVE.finditer(query))
+
+
+def query_weight(query: str, vector_weight: float, relation_weight: float | None) -> float:
+    """The vector weight client fusion uses for a question: `relation_weight` for one that names someone through a
+    named person (`names_relation`), whose answer is often two turns that share only the words (the relation said
+    on one day, a fact about that person on another), which BM25 finds and the question's vector does not;
+    `vector_weight` for any other, or when `relation_weight` is None."""
+    return relation_weight if relation_weight is not None and names_relation(query) else vector_weight
+
+
 _WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _STOP = frozenset(

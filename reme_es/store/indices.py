@@ -59,6 +59,7 @@ class IndexSet:
         self.hybrid = validate_hybrid(search.hybrid)
         self.pipeline_kind = search.fusion
         self.vector_weight = search.vector_weight
+        self.relation_vector_weight = search.relation_vector_weight  # client fusion's, for "Kwame's stepsister"
         self.proximity = search.proximity
         self.feedback = search.feedback
         self.collapse = search.collapse

@@ -9,7 +9,7 @@ from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyw
 from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, SearchResult, doc_id
-from .dates import anchor_date, anchor_query, date_rescore, query_dates, with_window
+from .dates import about_the_past, anchor_date, anchor_query, date_rescore, query_dates, with_window
 from .feedback import by_chunk
 from .fusion import (
     COLLAPSE_MAX_DEPTH,
@@ -23,6 +23,7 @@ from .fusion import (
     feeds_back,
     fuse,
     proximity_rescore,
+    query_weight,
     rocchio,
 )
 from .indices import IndexSet
@@ -156,8 +157,9 @@ class SearchStore:
     ) -> list[Hit]:
         """The ranked hits, and the candidates of the window the question names (both branches again inside it, without
         feedback: one round trip, two when the question counts from an event that one keyword search dates first),
-        re-ranked with those dated inside lifted by `date_boost`. A question that names no date costs nothing."""
-        hint = query_dates(query, self.indices.today)
+        re-ranked with those dated inside lifted by `date_boost`. A question that names no date, or asks about the
+        present or future ("what is happening on 21 June?": `dates.about_the_past`), costs nothing."""
+        hint = query_dates(query, self.indices.today) if about_the_past(query) else None
         if hint is not None and hint.anchor:
             when = anchor_date(hint, await self.keyword(anchor_query(query, hint), 5, f))
             hint = hint.around(when) if when else None
@@ -199,8 +201,8 @@ class SearchStore:
         self, query: str, vector: list[float] | None, candidates: int, f: SearchFilter, feedback: bool = True
     ) -> SearchResult:
         """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
-        weighted RRF, min-max or z-score). With feedback, the same `_msearch` brings each branch's top hits' texts
-        and vectors (`adapters.dialect.top_bodies`)."""
+        weighted RRF, min-max or z-score) at the question's vector weight (`fusion.query_weight`). With feedback,
+        the same `_msearch` brings each branch's top hits' texts and vectors (`adapters.dialect.top_bodies`)."""
         bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
@@ -209,8 +211,9 @@ class SearchStore:
         if keyword and vec and n:
             keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec, tops)
         if keyword and vec:
-            method = self.indices.pipeline_kind or "rrf"
-            fused, fusion = fuse(vec, keyword, method, self.indices.vector_weight), "client"
+            method, ix = self.indices.pipeline_kind or "rrf", self.indices
+            weight = query_weight(query, ix.vector_weight, ix.relation_vector_weight)
+            fused, fusion = fuse(vec, keyword, method, weight), "client"
         else:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
         return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)

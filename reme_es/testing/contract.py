@@ -11,12 +11,14 @@ from __future__ import annotations
 import pytest
 
 from .contract_dates import DateContract
+from .contract_relations import RelationContract
 from .contract_search import HybridContract, MaintenanceContract, VectorContract
 from .contract_write import FilterContract, LinkContract, WriteContract
 
 
 class StoreContract(
-    WriteContract, FilterContract, LinkContract, VectorContract, HybridContract, MaintenanceContract, DateContract
+    WriteContract, FilterContract, LinkContract, VectorContract, HybridContract, MaintenanceContract, DateContract,
+    RelationContract,
 ):
     """The whole contract."""
 
@@ -32,6 +34,6 @@ class SharedSetContract(StoreContract):
 
 
 __all__ = [
-    "DateContract", "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "SharedSetContract",
-    "StoreContract", "VectorContract", "WriteContract",
+    "DateContract", "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "RelationContract",
+    "SharedSetContract", "StoreContract", "VectorContract", "WriteContract",
 ]

@@ -18,8 +18,8 @@ class DateContract:
     async def _notes(self, store_factory):
         # A repair in each of three months (March the best match by both branches by far), a move,
         # and a dinner two weeks after it; questions are asked on 2026-12-01.
-        store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55)
-        store.indices.today = dt.date(2026, 12, 1)
+        store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, date_boost=0.0)
+        store.indices.today = dt.date(2026, 12, 1)  # `plain` searches without the boost; each case sets its own
         said = [("2026-03-10", "Rafa fixed the boiler himself last weekend", unit_vector(1, 0.1)),
                 ("2026-06-14", "Rafa repaired the gate, took a while", unit_vector(1, 0.6)),
                 ("2026-09-02", "Rafa got the tap working again", unit_vector(1, 0.8)),
@@ -62,3 +62,17 @@ class DateContract:
         store.indices.date_boost = 1.5
         boosted = await store.search(query, vector, 1, candidates=1)
         assert boosted.hits[0].chunk.path == path["2026-09-02"]  # beyond the one candidate asked for: the window's
+
+    async def test_a_question_about_a_planned_date_is_not_lifted(self, store_factory):
+        # "What is ... on the 14th of June?" names when a plan falls (said weeks before): no window, no lift; the same
+        # question about the past is lifted (the question's form decides, not the window)
+        store, path = await self._notes(store_factory)
+        vector = unit_vector(1, 0.1)
+        plain = await store.search("What is Rafa fixing himself on the 14th of June?", vector, 3, candidates=6)
+        assert plain.hits[0].chunk.path == path["2026-03-10"]
+        store.indices.date_boost = 1.5
+        planned = await store.search("What is Rafa fixing himself on the 14th of June?", vector, 3, candidates=6)
+        assert _ids(planned.hits) == _ids(plain.hits)
+        assert "in_dates" not in planned.hits[0].scores
+        said = await store.search("What did Rafa fix himself on the 14th of June?", vector, 3, candidates=6)
+        assert said.hits[0].chunk.path == path["2026-06-14"]

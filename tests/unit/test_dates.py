@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from reme_es.core.models import Chunk, Hit
-from reme_es.store.dates import DateHint, date_rescore, note_date, query_dates, with_window
+from reme_es.store.dates import DateHint, about_the_past, date_rescore, note_date, query_dates, with_window
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -71,3 +71,19 @@ def test_the_window_candidates_come_after_the_ranked_hits_once():
     merged = with_window(ranked, inside)
     assert [(h.chunk.path, h.score) for h in merged] == [("daily/2026-05-02/a.md", 3.0), ("daily/2026-06-10/a.md", 2.0),
                                                          ("daily/2026-06-20/a.md", 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("query", "past"),
+    [
+        ("What did Rafa repair last June?", True),
+        ("what was said in december", True),
+        ("what happened three weeks ago", True),
+        ("What did Hugo host for the neighbours a week after the wedding?", True),
+        ("What is happening on the 21st of June?", False),  # when a plan falls: said weeks before
+        ("plans for July 4th", False),
+        ("Where will Sam be in March?", False),
+    ],
+)
+def test_only_a_question_about_the_past_names_when_it_was_said(query, past):
+    assert about_the_past(query) is past

@@ -211,3 +211,72 @@ def test_the_cli_shows_how_many_copies_of_a_hit_were_left_out():
 
     assert _format_scores({"score": 0.5, "vector": 0.8, "repeats": 2.0}) == "score=0.5000 vector=0.8000 repeats=2"
     assert _format_scores({"score": 0.5, "keyword": 3.0}) == "score=0.5000 keyword=3.0000"
+
+
+# ------------------------------------------------------------------------------ a question naming a relation
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What kind of restaurant did Kwame's old roommate open?", True),
+        ("Which marathon is Dario\u2019s stepsister running?", True),
+        ("When is Maya's optician visit now?", True),
+        ("What's the name of the boat?", False),  # a question word's contraction
+        ("It's the boat my uncle bought, what is it called?", False),
+        ("what kind of restaurant did kwame's roommate open", False),  # no capitalised name
+        ("What vegetable is Hugo planting?", False),  # a name, no relation through it
+    ],
+)
+def test_a_question_names_someone_through_a_named_person(query, named):
+    from reme_es.store.fusion import names_relation
+
+    assert names_relation(query) is named
+
+
+def test_the_relation_weight_is_used_only_for_such_a_question():
+    from reme_es.store.fusion import query_weight
+
+    assert query_weight("What did Kwame's stepsister open?", 0.55, 0.2) == 0.2
+    assert query_weight("What did Kwame open?", 0.55, 0.2) == 0.55
+    assert query_weight("What did Kwame's stepsister open?", 0.55, None) == 0.55
+
+
+def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
+    from reme_es.core.errors import ConfigError
+    from reme_es.core.options import SearchOptions, load_options
+
+    assert (SearchOptions().relation_vector_weight, SearchOptions().date_boost) == (0.1, 0.2)
+    off = {"REME_ES_RELATION_VECTOR_WEIGHT": "none", "REME_ES_DATE_BOOST": "0"}
+    s = load_options(tmp_path, environ=off).search
+    assert (s.relation_vector_weight, s.date_boost) == (None, 0.0)
+    leaning = load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "0.4"}).search
+    assert leaning.relation_vector_weight == 0.4
+    with pytest.raises(ConfigError, match="relation_vector_weight"):
+        load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "1.5"})
+
+
+def test_the_drop_in_keys_and_the_cli_flags_reach_the_store(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from reme_es.adapters.dialect import ClientSettings
+    from reme_es.adapters.opensearch import OpenSearchDialect
+    from reme_es.cli import search_command
+    from reme_es.cli.search_command import search
+    from reme_es.reme.keys import plugin_options
+    from reme_es.store import MemoryStore
+
+    given = plugin_options({"relation_vector_weight": 0.3, "date_boost": 0.5}, "opensearch").search
+    assert (given.relation_vector_weight, given.date_boost) == (0.3, 0.5)
+    settings = ClientSettings(hosts=["http://127.0.0.1:1"])
+    store = MemoryStore(OpenSearchDialect(settings), "t-keys", search=given)  # never connected
+    assert (store.indices.relation_vector_weight, store.indices.date_boost) == (0.3, 0.5)
+    seen = []
+
+    async def searched(settings, *rest):
+        seen.append(settings.search)
+
+    monkeypatch.setattr(search_command, "_search", searched)
+    flags = ["q", "--relation-vector-weight", "0.3", "--date-boost", "0.5", "--workspace", str(tmp_path)]
+    assert CliRunner().invoke(search, flags, env={"REME_ES_HOME": str(tmp_path)}).exit_code == 0
+    assert (seen[0].relation_vector_weight, seen[0].date_boost) == (0.3, 0.5)
