@@ -62,3 +62,34 @@ async def test_a_named_month_ranks_its_note_first_at_one_more_round_trip(app):
 async def test_no_date_named_no_change(app):
     query = "What did Rafa fix himself with a video?"
     assert await _search(app, query, 0.6) == await _search(app, query, 0.0)
+
+
+async def test_the_date_round_reads_only_its_own_workspace(server, es_prefix, tmp_path):
+    # Two workspaces of one index set hold the same notes (same paths and texts); the second also holds a June note
+    # that matches the question best. A window round that dropped the workspace filter would bring it (or the
+    # second workspace's copies of the first's notes) into the first workspace's answer.
+    own = {**NOTES, "daily/2026-06-20.md": "# 2026-06-20\n\nRafa fixed the fence himself, one video tutorial.\n"}
+    apps = []
+    try:
+        for name, notes in (("b", own), ("a", NOTES)):
+            ws = tmp_path / name
+            for rel, text in notes.items():
+                (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+                (ws / rel).write_text(text)
+            application = make_app(app_config(ws, server.engine, server.url, es_prefix))
+            await application.start()
+            apps.append(application)
+            assert (await application.run_job("index_once")).success
+            fs = application.context.components["file_store"]["default"]
+            await fs.wait_backfill()
+            await fs.keyword_search("settle", 1, {})
+            fs.store.indices.today = dt.date(2026, 12, 1)
+        other, first = apps
+        query = "What did Rafa fix himself with a video last June?"
+        theirs, _ = await _search(other, query, 1.5)
+        assert "daily/2026-06-20.md" in theirs  # the note a leak would bring is among the question's best matches
+        mine, _ = await _search(first, query, 1.5)
+        assert sorted(mine) == sorted(NOTES)  # each of its own notes once, nothing of the other workspace
+    finally:
+        for application in apps:
+            await application.close()
