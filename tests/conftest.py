@@ -9,6 +9,7 @@ Dedicated nodes some tests need are started in the background once collection is
 
 from __future__ import annotations
 
+import os
 import uuid
 from contextlib import ExitStack
 
@@ -16,9 +17,12 @@ import pytest
 
 from reme_es.server.flavours import get_flavour
 from tests.containers.early import EARLY
-from tests.containers.servers import Server, selected_flavours, server_for
+from tests.containers.servers import SHORT_LIVED_JAVA_OPTS, Server, selected_flavours, server_for
 
 pytest_plugins = ["reme_es.testing.pytest_plugin"]  # the contract suite's store_factory (tests/contract)
+
+# Set before collection ends, so the nodes started ahead (tests/containers/early.py) get it too.
+os.environ.setdefault("REME_ES_JAVA_OPTS", SHORT_LIVED_JAVA_OPTS)
 
 FLAVOURS = [f for f in selected_flavours() if get_flavour(f).security_plugin is None]
 

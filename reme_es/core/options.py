@@ -347,6 +347,7 @@ class Runtime(BaseModel):
     debug: bool = False  # REME_ES_DEBUG: a CLI error shows its traceback
     watch_polling: bool = False  # REME_ES_WATCH_POLLING: `sync --watch` polls instead of inotify
     java_home: Path | None = None  # REME_ES_JAVA_HOME: the JDK the managed node runs on
+    java_opts: str | None = None  # REME_ES_JAVA_OPTS: JVM options added to a managed node's start (after the heap)
     maven_url: str = "https://repo1.maven.org/maven2"  # REME_ES_MAVEN_URL: where the launcher fetches nodes
     fetch: Literal["mvn", "https"] | None = None  # REME_ES_FETCH: how (None: mvn where installed, else https)
     test_hosts: str | None = None  # REME_ES_TEST_HOSTS: the contract suite's cluster

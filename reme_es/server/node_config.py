@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from ..core.options import runtime
 from .flavours import Flavour
 from .jvm import _absolute_jvm_paths
 
@@ -61,14 +62,16 @@ def _write_node_config(
 
 
 def _node_env(flavour: Flavour, folder: Path, java_home: Path, heap: str) -> dict[str, str]:
-    """The environment the start script runs with: this JDK, this config, this heap, tmp in the node folder."""
+    """The environment the start script runs with: this JDK, this config, this heap (then `REME_ES_JAVA_OPTS`, if
+    set), tmp in the node folder."""
     prefix = "OPENSEARCH" if flavour.engine == "opensearch" else "ES"
+    extra = runtime().java_opts
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(folder),
         "LANG": "C.UTF-8",
         f"{prefix}_JAVA_HOME": str(java_home),
         f"{prefix}_PATH_CONF": str(folder / "config"),
-        f"{prefix}_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}",
+        f"{prefix}_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}" + (f" {extra}" if extra else ""),
         f"{prefix}_TMPDIR": str(folder / "tmp"),
     }

@@ -97,6 +97,26 @@ def node_name(flavour: str) -> str:
     return f"{os.environ.get('REME_ES_TEST_NODE_PREFIX', f'test-{os.getpid()}')}-{flavour}"
 
 
+# Nodes tests start for themselves (a cluster's members and their restarts, a node started and stopped by one test)
+# live for seconds to a minute: the JIT's first tier alone halves the CPU an OpenSearch 3 start costs on this machine
+# (21 -> 11 CPU-s), CPU that on 2 cores is every other test's wall time. tests/conftest.py sets it for the session;
+# the session's own nodes below serve every test and keep both tiers.
+SHORT_LIVED_JAVA_OPTS = "-XX:TieredStopAtLevel=1"
+
+
+@contextmanager
+def _both_jit_tiers() -> Iterator[None]:
+    """The session's short-lived-node JVM options left out for the block (a user's own REME_ES_JAVA_OPTS stays)."""
+    opts = os.environ.get("REME_ES_JAVA_OPTS")
+    if opts == SHORT_LIVED_JAVA_OPTS:
+        del os.environ["REME_ES_JAVA_OPTS"]
+    try:
+        yield
+    finally:
+        if opts == SHORT_LIVED_JAVA_OPTS:
+            os.environ["REME_ES_JAVA_OPTS"] = opts
+
+
 def run_nodes() -> dict[str, str]:
     """The nodes `./run test` started for the whole run, by flavour (`REME_ES_TEST_URLS`)."""
     pairs = (p.split("=", 1) for p in os.environ.get("REME_ES_TEST_URLS", "").split(",") if "=" in p)
@@ -122,7 +142,8 @@ def server_for(flavour: str) -> Iterator[Server]:
     with socket.socket() as s:  # an OS-chosen port: the 92xx range may belong to a developer's own nodes
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    info = node.start(flavour, name=name, http_port=port, heap=os.environ.get("REME_ES_TEST_HEAP", "512m"))
+    with _both_jit_tiers():
+        info = node.start(flavour, name=name, http_port=port, heap=os.environ.get("REME_ES_TEST_HEAP", "512m"))
     try:
         yield Server(info.url, flavour, engine, "managed")
     finally:

@@ -69,6 +69,15 @@ def test_jvm_paths_point_into_the_node_folder(tmp_path):
     assert "-javaagent:/opt/os/agent/opensearch-agent.jar" in out
 
 
+def test_reme_es_java_opts_follow_the_heap_in_the_start_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("REME_ES_JAVA_OPTS", raising=False)
+    os_env = node._node_env(get_flavour("opensearch-3"), tmp_path, Path("/jdk"), "1g")
+    assert os_env["OPENSEARCH_JAVA_OPTS"] == "-Xms1g -Xmx1g" and os_env["OPENSEARCH_JAVA_HOME"] == "/jdk"
+    monkeypatch.setenv("REME_ES_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -Dx=y")
+    es_env = node._node_env(get_flavour("elasticsearch-9"), tmp_path, Path("/jdk"), "512m")
+    assert es_env["ES_JAVA_OPTS"] == "-Xms512m -Xmx512m -XX:TieredStopAtLevel=1 -Dx=y"
+
+
 def _fake_jdk(root: Path, name: str, version: str) -> Path:
     home = root / name
     (home / "bin").mkdir(parents=True)
