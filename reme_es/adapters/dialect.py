@@ -298,7 +298,21 @@ def ensure_mapping_compatible(index: str, actual: dict, expected: dict) -> None:
 
 
 __all__ = [
-    "AWS_SERVICES", "RETRYABLE_STATUS", "knn_candidates", "SOURCE_EXCLUDES", "BulkItemFailure", "BulkOutcome", "ClientSettings", "Dialect",
-    "candidates_only", "cosine_from_score", "ensure_mapping_compatible", "filter_clauses", "installed_names",
-    "keyword_body", "keyword_query", "redact_host", "validate_hosts",
+    "AWS_SERVICES",
+    "RETRYABLE_STATUS",
+    "SOURCE_EXCLUDES",
+    "BulkItemFailure",
+    "BulkOutcome",
+    "ClientSettings",
+    "Dialect",
+    "candidates_only",
+    "cosine_from_score",
+    "ensure_mapping_compatible",
+    "filter_clauses",
+    "installed_names",
+    "keyword_body",
+    "keyword_query",
+    "knn_candidates",
+    "redact_host",
+    "validate_hosts",
 ]

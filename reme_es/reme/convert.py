@@ -75,6 +75,20 @@ def to_file_chunk(hit: Hit) -> FileChunk:
     )
 
 
+def file_chunk_from_source(branch: str, score: float, src: dict) -> FileChunk:
+    """A branch's hit as a ReMe FileChunk straight from its stored source: what `to_file_chunk` makes of the store's
+    `Hit` for it, with one model built instead of three (a search's hits are read on every agent turn)."""
+    return FileChunk(
+        id=src["chunk_id"],
+        text=src.get("text", ""),
+        metadata=src.get("metadata") or {},
+        path=src["path"],
+        start_line=src.get("start_line", 0),
+        end_line=src.get("end_line", 0),
+        scores={branch: score, "score": score},
+    )
+
+
 def as_vector(embedding: Any) -> list[float]:
     """A ReMe embedding (float16 ndarray or list) as a JSON-ready list of floats."""
     return np.asarray(embedding, dtype=np.float32).tolist()

@@ -32,7 +32,7 @@ from ..store import MemoryStore
 from ..store.fusion import apply_min_score
 from ..store.shown import Shown
 from .backfill import Embeddings
-from .convert import as_vector, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
+from .convert import as_vector, file_chunk_from_source, to_chunk, to_file_chunk, to_file_doc, to_file_link, to_file_node
 from .counts import EsFileGraph, HealthCounts, stand_in_for_paired
 from .keys import REME_PASS_THROUGH_KEYS, file_store_keys, plugin_options, split_keys
 from .opening import HOSTS_ENV, open_matching, resolve_hosts
@@ -305,16 +305,14 @@ class EsFileStore(BaseFileStore):
         if vector is None:
             return []
         await self.refresher.visible()
-        hits = await self._require_store().vector_search(vector, limit, search_filter)
-        return [to_file_chunk(h) for h in hits]
+        return await self._require_store().vector_search(vector, limit, search_filter, build=file_chunk_from_source)
 
     async def keyword_search(self, query: str, limit: int, search_filter: dict) -> list[FileChunk]:
         """BM25 over chunk text, filtered server-side."""
         if not query or not query.strip() or limit <= 0:
             return []
         await self.refresher.visible()
-        hits = await self._require_store().keyword_search(query.strip(), limit, search_filter)
-        return [to_file_chunk(h) for h in hits]
+        return await self._require_store().keyword_search(query.strip(), limit, search_filter, file_chunk_from_source)
 
     def hybrid_matches(self, vector_weight: float) -> bool:
         """Whether `ranked_search` fuses with this vector weight (the store's pipeline is built for one)."""

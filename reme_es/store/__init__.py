@@ -44,7 +44,7 @@ from .indices import IndexSet
 from .links import LinkGraph
 from .search import SearchStore
 from .shown import Shown, fetch_shown
-from .sources import chunk_source, stored_chunk_source
+from .sources import HitBuilder, chunk_source, hit_from_source, stored_chunk_source
 from .vector_plan import VectorPlan
 from .vectors import VectorStore
 from .workspaces import Registry
@@ -277,15 +277,24 @@ class MemoryStore:
         return await self.links.traverse(path, depth, max_nodes)
 
     # ----------------------------------------------------------------------------------- search
-    async def keyword_search(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
-        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
-        return await self.searches.keyword(query, limit, search_filter)
+    async def keyword_search(
+        self, query: str, limit: int, search_filter: SearchFilter | dict | None = None, build: HitBuilder = hit_from_source
+    ) -> list:
+        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []. Hits are `Hit`s, or what
+        `build(branch, score, stored source)` makes of each (the ReMe file store builds its FileChunks directly)."""
+        return await self.searches.keyword(query, limit, search_filter, build)
 
     async def vector_search(
-        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None, k: int = 0
-    ) -> list[Hit]:
-        """k-NN over chunk embeddings with the filter inside the k-NN clause; the top `limit` of the `k` nearest."""
-        return await self.vectors.search(vector, limit, search_filter, k)
+        self,
+        vector: list[float] | None,
+        limit: int,
+        search_filter: SearchFilter | dict | None = None,
+        k: int = 0,
+        build: HitBuilder = hit_from_source,
+    ) -> list:
+        """k-NN over chunk embeddings with the filter inside the k-NN clause; the top `limit` of the `k` nearest
+        (scores cosine similarity; `build` as for `keyword_search`)."""
+        return await self.vectors.search(vector, limit, search_filter, k, build)
 
     def native_hybrid_available(self) -> bool:
         """Whether one-request hybrid search can be used with the current server and configuration."""

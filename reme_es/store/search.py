@@ -27,7 +27,7 @@ from .fusion import (
     rocchio,
 )
 from .indices import IndexSet
-from .sources import chunk_from_source
+from .sources import HitBuilder, chunk_from_source, hit_from_source
 from .vectors import VectorStore, branch_hit
 
 log = logging.getLogger(__name__)
@@ -76,13 +76,16 @@ class SearchStore:
             hits.append(Hit(chunk=Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash), scores=scores))
         return hits
 
-    async def keyword(self, query: str, limit: int, search_filter: SearchFilter | dict | None = None) -> list[Hit]:
-        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []."""
+    async def keyword(
+        self, query: str, limit: int, search_filter: SearchFilter | dict | None = None, build: HitBuilder = hit_from_source
+    ) -> list:
+        """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []. Each hit is
+        `build("keyword", score, source)` (a `Hit` by default)."""
         f = self.indices.filter(search_filter)
         if not query or not query.strip() or limit <= 0:
             return []
         hits = await self.port.ranked_sources(self.indices.ix.chunks, keyword_body(query, limit, f, self.keyword_fields))
-        return [branch_hit("keyword", score, chunk_from_source(src)) for score, src in hits]
+        return [build("keyword", score, src) for score, src in hits]
 
     async def search(
         self,

@@ -3,12 +3,17 @@ written (size, vector dimension, JSON-serialisable values)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from ..core.errors import DimensionMismatch, InvalidInput
-from ..core.models import Chunk, FileDoc, Link, date_from_path
+from ..core.models import Chunk, FileDoc, Hit, Link, date_from_path
+
+# What a branch search builds from each hit: (branch, score, stored source) -> the caller's hit. The default is a
+# `Hit`; a caller with a model of its own (ReMe's FileChunk) builds that straight from the source, one model per hit.
+HitBuilder = Callable[[str, float, dict], Any]
 
 MAX_TEXT_BYTES = 8 << 20
 
@@ -48,6 +53,11 @@ def chunk_from_source(src: dict) -> Chunk:
         hash=src.get("hash", ""),
         metadata=src.get("metadata") or {},
     )
+
+
+def hit_from_source(branch: str, score: float, src: dict) -> Hit:
+    """A branch's hit read back from its stored source: the chunk, scored `score` under the branch and as `score`."""
+    return Hit(chunk=chunk_from_source(src), scores={branch: score, "score": score})
 
 
 def file_source(file: FileDoc) -> dict:

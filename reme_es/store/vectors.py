@@ -11,7 +11,7 @@ from ..adapters.transport import BulkOutcome
 from ..core.errors import CapabilityError
 from ..core.models import Chunk, Hit, SearchFilter, doc_id
 from .indices import IndexSet
-from .sources import check_vector, chunk_from_source
+from .sources import HitBuilder, check_vector, chunk_from_source, hit_from_source
 from .vector_plan import VectorPlan, plan_vectors
 
 
@@ -44,16 +44,22 @@ class VectorStore:
         return self.indices.dialect.knn_body(vector, k, f, size=size, caps=self.indices.caps)
 
     async def search(
-        self, vector: list[float] | None, limit: int, search_filter: SearchFilter | dict | None = None, k: int = 0
-    ) -> list[Hit]:
+        self,
+        vector: list[float] | None,
+        limit: int,
+        search_filter: SearchFilter | dict | None = None,
+        k: int = 0,
+        build: HitBuilder = hit_from_source,
+    ) -> list:
         """k-NN over chunk embeddings with the filter inside the k-NN clause; scores are cosine similarity.
-        The top `limit` of the `k` nearest (k defaults to limit) come back."""
+        The top `limit` of the `k` nearest (k defaults to limit) come back, each `build("vector", cosine, source)`
+        (a `Hit` by default)."""
         f = self.indices.filter(search_filter)
         if not vector or limit <= 0:
             return []
         body = self.knn_body(vector, max(k, limit), f, size=limit)
         hits = await self.port.ranked_sources(self.indices.ix.chunks, body)
-        return [branch_hit("vector", score, chunk_from_source(src)) for score, src in hits]
+        return [build("vector", cosine_from_score(score), src) for score, src in hits]
 
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
         """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""

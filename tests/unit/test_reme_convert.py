@@ -14,8 +14,10 @@ from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme_es.core.checks import validate_prefix
 from reme_es.core.models import Hit
 from reme_es.core.options import default_prefix as default_index_prefix
+from reme_es.store.sources import hit_from_source
 from reme_es.reme.convert import (
     as_vector,
+    file_chunk_from_source,
     to_chunk,
     to_file_chunk,
     to_file_doc,
@@ -65,3 +67,18 @@ def test_default_prefix_is_valid_and_differs_per_workspace(tmp_path: Path):
     assert a.startswith("reme-my-workspace-")
     assert validate_prefix(a) == a and validate_prefix(b) == b
     assert default_index_prefix(tmp_path / "My Workspace") == a
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        {"chunk_id": "c1", "path": "daily/2026-01-02.md", "date": "2026-01-02", "start_line": 3, "end_line": 9,
+         "hash": "h", "text": "the ferry left at dawn", "metadata": {"section": "Morning"}},
+        {"chunk_id": "c2", "path": "digest/notes.md", "text": "no lines stored"},  # what older indices hand back
+    ],
+)
+def test_a_search_hit_read_straight_from_its_source_is_the_file_chunk_of_the_store_s_hit(src):
+    for branch, score in (("keyword", 7.25), ("vector", 0.81)):
+        direct = file_chunk_from_source(branch, score, src)
+        assert direct == to_file_chunk(hit_from_source(branch, score, src))
+        assert direct.scores == {branch: score, "score": score} and direct.text == src["text"]
