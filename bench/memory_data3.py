@@ -135,6 +135,12 @@ USER_ANY = ["Thanks, that helps.", "Makes sense.", "Hmm, I'll think about it.", 
             "OK, one more question.", "Good point.", "Ha, fair.", "Let's pick this up tomorrow."]
 ASSIST_ANY = ["Noted.", "Happy to help.", "That sounds like progress.", "Good luck with it.",
               "I'll keep that in mind for next time.", "Let me know how it goes."]
+USER_LEAD = ["", "", "", "Quick one: ", "Also, ", "By the way, ", "Right, ", "Honestly, ", "So, ", "Update: "]
+USER_TAIL = ["", "", "", " Anyway.", " Not sure why.", " Typical.", " Ugh.", " :)", " Long week.", " Again."]
+ASSIST_LEAD = ["", "", "", "Sure. ", "Good question. ", "From what you describe, ", "In short: ", "One idea: ",
+               "Understood. ", "If it helps, "]
+ASSIST_TAIL = ["", "", "", " Want me to note that?", " I can look into it more.", " Shall I remind you later?",
+               " Tell me how it goes."]
 FRIENDS = ["Tove", "Idris", "Marisol", "Benedikt", "Aoife", "Kalani", "Ruairi", "Zofia", "Dmitri", "Nkechi", "Pilar",
            "Anselm", "Yusra", "Ewan", "Lotte", "Rashid", "Guadalupe", "Oskar", "Thandiwe", "Felipe", "Agnieszka",
            "Kenta", "Maren", "Cormac", "Halvard", "Soraya", "Jovan", "Imelda", "Tadhg", "Wanjiru"]
@@ -333,12 +339,18 @@ class Diary:
             turns = []
             for i in range(self.rng.randrange(4, 13)):
                 if i % 2 == 0:
-                    turns.append(["user", self.rng.choice(user if self.rng.random() < 0.6 else USER_ANY), []])
+                    text = self.rng.choice(user if self.rng.random() < 0.6 else USER_ANY)
+                    turns.append(["user", self.vary(text, USER_LEAD, USER_TAIL), []])
                 else:
-                    turns.append(["assistant", self.rng.choice(assistant if self.rng.random() < 0.7 else ASSIST_ANY),
-                                  []])
+                    text = self.rng.choice(assistant if self.rng.random() < 0.7 else ASSIST_ANY)
+                    turns.append(["assistant", self.vary(text, ASSIST_LEAD, ASSIST_TAIL), []])
             day[topic] = turns
         return day[topic]
+
+    def vary(self, text: str, leads: list[str], tails: list[str]) -> str:
+        """A filler line with a lead-in and a tail drawn (most are empty), so few filler turns repeat verbatim."""
+        lead, tail = self.rng.choice(leads), self.rng.choice(tails)
+        return f"{lead}{text[0].lower() if lead else text[0]}{text[1:]}{tail}"
 
     def say(self, date: dt.date, topic: str, text: str, qid: int | None = None, reply: str | None = None) -> None:
         """A user turn (and the assistant's reply) put between two exchanges of the session."""
@@ -402,7 +414,6 @@ def generate(seed: int = SEED) -> MemorySet:
             topic1, topic2 = rng.sample(list(TOPICS), 2)
             diary.say(d1, topic1, first.format(**slots), qid)
             diary.say(diary.day(d1 + dt.timedelta(days=10), SPAN[1]), topic2, second.format(**slots), qid)
-    taken: set[dt.date] = set()  # days of an asked activity: no look-alike within 6 days of one
     anchors = {}
     for name, turn in ANCHORS:
         d = diary.day(dt.date(2026, 3, 1), dt.date(2026, 9, 30), avoid=set(anchors.values()))
@@ -413,15 +424,16 @@ def generate(seed: int = SEED) -> MemorySet:
     asked = []
     for k in range(20):
         name = list(anchors)[k % len(anchors)]
-        when = anchors[name] + dt.timedelta(days=OFFSETS[(k * 3) % len(OFFSETS)][0])
-        words = OFFSETS[(k * 3) % len(OFFSETS)][1]
-        family = next(f for f in families[k % 4:] + families[: k % 4]  # none of its kind asked within a week
-                      if all(abs((when - t).days) >= 7 for t, fam in asked if fam == f))
+        # the k-th offset and family, or the next ones, so that no activity of the kind is asked within a week
+        _, words, family, when = next(
+            (o, w, f, anchors[name] + dt.timedelta(days=o))
+            for j in range(len(OFFSETS)) for o, w in [OFFSETS[(k * 3 + j) % len(OFFSETS)]]
+            for f in families[k % 4:] + families[: k % 4]
+            if all(abs((anchors[name] + dt.timedelta(days=o) - t).days) >= 7 for t, fam in asked if fam == f))
         topic, turn, verb, _ = ACTIVITIES[family]
         qid = ask(f"{verb} {words.format(a=name)}?", "relative")
         diary.say(when, topic, turn.format(v=pool[family].pop()), qid)
         asked.append((when, family))
-        taken.add(when)
     for family in families:  # look-alikes: the same activity on days no question asks about
         topic, turn, _, _ = ACTIVITIES[family]
         for _ in range(min(4, len(pool[family]))):
@@ -485,8 +497,13 @@ def main() -> None:
     for q in data.questions:
         kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
         disjoint += not any(words(q["question"]) & words(texts[c]) for c in q["evidence"])
-    print(f"{len(data.files)} notes, {len(data.chunks)} turns, {len(data.questions)} questions {kinds}; "
-          f"{disjoint} share no content word with their evidence -> {out}")
+    counts: dict[str, int] = {}
+    for _, _, _, text in data.chunks:
+        counts[text] = counts.get(text, 0) + 1
+    repeated = sum(c for c in counts.values() if c > 1)
+    print(f"{len(data.files)} notes, {len(data.chunks)} turns ({len(counts)} distinct texts, {repeated} turns whose "
+          f"text occurs more than once), {len(data.questions)} questions {kinds}; {disjoint} share no content word "
+          f"with their evidence -> {out}")
 
 
 if __name__ == "__main__":
