@@ -36,13 +36,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import heldout_options as opt  # noqa: E402
-import memory_data2  # noqa: E402
-import memory_data3  # noqa: E402
-import memory_quality as mq  # noqa: E402
-from common import Report, table  # noqa: E402
+import heldout_options as opt
+import memory_data2
+import memory_data3
+import memory_quality as mq
+from common import Report, table
 
-from reme_es.store.fusion import names_relation, proximity_rescore  # noqa: E402
+from reme_es.store.fusion import names_relation, proximity_rescore
 
 POOL = 50
 PREFIX = ["bench-heldout"]  # --prefix
