@@ -9,6 +9,9 @@ Sets (MiniLM vectors, top 10, filled through ReMe's file-store interface as benc
   memory2   bench/memory_data.py's sibling bench/memory_data2.py (another generator, vocabulary and line format;
             longer sessions, multi-hop and relative-date questions), split the same way: the groups whose note names
             sort 1st, 3rd, ... tune, the others report
+  memory3   bench/memory_data3.py (a third generator: one user with an assistant, a section per turn, first-person
+            paraphrased questions: fact, update, multi-hop, relative, period), reporting only: never split, never
+            in the choice; every question is reported ("report" is all of it)
   cranfield queries with odd ids tune, even ids report
 Each option (bench/heldout_options.py) is tried over its grid on the tuning halves (memory and memory2 recall@10 +
 Cranfield nDCG@10, each as a change against the previous default; a tie goes to the mildest setting, listed first),
@@ -33,33 +36,39 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import heldout_options as opt  # noqa: E402
-import memory_data2  # noqa: E402
-import memory_quality as mq  # noqa: E402
-from common import Report, table  # noqa: E402
+import heldout_options as opt
+import memory_data2
+import memory_data3
+import memory_quality as mq
+from common import Report, table
 
-from reme_es.store.fusion import names_relation, proximity_rescore  # noqa: E402
+from reme_es.store.fusion import names_relation, proximity_rescore
 
 POOL = 50
 PREFIX = ["bench-heldout"]  # --prefix
 POOLS: dict[str, list[list[str]]] = {}  # set -> per question: the pool's ids (saved with the runs, to look into)
-MULTI_HOP = {"memory": "update", "memory2": "multi-hop"}  # evidence in two notes of different days
-TODAY = {"memory": dt.date(2026, 11, 1), "memory2": memory_data2.TODAY, "cranfield": dt.date(2026, 12, 1)}
+MULTI_HOP = {"memory": "update", "memory2": "multi-hop", "memory3": "multi-hop"}  # evidence in two notes, two days
+TODAY = {"memory": dt.date(2026, 11, 1), "memory2": memory_data2.TODAY, "memory3": memory_data3.TODAY,
+         "cranfield": dt.date(2026, 12, 1)}
+SETS = ("memory", "memory2", "memory3", "cranfield")
+REPORT_ONLY = {"memory3"}  # never split, never in the choice
 PREVIOUS = {"date_boost": 0.0, "relation_vector_weight": None}  # the search defaults before this round
 
 
-def second_set() -> mq.Dataset:
-    """bench/memory_data2.py's set as a Dataset."""
-    data = memory_data2.generate()
+def generated_set(name: str, module) -> mq.Dataset:
+    """A generated set (bench/memory_data2.py, bench/memory_data3.py) as a Dataset."""
+    data = module.generate()
     files: dict = {}
     for cid, path, line, text in data.chunks:
         files.setdefault(path, []).append((cid, line, text))
-    return mq.Dataset("memory2", files, [q["question"] for q in data.questions],
+    return mq.Dataset(name, files, [q["question"] for q in data.questions],
                       [{c: 1 for c in q["evidence"]} for q in data.questions], [q["kind"] for q in data.questions])
 
 
 def halves(d: mq.Dataset) -> list[str]:
     """'tune' or 'report' per question, fixed: by conversation (memory, memory2), by query id (Cranfield)."""
+    if d.name in REPORT_ONLY:
+        return ["report"] * len(d.queries)
     if d.name == "cranfield":
         return ["tune" if i % 2 == 0 else "report" for i in range(len(d.queries))]  # ids 1, 3, ... tune
     convs = sorted({next(iter(g)).split("#")[0].rsplit("/", 1)[1] for g in d.gains})
@@ -181,7 +190,7 @@ async def main() -> None:
     p.add_argument("--cranfield", default="/work/shared/data/cranfield")
     p.add_argument("--out", default=str(HERE / "results" / "heldout.txt"))
     p.add_argument("--png", default=str(HERE / "heldout.png"))
-    p.add_argument("--sets", default="memory,memory2,cranfield", help="a subset: no tables, runs saved to --out .json")
+    p.add_argument("--sets", default=",".join(SETS), help="a subset: no tables, runs saved to --out .json")
     p.add_argument("--tables-from", help="a saved run's .json: its tables and plot, without searching")
     args = p.parse_args()
     PREFIX[0] = args.prefix
@@ -191,8 +200,10 @@ async def main() -> None:
         return finish(report, saved["results"], saved["costs"], args)
     mq.use_model("minilm")
     wanted = args.sets.split(",")
-    sets = [make() for name, make in (("memory", mq.memory_set), ("memory2", second_set),
-                                      ("cranfield", lambda: mq.cranfield_set(Path(args.cranfield)))) if name in wanted]
+    makers = (("memory", mq.memory_set), ("memory2", lambda: generated_set("memory2", memory_data2)),
+              ("memory3", lambda: generated_set("memory3", memory_data3)),
+              ("cranfield", lambda: mq.cranfield_set(Path(args.cranfield))))
+    sets = [make() for name, make in makers if name in wanted]
     encoder = opt.Encoder()
     results: dict = {}
     costs: dict = {}
@@ -216,7 +227,7 @@ async def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).with_suffix(".json").write_text(json.dumps({"results": results, "costs": costs, "runs": every,
                                                                  "pools": POOLS}))
-    if len(results) == 3:
+    if set(results) == set(SETS):
         finish(report, results, costs, args)
 
 
@@ -232,22 +243,26 @@ def finish(report: Report, results: dict, costs: dict, args) -> None:
                  title="\n## tuning halves: every setting tried"))
     report("chosen on the tuning halves: " + "; ".join(f"{f}: {n}" for f, n in chosen.items()))
     rows = [n for n in names if n.startswith("ReMe")] + ["default", "previous default"] + list(chosen.values())
+    third = "memory3" in results  # a run saved before the third set has none
     cols = []
     for n in rows:
         m, m2, c = (results[s][n]["report"] for s in ("memory", "memory2", "cranfield"))
+        m3 = [results["memory3"][n]["report"][k] for k in ("R@10", "hop")] if third else []
         family = next((f for f, c_ in chosen.items() if c_ == n), None)
         ms = costs["memory2"].get(f"{n} (es_search_step)" if "default" in n else n, float("nan"))
         cols.append([n, m["R@10"], m["hop"], m2["R@10"], m2["hop"], m2["kinds"].get("month", float("nan")),
-                     results["memory2"][n]["all"]["R@10"], c["nDCG@10"],
+                     results["memory2"][n]["all"]["R@10"], *m3, c["nDCG@10"],
                      opt.TRIPS.get(family, "") if family else "", ms])
     report(table(["mode (reporting halves)", "memory R@10", "memory update R@10", "memory2 R@10",
-                  "memory2 multi-hop R@10", "memory2 month R@10", "memory2 all R@10", "cranfield nDCG@10",
+                  "memory2 multi-hop R@10", "memory2 month R@10", "memory2 all R@10",
+                  *(["memory3 R@10 (all)", "memory3 multi-hop R@10"] if third else []), "cranfield nDCG@10",
                   "+ round trips", "ms p50 (memory2; options: added)"], cols,
                  title="\n## held out: reporting halves"))
-    kinds = list(results["memory2"]["default"]["report"]["kinds"])
-    report(table(["mode (memory2 reporting half, by kind)", *kinds],
-                 [[n, *(results["memory2"][n]["report"]["kinds"][k] for k in kinds)] for n in rows],
-                 title="\n## memory2 by kind of question"))
+    for s in ("memory2", "memory3") if third else ("memory2",):
+        kinds = list(results[s]["default"]["report"]["kinds"])
+        report(table([f"mode ({s} reporting {'half' if s not in REPORT_ONLY else 'set: all of it'}, by kind)",
+                      *kinds], [[n, *(results[s][n]["report"]["kinds"][k] for k in kinds)] for n in rows],
+                     title=f"\n## {s} by kind of question"))
     report(table(["set", *costs["memory"]], [[s, *(c.get(k, float("nan")) for k in costs["memory"])]
                                              for s, c in costs.items()], title="\n## p50 ms per search, same run"))
     report(targets(results, costs))
@@ -261,14 +276,17 @@ def targets(results: dict, costs: dict) -> str:
         return max(((n, r["report"][key]) for n, r in results[s].items() if n.startswith("ReMe")), key=lambda x: x[1])
 
     lines = ["\n## targets (reporting halves, the default)"]
-    for s in ("memory", "memory2"):
+    memories = [s for s in ("memory", "memory2", "memory3") if s in results]
+    for s in memories:
         name, value = best(s)
-        ours = results[s]["default"]["report"]["R@10"]
-        lines.append(f"{s}: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x (target 1.25x)")
-    name, value = best("memory2", "hop")
-    ours = results["memory2"]["default"]["report"]["hop"]
-    lines.append(f"memory2 multi-hop: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x "
-                 "(target 1.2x)")
+        ours, before = (results[s][n]["report"]["R@10"] for n in ("default", "previous default"))
+        lines.append(f"{s}: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x (target 1.25x); "
+                     f"previous default {before:.3f}")
+    for s in memories[1:]:
+        name, value = best(s, "hop")
+        ours, before = (results[s][n]["report"]["hop"] for n in ("default", "previous default"))
+        lines.append(f"{s} multi-hop: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x "
+                     f"(target 1.2x); previous default {before:.3f}")
     lines.append(f"cranfield nDCG@10: {results['cranfield']['default']['report']['nDCG@10']:.3f} (target 0.45)")
     for s, c in costs.items():
         ratio = c["default (es_search_step)"] / c["previous default (es_search_step)"]
@@ -284,14 +302,15 @@ def plot(results: dict, rows: list[str], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = (("memory", "R@10"), ("memory2", "R@10"), ("cranfield", "nDCG@10"))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 1.5 + 0.35 * len(rows)))
+    panels = [(s, m) for s, m in (("memory", "R@10"), ("memory2", "R@10"), ("memory3", "R@10"),
+                                  ("cranfield", "nDCG@10")) if s in results]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 1.5 + 0.35 * len(rows)))
     for ax, (s, metric) in zip(axes, panels):
         vals = [results[s][n]["report"][metric] for n in rows]
         ax.barh(range(len(rows)), vals, color=["#4c72b0" if n.startswith("ReMe") else "#c44e52" for n in rows])
         ax.set_yticks(range(len(rows)), rows if s == "memory" else [""] * len(rows), fontsize=7)
         ax.invert_yaxis()
-        ax.set_title(f"{s}: {metric} (reporting half)")
+        ax.set_title(f"{s}: {metric} ({'reporting only, all' if s in REPORT_ONLY else 'reporting half'})")
         for i, v in enumerate(vals):
             ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
         ax.set_xlim(0, max(vals) * 1.2)
