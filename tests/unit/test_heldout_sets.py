@@ -1,4 +1,5 @@
-"""The held-out bench's sets: the second generated conversation set and the fixed tuning/reporting split."""
+"""The held-out bench's sets: the second and third generated conversation sets and the fixed tuning/reporting split
+(the third set is reported whole, never tuned on)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_second_set_evidence_is_what_its_questions_need(bench):
 
 
 def test_halves_split_by_conversation(bench):
-    heldout, _ = bench
+    heldout, memory_data2 = bench
     import memory_quality as mq
 
     d = mq.memory_set()
@@ -49,7 +50,24 @@ def test_halves_split_by_conversation(bench):
     by_half = {h: {c for c, x in zip(conv, halves) if x == h} for h in ("tune", "report")}
     assert len(by_half["tune"]) == len(by_half["report"]) == 6
     assert not by_half["tune"] & by_half["report"]
-    second = heldout.second_set()
+    second = heldout.generated_set("memory2", memory_data2)
     group = [next(iter(g)).split("#")[0].rsplit("/", 1)[1] for g in second.gains]
     by_half = {h: {c for c, x in zip(group, heldout.halves(second)) if x == h} for h in ("tune", "report")}
     assert len(by_half["tune"]) == len(by_half["report"]) > 0 and not by_half["tune"] & by_half["report"]
+
+
+def test_the_third_set_is_reported_whole_and_its_evidence_is_there(bench):
+    heldout, _ = bench
+    import memory_data3
+
+    data = memory_data3.generate()
+    text = {cid: t for cid, _, _, t in data.chunks}
+    kinds = {q["kind"] for q in data.questions}
+    assert {"multi-hop", "update", "relative"} <= kinds
+    for q in data.questions:
+        assert q["evidence"] and all(cid in text for cid in q["evidence"]), q
+        if q["kind"] == "multi-hop":  # two turns from notes of two different days
+            assert len({cid.split("/")[1] for cid in q["evidence"]}) == 2, q
+    third = heldout.generated_set("memory3", memory_data3)
+    assert set(heldout.halves(third)) == {"report"} and len(third.queries) == len(data.questions)
+    assert memory_data3.generate().questions == data.questions  # fixed by its seed
