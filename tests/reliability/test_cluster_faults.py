@@ -65,7 +65,11 @@ SECTIONS = 5  # one chunk per section: 1,500 chunks
 BATCH_FILES = 50
 TOPICS = ["tides", "harbour", "engines", "ledger", "weather", "crew", "cargo", "charts", "radio", "lights"]
 MARKED = (7, 51, 88)  # files whose first section carries a unique marker word (`marker0007`, ...)
-HANG_LIMIT = 10.0  # seconds: the longest any prober call may take to answer (a member down, then rejoining)
+# Seconds: the longest any prober call may take to answer (a member down, then rejoining). Below a request's try
+# timeout (30 s, engine_settings.json), so a call that waits out one unanswered try fails the test. Not lower: in a
+# clean-clone CI run (three pytest streams and eight nodes on 2 cores) a `reme-es search` made while the killed member
+# was starting again answered right in 10.6 s.
+HANG_LIMIT = 20.0
 PAUSE = 0.5  # seconds between the prober's rounds (the machine may have 2 cores for 3 members and the tests)
 HARD_LIMIT = 90.0  # seconds: a call still running then is recorded as hung (the prober goes on)
 
@@ -300,6 +304,7 @@ class Answer:
     seconds: float
     error: str | None = None
     startup: float = 0.0
+    said: str = ""  # for `reme-es search`: the end of what the child wrote on stderr (its retry warnings)
 
     @property
     def answered_in(self) -> float:
@@ -363,8 +368,8 @@ class Prober:
         logging.getLogger("reme_es.adapters.port").removeHandler(self._partial)
         assert not any(t.is_alive() for t in self._threads), "the prober did not stop: a call hangs"
 
-    def _record(self, kind: str, started: float, error: str | None, startup: float = 0.0) -> None:
-        self.answers.append(Answer(kind, started, time.monotonic() - started, error, startup))
+    def _record(self, kind: str, started: float, error: str | None, startup: float = 0.0, said: str = "") -> None:
+        self.answers.append(Answer(kind, started, time.monotonic() - started, error, startup, said))
 
     def rounds_since(self, since: float, rounds: int = 5, timeout: float = 90.0) -> None:
         """Wait until `rounds` rounds of the store thread and one `reme-es search` (if it runs) started after `since`
@@ -441,11 +446,12 @@ class Prober:
         ]
         while not self._stop.is_set():
             started, wall = time.monotonic(), time.time()
-            startup = 0.0
+            startup, said = 0.0, ""
             try:
                 proc = subprocess.run(args, check=False, capture_output=True, text=True, env=env, timeout=HARD_LIMIT)
                 marks = [x.split() for x in proc.stderr.splitlines() if x.startswith("imported ")]
                 startup = float(marks[0][1]) - wall if marks else 0.0
+                said = "\n".join(x for x in proc.stderr.splitlines() if not x.startswith("imported "))[-600:]
                 if proc.returncode != 0:
                     problem = f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
                 else:
@@ -453,7 +459,7 @@ class Prober:
                     problem = None if paths == self.marked_paths else f"cli found {paths}"
             except Exception as exc:  # noqa: BLE001 - recorded, fails the test afterwards
                 problem = f"{type(exc).__name__}: {exc}"
-            self._record("cli-search", started, problem, startup)
+            self._record("cli-search", started, problem, startup, said)
             self._stop.wait(4 * PAUSE)  # a child process is a second of CPU: leave some to the members
 
     # --------------------------------------------------------------------------------- verdicts
