@@ -34,7 +34,8 @@ const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Ma
 const ms = () => performance.now();
 
 async function post(path, body) {
-  const r = await fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const init = body === undefined ? { method: "POST" } : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  const r = await fetch(url + path, init);
   const out = await r.json();
   if (!r.ok) throw new Error(`${path}: ${JSON.stringify(out).slice(0, 400)}`);
   return out;
@@ -72,7 +73,7 @@ try {
   if (count !== size) await store.upsertMany(entries);
   await store.refresh();
   const loadS = (ms() - t) / 1000;
-  if (args.segments) await post(`/${alias}/_forcemerge?max_num_segments=${args.segments}`, {});
+  if (args.segments) await post(`/${alias}/_forcemerge?max_num_segments=${args.segments}`);
   const segs = (await (await fetch(`${url}/_cat/segments/${alias}?format=json`)).json()).length;
   const r = rng(size + 11);
   const vq = Array.from({ length: queries + 10 }, () => embed(queryWords(makeMemory(Math.floor(r() * size), shape), 3, r)));

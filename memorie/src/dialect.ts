@@ -4,12 +4,12 @@
  */
 import type { Engine } from "./connection.js";
 import { metadataClauses, metadataTerms } from "./metadata.js";
-import { HNSW, readDataFile, vectorMapping as sharedVectorMapping } from "./settings.js";
+import { HNSW, readDataFile, VECTOR_HNSW, vectorMapping as sharedVectorMapping } from "./settings.js";
 import type { Memory, MemoryFilters, MemoryRelation, MemoryScope, RangeFilter, SearchQuery } from "./types.js";
 
 export type IndexKind = "memories" | "vectors" | "relations";
 
-export { HNSW };
+export { HNSW, VECTOR_HNSW };
 export { canonicalJson, metadataClauses, metadataTerms } from "./metadata.js";
 
 /** A fresh copy of one template (`memorie/templates/<kind>.json`, copied into dist/templates). */
@@ -24,12 +24,12 @@ export function textAnalyzer(stemming: boolean): Record<string, unknown> {
     : { type: "standard" };
 }
 
-/** The vector field (shared settings): HNSW cosine; lucene on OpenSearch, `dense_vector` hnsw on Elasticsearch. */
+/** The vector field (shared mapping): HNSW cosine; lucene on OpenSearch, `dense_vector` hnsw on Elasticsearch. */
 export function vectorMapping(engine: Engine, dims: number, hnsw: HnswOptions = {}): Record<string, unknown> {
-  return sharedVectorMapping(engine, dims, hnsw.m ?? HNSW.m, hnsw.efConstruction ?? HNSW.efConstruction);
+  return sharedVectorMapping(engine, dims, hnsw.m ?? VECTOR_HNSW.m, hnsw.efConstruction ?? VECTOR_HNSW.efConstruction);
 }
 
-/** HNSW build settings of a new vector index (default: the shared `reme_es/engine_settings.json`). */
+/** HNSW build settings of a new vector index (default: `VECTOR_HNSW`, m 32 / ef_construction 150). */
 export interface HnswOptions {
   m?: number;
   efConstruction?: number;
@@ -96,7 +96,7 @@ export function renderIndex(kind: IndexKind, engine: Engine, alias: string, o: R
     if (!o.dims) throw new Error("a vectors index needs its dimension");
     props.embedding = vectorMapping(engine, o.dims, o.hnsw);
     meta.dims = o.dims;
-    meta.hnsw = { m: o.hnsw?.m ?? HNSW.m, ef_construction: o.hnsw?.efConstruction ?? HNSW.efConstruction };
+    meta.hnsw = { m: o.hnsw?.m ?? VECTOR_HNSW.m, ef_construction: o.hnsw?.efConstruction ?? VECTOR_HNSW.efConstruction };
     if (engine === "opensearch") settings.index.knn = true;
   }
   Object.assign(settings.index, layoutSettings(o));

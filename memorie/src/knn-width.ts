@@ -4,10 +4,14 @@
  * shared rule (`knnCandidates`: 5 × k within [100, 10,000]) is enough on data whose neighbours stand out, and too
  * narrow on bag-of-words vectors over a skewed vocabulary, where many entries are almost equally far and a greedy
  * graph walk misses some of the nearest. A segment of many entries needs more candidates for the same recall, so
- * the width grows with the entries per segment: `fraction` × docs / segments, at least the shared rule, at most
- * 10,000 (what both engines accept). The measurements behind `fraction` are in memorie/README.md (Performance).
+ * the width grows with the entries per segment, at least the shared rule, at most 10,000 (what both engines accept).
+ * How it must grow depends on the graph (`segmentWidth`): an index built with Memorie's m 32 (`VECTOR_HNSW`) needs
+ * c × √entries, c 4 on OpenSearch (1,265 for one segment of 100k, 517 for each of the six of 17k a load leaves) and
+ * 6 on Elasticsearch, whose graphs of the same settings found fewer of the nearest at the same width; an index built
+ * with the shared m 16 needs 0.12 × entries and still levels off at ~0.96 on one large segment (indices made before
+ * m 32 keep their rule, read from their `_meta`). The measurements are in memorie/README.md (Performance).
  */
-import { knnCandidates } from "./settings.js";
+import { knnCandidates, VECTOR_HNSW } from "./settings.js";
 
 /** What decides the width: live entries of the index and its segments (primaries, all shards). */
 export interface IndexShape {
@@ -17,15 +21,26 @@ export interface IndexShape {
 
 export const MAX_CANDIDATES = 10000;
 
-/** Candidates per segment for every 100 entries of a segment (measured; see the module comment). */
+/** A graph of m 16: candidates per segment for every entry of the segment (measured; see the module comment). */
 export const WIDTH_FRACTION = 0.12;
+/** A graph of m 32 or more (`VECTOR_HNSW`, Memorie's default): candidates per segment per √entries, per engine. */
+export const WIDE_GRAPH_SCALE = { opensearch: 4, elasticsearch: 6 } as const;
 
-/** Candidates per segment for the `k` nearest: the shared rule, widened for large segments. */
-export function knnWidth(k: number, shape: IndexShape | undefined, fraction = WIDTH_FRACTION): number {
+export type Engine = keyof typeof WIDE_GRAPH_SCALE;
+
+/** Candidates a segment of `entries` needs on `engine`, for a graph built with `m` (undefined: m 16's rule). */
+export function segmentWidth(entries: number, m: number | undefined, engine: Engine = "opensearch"): number {
+  if (m === undefined || m < VECTOR_HNSW.m) return WIDTH_FRACTION * entries;
+  return WIDE_GRAPH_SCALE[engine] * Math.sqrt(entries);
+}
+
+/** Candidates per segment for the `k` nearest in an index on `engine` whose graph has `m`: the shared rule, widened
+ * for large segments. */
+export function knnWidth(k: number, shape: IndexShape | undefined, m?: number, engine: Engine = "opensearch"): number {
   const base = knnCandidates(k);
   if (!shape || !(shape.docs > 0)) return base;
   const perSegment = shape.docs / Math.max(1, shape.segments);
-  return Math.max(k, Math.min(MAX_CANDIDATES, Math.max(base, Math.ceil(fraction * perSegment))));
+  return Math.max(k, Math.min(MAX_CANDIDATES, Math.max(base, Math.ceil(segmentWidth(perSegment, m, engine)))));
 }
 
 /** The shape from an index-stats answer (`_stats/docs,segments`), or undefined when it holds none. */

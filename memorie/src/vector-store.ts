@@ -17,9 +17,10 @@ export interface VectorStoreOptions extends ConnectionOptions {
    */
   scope?: MemoryScope;
   /**
-   * HNSW build settings of the index when this store creates it (default: m 16, ef_construction 64, the shared
-   * settings). Larger values build a better graph (higher recall at the same search width) at a slower load and
-   * more merging; an existing index keeps the settings it was created with.
+   * HNSW build settings of the index when this store creates it (default: m 32, ef_construction 150, `VECTOR_HNSW`;
+   * the ReMe store's shared m 16 / 64 reaches recall@10 ~0.96 at most on one segment of 100k bag-of-words vectors).
+   * Larger values build a better graph (higher recall at the same search width) at a slower load and more merging;
+   * an existing index keeps the settings it was created with.
    */
   hnsw?: { m?: number; efConstruction?: number };
   /**
@@ -104,7 +105,7 @@ class VectorIndex {
   /** HNSW candidates per segment for the `k` nearest: the option, else from the index's shape. */
   async width(k: number): Promise<number> {
     if (this.candidates !== undefined) return Math.max(k, this.candidates);
-    return knnWidth(k, await this.shape.get());
+    return knnWidth(k, await this.shape.get(), this.info?.meta.hnsw?.m, this.conn.engine);
   }
 
   get dims(): number | undefined {

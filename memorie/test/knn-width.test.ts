@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDTH_FRACTION } from "../src/knn-width.js";
+import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDE_GRAPH_SCALE, WIDTH_FRACTION } from "../src/knn-width.js";
 import { knnCandidates } from "../src/settings.js";
 
 describe("knnWidth", () => {
@@ -19,6 +19,17 @@ describe("knnWidth", () => {
     assert.ok(knnWidth(50, { docs: 100000, segments: 1 }) > knnWidth(50, { docs: 100000, segments: 6 }));
     assert.equal(knnWidth(50, { docs: 10_000_000, segments: 1 }), MAX_CANDIDATES);
     assert.equal(knnWidth(10000, { docs: 10, segments: 1 }), 10000);
+  });
+
+  it("for a graph of m 32 or more, grows with the root of the entries per segment, wider on Elasticsearch", () => {
+    assert.equal(knnWidth(50, { docs: 100000, segments: 1 }, 32), Math.ceil(WIDE_GRAPH_SCALE.opensearch * Math.sqrt(100000)));
+    assert.equal(knnWidth(50, { docs: 100000, segments: 1 }, 32), 1265);
+    assert.equal(knnWidth(50, { docs: 100000, segments: 6 }, 32), 517);
+    assert.equal(knnWidth(50, { docs: 100000, segments: 1 }, 32, "elasticsearch"), 1898);
+    assert.equal(knnWidth(50, { docs: 6000, segments: 2 }, 48), knnCandidates(50), "small segments: the shared rule");
+    assert.equal(knnWidth(50, { docs: 100000, segments: 6 }, 16), 2000, "an index of m 16 keeps its rule");
+    assert.equal(knnWidth(50, { docs: 100000, segments: 6 }, undefined), 2000, "so does one whose m is not known");
+    assert.equal(knnWidth(50, { docs: 100_000_000, segments: 1 }, 32), MAX_CANDIDATES);
   });
 
   it("reads docs and segments from an index-stats answer", () => {

@@ -51,8 +51,8 @@ describe("engine settings shared with the Python side (tests/unit/golden/engine_
   });
   it("the vector mapping of each engine", () => {
     for (const engine of ["opensearch", "elasticsearch"] as const) {
-      assert.deepEqual(vectorMapping(engine, 3), GOLDEN.vector_mapping_dims_3[engine], engine);
-      const body = renderIndex("vectors", engine, "p-memorie-vectors", { dims: 3 });
+      assert.deepEqual(vectorMapping(engine, 3, HNSW), GOLDEN.vector_mapping_dims_3[engine], engine);
+      const body = renderIndex("vectors", engine, "p-memorie-vectors", { dims: 3, hnsw: HNSW });
       assert.deepEqual(body.mappings.properties.embedding, GOLDEN.vector_mapping_dims_3[engine], engine);
     }
   });
@@ -163,7 +163,7 @@ describe("vector bodies", () => {
     assert.deepEqual(vectorMapping("opensearch", 3), {
       type: "knn_vector",
       dimension: 3,
-      method: { name: "hnsw", engine: "lucene", space_type: "cosinesimil", parameters: { m: 16, ef_construction: 64 } },
+      method: { name: "hnsw", engine: "lucene", space_type: "cosinesimil", parameters: { m: 32, ef_construction: 150 } },
     });
     const filter = vectorFilter({ tenantId: "a" });
     const body = knnBody("opensearch", [1, 0], 5, filter);
@@ -174,7 +174,7 @@ describe("vector bodies", () => {
   });
   it("Elasticsearch: float dense_vector with explicit hnsw index_options; the filter inside knn", () => {
     const mapping = vectorMapping("elasticsearch", 3) as { index_options: unknown; similarity: string };
-    assert.deepEqual(mapping.index_options, { type: "hnsw", m: 16, ef_construction: 64 });
+    assert.deepEqual(mapping.index_options, { type: "hnsw", m: 32, ef_construction: 150 });
     assert.equal(mapping.similarity, "cosine");
     const filter = vectorFilter(undefined, { tenantId: "a" });
     const body = knnBody("elasticsearch", [1, 0], 7, filter);
@@ -187,7 +187,7 @@ describe("vector bodies", () => {
   it("an index body carries its alias and _meta", () => {
     const body = renderIndex("vectors", "opensearch", "p-memorie-vectors", { dims: 4 });
     assert.deepEqual(body.aliases, { "p-memorie-vectors": {} });
-    assert.deepEqual(body.mappings._meta, { reme_es: { kind: "memorie-vectors", template_version: 1, dims: 4, hnsw: { m: 16, ef_construction: 64 } } });
+    assert.deepEqual(body.mappings._meta, { reme_es: { kind: "memorie-vectors", template_version: 1, dims: 4, hnsw: { m: 32, ef_construction: 150 } } });
     assert.equal(body.settings.index.knn, true);
     assert.equal(renderIndex("vectors", "elasticsearch", "a", { dims: 4 }).settings.index.knn, undefined);
   });

@@ -12,13 +12,14 @@ const paramsOf = (engine: string, field: any) =>
   engine === "opensearch" ? field.method.parameters : { m: field.index_options.m, ef_construction: field.index_options.ef_construction };
 
 describe("hnsw option, pure", () => {
-  it("renders m and ef_construction into the vector field and _meta; the shared defaults otherwise", () => {
+  it("renders m and ef_construction into the vector field and _meta; Memorie's m 32 / 150 otherwise", () => {
     for (const engine of ["opensearch", "elasticsearch"] as const) {
       const tuned = renderIndex("vectors", engine, "a", { dims: 4, hnsw: { m: 32, efConstruction: 200 } });
       assert.deepEqual(paramsOf(engine, tuned.mappings.properties.embedding), { m: 32, ef_construction: 200 });
       assert.deepEqual(tuned.mappings._meta.reme_es.hnsw, { m: 32, ef_construction: 200 });
       const plain = renderIndex("vectors", engine, "a", { dims: 4 });
-      assert.deepEqual(paramsOf(engine, plain.mappings.properties.embedding), { m: 16, ef_construction: 64 });
+      assert.deepEqual(paramsOf(engine, plain.mappings.properties.embedding), { m: 32, ef_construction: 150 });
+      assert.deepEqual(plain.mappings._meta.reme_es.hnsw, { m: 32, ef_construction: 150 });
     }
   });
 
