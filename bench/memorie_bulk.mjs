@@ -4,6 +4,7 @@
 //   both (default)          indexMany + upsertMany at once, the package's pages (1000) and concurrency (2)
 //   both, pages of 5000     / both, concurrency 1 / both, concurrency 4
 //   memories only           indexMany alone          vectors only    upsertMany alone
+//   both / vectors only with the shared HNSW graph (m 16, ef_construction 64) instead of Memorie's m 32 / 150
 // and the client's share: building the bulk bodies (JSON.stringify of both kinds of documents) without sending.
 // memories/s medians over the rounds; the load each round left merging is not included (see memorie_backends).
 //
@@ -11,6 +12,7 @@
 import { loadavg } from "node:os";
 
 import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
+import { HNSW } from "../memorie/dist/src/settings.js";
 import { memoryDoc, vectorDoc } from "../memorie/dist/src/dialect.js";
 import { embedder, makeMemory } from "./memorie_data.mjs";
 
@@ -37,12 +39,14 @@ const VARIANTS = [
   { name: "both, 4 in flight", memories: true, vectors: true, options: { concurrency: 4 } },
   { name: "memories only", memories: true, vectors: false, options: {} },
   { name: "vectors only", memories: false, vectors: true, options: {} },
+  { name: "both, shared graph m 16 / 64", memories: true, vectors: true, options: {}, hnsw: HNSW },
+  { name: "vectors only, shared graph m 16 / 64", memories: false, vectors: true, options: {}, hnsw: HNSW },
 ];
 
 async function loadOnce(v, round, j) {
   const prefix = `bench-bulk-${process.pid}-${round}-${j}`;
   const search = await createSearchStore({ url, indexPrefix: prefix });
-  const vectors = await createVectorStore({ url, indexPrefix: prefix, dimensions: embed.dims });
+  const vectors = await createVectorStore({ url, indexPrefix: prefix, dimensions: embed.dims, hnsw: v.hnsw });
   try {
     const t = ms();
     await Promise.all([
