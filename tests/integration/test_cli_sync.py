@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 
+from reme_es.adapters.retry import REQUEST, RetryPolicy
 from reme_es.core.models import LinkScope, chunk_id
 from tests.conftest import first_flavour_only
 from tests.integration.cli_support import EXAMPLE_FILES, _summary, _touch
@@ -301,6 +302,12 @@ def test_watch_picks_up_changes(cli, node_url):
 
 # ------------------------------------------------------------------------------------ server outage
 
+_POLICY = RetryPolicy.shared(REQUEST)
+# Seconds from a file written during an outage to the watcher's warning at the latest: the watch's grouping of events
+# (3 s at most), a request's every retry at its longest backoff (9.5 s with the shared policy), and 15 s for the
+# process on a busy machine (a CI run with three test streams on 2 cores missed a plain 15 s limit).
+OUTAGE_NOTICED = 3 + sum(_POLICY.delay(n, 1.0) for n in range(_POLICY.tries - 1)) + 15
+
 
 @first_flavour_only
 def test_watch_survives_a_server_outage(cli, node_url):
@@ -314,12 +321,12 @@ def test_watch_survives_a_server_outage(cli, node_url):
                 assert line, err_file.read_text()
             proxy.stop()
             (cli.workspace / "digest/outage.md").write_text("# Outage\n\nwritten while the server was away: ibex\n")
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + OUTAGE_NOTICED
             while "server error, retrying" not in err_file.read_text():
                 assert time.monotonic() < deadline, err_file.read_text()
                 time.sleep(0.2)
             proxy.start()
-            found, deadline = [], time.monotonic() + 20
+            found, deadline = [], time.monotonic() + OUTAGE_NOTICED  # the next pass: one backoff of 1 s, then retries
             while not found and time.monotonic() < deadline:
                 time.sleep(0.5)
                 found = cli.search("ibex")
