@@ -12,6 +12,7 @@
  * m 32 keep their rule, read from their `_meta`). The measurements are in memorie/README.md (Performance).
  */
 import { knnCandidates, VECTOR_HNSW } from "./settings.js";
+import type { Engine } from "./types.js";
 
 /** What decides the width: live entries of the index and its segments (primaries, all shards). */
 export interface IndexShape {
@@ -24,9 +25,7 @@ export const MAX_CANDIDATES = 10000;
 /** A graph of m 16: candidates per segment for every entry of the segment (measured; see the module comment). */
 export const WIDTH_FRACTION = 0.12;
 /** A graph of m 32 or more (`VECTOR_HNSW`, Memorie's default): candidates per segment per √entries, per engine. */
-export const WIDE_GRAPH_SCALE = { opensearch: 4, elasticsearch: 6 } as const;
-
-export type Engine = keyof typeof WIDE_GRAPH_SCALE;
+export const WIDE_GRAPH_SCALE: Readonly<Record<Engine, number>> = { opensearch: 4, elasticsearch: 6 };
 
 /** Candidates a segment of `entries` needs on `engine`, for a graph built with `m` (undefined: m 16's rule). */
 export function segmentWidth(entries: number, m: number | undefined, engine: Engine = "opensearch"): number {
