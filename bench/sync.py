@@ -34,7 +34,7 @@ import orjson
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.templates import render_index
 from reme_es.core.models import date_from_path
-from reme_es.core.options import IndexOptions
+from reme_es.core.options import IndexOptions, SyncOptions
 from reme_es.store import MemoryStore
 from reme_es.store.connect import detect_engine, make_dialect
 from reme_es.sync.scan import parse
@@ -72,7 +72,7 @@ def chunk_ndjson(root: Path) -> tuple[list[bytes], int]:
     bodies, lines, docs = [], [], 0
     for path in sorted(root.rglob("*.md")):
         rel = path.relative_to(root).as_posix()
-        for c in parse(rel, path.read_text(), lambda _m: None).chunks:
+        for c in parse(rel, path.read_text(), lambda _m: None, SyncOptions().chunk_chars).chunks:
             lines.append(orjson.dumps({"index": {"_id": c.id, "routing": rel}}))
             lines.append(
                 orjson.dumps(

@@ -21,10 +21,8 @@ if TYPE_CHECKING:
 @click.command()
 @click.option(
     "--deleted-ratio",
-    default=0.1,
-    show_default=True,
     type=click.FloatRange(0, 1),
-    help="Expunge deletes in indices with at least this share of deleted docs.",
+    help="Expunge deletes in indices with at least this share of deleted docs (default: MemoryStore.optimize's, 0.1).",
 )
 @click.option("--max-segments", type=click.IntRange(1), help="Merge down to this many segments instead.")
 @click.option("--json", "as_json", is_flag=True)
@@ -37,7 +35,9 @@ def optimize(deleted_ratio, max_segments, as_json, workspace, config_file, **fla
 async def _optimize(settings: Options, deleted_ratio, max_segments, as_json) -> int:
     store = await _open(settings, create=False)
     try:
-        result = await store.optimize(deleted_ratio, max_segments)
+        # No --deleted-ratio: the store's default (written once, in MemoryStore.optimize).
+        ratio = {} if deleted_ratio is None else {"deleted_ratio": deleted_ratio}
+        result = await store.optimize(max_segments=max_segments, **ratio)
     finally:
         await store.close()
     if as_json:

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from ..server.flavours import DEFAULT_FLAVOUR, LOCAL_FLAVOURS
+from ..server.flavours import DEFAULT_FLAVOUR, DEFAULT_HEAP, LOCAL_FLAVOURS
 from .app import _run
 
 
@@ -45,7 +45,7 @@ def _node_view(name: str) -> dict:
     help="HTTP port (default: the node's port of its last start, kept so clients keep its URL; else first free from "
     "9200).",
 )
-@click.option("--heap", default="512m", show_default=True)
+@click.option("--heap", default=DEFAULT_HEAP, show_default=True)
 @click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots (the node's path.repo, "
               "where `fs` snapshot repositories may be registered); created and made writable for the node. Default: "
               "the node's folder of its last start, if any.")
@@ -155,7 +155,7 @@ def _echo_cluster(view: dict) -> None:
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Members of a new cluster.")
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTP port of the first member (the others follow it; "
               "default: the cluster's ports of its last start, else the first free run from 9200).")
-@click.option("--heap", help="Heap of each member (default: as last started, else 512m).")
+@click.option("--heap", help=f"Heap of each member (default: as last started, else {DEFAULT_HEAP}).")
 @click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots shared by every member "
               "(their path.repo); created and made writable for the nodes. Default: the cluster's folder of its last "
               "start, if any.")

@@ -168,7 +168,6 @@ async def _sync_store(settings: Options, dry_run: bool):
 async def _sync(
     workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, settings: Options
 ) -> int:
-    from ..sync.scan import MB
     from ..sync.workspace import State, WorkspaceSync, state_path
 
     if watch and dry_run:
@@ -184,13 +183,9 @@ async def _sync(
     syncer = WorkspaceSync(
         store,
         workspace,
-        settings.sync.dirs,
-        settings.sync.suffixes,
+        settings.sync,
         embedder,
         reporter,
-        settings.sync.batch_files,
-        int(settings.sync.max_file_mb * MB),
-        settings.sync.chunk_chars,
         State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts, store.workspace)),
         reme_chunkers=_reme_chunkers(settings, workspace),
     )

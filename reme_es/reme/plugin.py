@@ -20,15 +20,10 @@ SEARCH_STEP = "es_search_step"
 
 
 def search_job_steps() -> list[dict[str, Any]]:
-    """The `search` job's steps with ReMe's default.yaml settings, answered by the reme-es step."""
-    return [
-        {
-            "backend": SEARCH_STEP,  # no vector_weight: the step fuses with the file store's own
-            "candidate_multiplier": 5.0,
-            "expand_links": True,
-            "max_links_per_direction": 10,
-        }
-    ]
+    """The `search` job's steps as ReMe's default.yaml sets them, answered by the reme-es step."""
+    # No vector_weight: the step fuses with the file store's own. No candidate_multiplier or max_links_per_direction:
+    # the step's own defaults are ReMe's (5 and 10), written once, in search_step.py.
+    return [{"backend": SEARCH_STEP, "expand_links": True}]
 
 
 def plugin():

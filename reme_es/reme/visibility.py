@@ -47,7 +47,7 @@ class DeferredRefresh:
     def __init__(
         self,
         refresh: Refresh,
-        refresh_after: float = 1.0,
+        refresh_after: float,  # the `refresh_after` search option
         *,
         recount: Recount = _nothing,
         logger: Any = None,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..core.errors import ServerError
 from . import node
-from .flavours import get_flavour
+from .flavours import DEFAULT_HEAP, get_flavour
 from .install import reme_es_home
 
 
@@ -41,7 +41,7 @@ class Cluster:
     http_ports: dict[str, int]
     transport_ports: dict[str, int]
     cluster_name: str
-    heap: str = "512m"
+    heap: str = DEFAULT_HEAP
     extra: dict = field(default_factory=dict)
     snapshot_repo: str | None = None  # shared path.repo of every member
 
@@ -174,7 +174,7 @@ class Cluster:
         raise ServerError(f"cluster not {status} with {nodes} nodes within {timeout:.0f}s; last health: {health}")
 
 
-def make_cluster(flavour: str, names: list[str], heap: str = "512m", extra: dict | None = None) -> Cluster:
+def make_cluster(flavour: str, names: list[str], heap: str = DEFAULT_HEAP, extra: dict | None = None) -> Cluster:
     """A cluster description with fresh loopback ports (nothing started yet)."""
     ports: set[int] = set()
 

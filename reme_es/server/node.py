@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..core.errors import ServerError
 from .es_plugin import ensure_analysis_plugin
-from .flavours import DEFAULT_FLAVOUR, get_flavour
+from .flavours import DEFAULT_FLAVOUR, DEFAULT_HEAP, get_flavour
 from .info import NodeInfo, NodeSecurity, log_tail, node_dir, read_node, write_node
 from .install import install, optional_extended, reme_es_home
 from .jvm import _absolute_jvm_paths, find_java  # noqa: F401 - _absolute_jvm_paths: tests/unit/test_launcher.py
@@ -81,7 +81,7 @@ def start(
     flavour_name: str,
     name: str = "default",
     http_port: int | None = None,
-    heap: str = "512m",
+    heap: str = DEFAULT_HEAP,
     timeout: float = 180.0,
     settings: dict | None = None,
     config_files: dict[str, bytes] | None = None,

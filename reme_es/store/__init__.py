@@ -268,6 +268,7 @@ class MemoryStore:
         """`get_inlinks` of several files in two requests."""
         return await self.links.inlinks_of(paths, scope)
 
+    # The per-call defaults of expand, traverse, search and optimize are written here, once: the parts require them.
     async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
         """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""
         return await self.links.expand(paths, max_per_direction)

@@ -238,7 +238,7 @@ class IndexSet:
             raise CapabilityError(f"{self.dialect.engine} has no index stats or force-merge API; it merges on its own")
         return {kind: await self.port.stats(self.index(kind)) for kind in INDEX_KINDS}
 
-    async def optimize(self, deleted_ratio: float = 0.1, max_segments: int | None = None) -> dict:
+    async def optimize(self, deleted_ratio: float, max_segments: int | None) -> dict:
         """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold."""
         before = await self.stats()
         merged = []

@@ -11,7 +11,7 @@ import json
 from .markdown import Parsed, Warn, make_chunk
 
 
-def chunk_jsonl(path: str, text: str, warn: Warn, max_chars: int = 1500) -> Parsed:
+def chunk_jsonl(path: str, text: str, warn: Warn, max_chars: int) -> Parsed:
     """Chunks of a JSONL file; blank lines are ignored, malformed ones warned about and skipped."""
     chunks = []
     group: list[tuple[int, str]] = []

@@ -153,7 +153,7 @@ def _split_long(lines: list[str], start: int, end: int, max_chars: int) -> list[
     return pieces
 
 
-def chunk_markdown(path: str, text: str, warn: Warn, max_chars: int = 1500) -> Parsed:
+def chunk_markdown(path: str, text: str, warn: Warn, max_chars: int) -> Parsed:
     """Chunks of a Markdown file: one per section (a heading and its body), child sections packed with their
     parent while they fit, long sections split at line boundaries; front matter is not a chunk."""
     lines = text.split("\n")

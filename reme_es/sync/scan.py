@@ -201,8 +201,8 @@ def read_text(file: LocalFile, warn: Warn) -> tuple[str, os.stat_result] | None:
     return text.removeprefix("\ufeff"), st
 
 
-def parse(path: str, text: str, warn: Warn, max_chars: int = 1500) -> Parsed:
-    """Chunk a file by its suffix."""
+def parse(path: str, text: str, warn: Warn, max_chars: int) -> Parsed:
+    """Chunk a file by its suffix, in chunks of at most about `max_chars` (the `chunk_chars` option)."""
     if path.endswith(".jsonl"):
         return chunk_jsonl(path, text, warn, max_chars)
     return chunk_markdown(path, text, warn, max_chars)

@@ -17,6 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..embeddings.embedders import Embedder
 from ..store import MemoryStore
@@ -26,6 +27,9 @@ from .scan import MB, Changes, diff, in_scope, walk
 from .state import State, state_path
 from .watch import SyncWatcher
 from .write import SyncWriter
+
+if TYPE_CHECKING:
+    from ..core.options import SyncOptions
 
 REFRESH_EVERY = 5000  # files written between refreshes, so a long first sync becomes searchable as it goes
 
@@ -37,31 +41,29 @@ class WorkspaceSync:
         self,
         store: MemoryStore,
         root: Path,
-        dirs: list[str],
-        suffixes: list[str],
+        options: SyncOptions,
         embedder: Embedder | None = None,
         reporter: Reporter | None = None,
-        batch_files: int = 200,
-        max_file_bytes: int = 20 * MB,
-        chunk_chars: int = 1500,
         state: State | None = None,
         concurrency: int = 2,
         reme_chunkers: ReMeChunkers | None = None,
     ):
-        """`reme_chunkers` chunks with ReMe's own chunkers (exactly what ReMe indexes); None uses the built-in ones
-        (`chunk_chars` sizes those only)."""
+        """`options` give the file set (dirs, suffixes, max_file_mb), the files per batch and the built-in chunkers'
+        size (`chunk_chars`); `reme_chunkers` chunks with ReMe's own chunkers (exactly what ReMe indexes)."""
         self.store = store
         self.root = root.resolve()
-        self.dirs = dirs
-        self.suffixes = suffixes
+        self.dirs = list(options.dirs)
+        self.suffixes = list(options.suffixes)
         self.embedder = embedder
         self.report = reporter or Reporter()
-        self.batch_files = batch_files
-        self.max_file_bytes = max_file_bytes
+        self.batch_files = options.batch_files
+        self.max_file_bytes = int(options.max_file_mb * MB)
         self.state = state or State(None)
         self.concurrency = max(1, concurrency)
         self.stop = asyncio.Event()
-        self.writer = SyncWriter(store, self.report, self.state, self.stop, embedder, chunk_chars, reme_chunkers)
+        self.writer = SyncWriter(
+            store, self.report, self.state, self.stop, options.chunk_chars, embedder=embedder, reme_chunkers=reme_chunkers
+        )
         self.watcher = SyncWatcher(self.root, dirs, self.run, self.writer.forget, self.report, self.stop)
 
     # ------------------------------------------------------------------------------------ scanning

@@ -30,8 +30,8 @@ class SyncWriter:
         report: Reporter,
         state: State,
         stop: asyncio.Event,
+        chunk_chars: int,
         embedder: Embedder | None = None,
-        chunk_chars: int = 1500,
         reme_chunkers: ReMeChunkers | None = None,
     ):
         """`state` records files skipped as binary; `stop` ends a backfill early; `reme_chunkers` chunks with ReMe's

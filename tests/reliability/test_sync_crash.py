@@ -229,6 +229,7 @@ def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(server,
     """The state a SIGKILL between the upsert phases leaves, made deterministic with an injected phase-2 failure."""
     from reme_es.core.errors import BulkError
     from reme_es.core.models import FileDoc, SearchFilter, doc_id
+    from reme_es.core.options import SyncOptions
     from reme_es.sync.scan import parse
 
     from .test_bulk_faults import FaultyBulk
@@ -243,7 +244,7 @@ def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(server,
         store = await open_store(ClientSettings([server.url]), prefix, server.engine)
         try:
             path = "digest/b.md"
-            parsed = parse(path, (workspace / path).read_text(), lambda m: None)
+            parsed = parse(path, (workspace / path).read_text(), lambda m: None, SyncOptions().chunk_chars)
             doc = FileDoc(path=path, st_mtime=(workspace / path).stat().st_mtime, chunk_ids=[c.id for c in parsed.chunks])
             # the placeholder file doc (phase 0) passes, the real one (phase 2) fails: chunks stored, no real doc
             FaultyBulk(store.dialect, {doc_id(path): (400, None, 1)})

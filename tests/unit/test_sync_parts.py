@@ -11,6 +11,7 @@ import pytest
 
 from reme_es.core.errors import BulkError, BulkItemFailure, ConfigError, ConnectionFailed
 from reme_es.core.models import Chunk, FileDoc
+from reme_es.core.options import SyncOptions
 from reme_es.sync.report import Reporter, Summary
 from reme_es.sync.state import State
 from reme_es.sync.watch import SyncWatcher
@@ -51,7 +52,8 @@ def _item(path: str, mtime: float) -> tuple[FileDoc, list[Chunk]]:
 
 
 def _writer(store: FakeStore) -> SyncWriter:
-    return SyncWriter(store, Reporter(lambda m: None, lambda m: None), State(None), asyncio.Event())
+    chunk_chars = SyncOptions().chunk_chars
+    return SyncWriter(store, Reporter(lambda m: None, lambda m: None), State(None), asyncio.Event(), chunk_chars)
 
 
 async def test_the_writer_reads_the_store_once_and_keeps_its_listing_in_step():
