@@ -21,10 +21,14 @@ One store reads and writes one workspace of an index set that may hold thousands
 doc carries its workspace key, is routed by it and has a namespaced id; every read is filtered by it).
 
 Read consistency: the indices are created with `refresh_interval: -1`, so searches see only what existed at
-the last refresh reme-es issued, and reme-es refreshes only after a write call has finished all its bulk
-requests. A file's old and new chunks are therefore never visible together. (A `wait_for` refresh policy
-would let a scheduled refresh expose a half-applied upsert, which is why the store refreshes explicitly.)
-`connect` refreshes once too, so what a crashed writer had acknowledged is seen by the next session's scans.
+the last refresh of the indices, and a store refreshes only after a write call has finished all its bulk
+requests. In a set that one workspace writes, a file's old and new chunks are therefore never visible together.
+In a set shared by several workspaces a refresh is the shard's, not the workspace's: another workspace's refresh
+makes visible what this store's unfinished write call has acknowledged so far, so a search can briefly see a
+file's new chunks beside its old ones until that call ends (docs/GUARANTEES.md; a set of its own gives the
+stronger rule). (A `wait_for` refresh policy would let a scheduled refresh expose a half-applied upsert in any set,
+which is why the store refreshes explicitly.) `connect` refreshes once too, so what a crashed writer had
+acknowledged is seen by the next session's scans.
 Writes run in up to four rounds (placeholder, chunks, commit with take-backs, repair after a lost
 conditional write; see `reme_es.store.protocol`), so a failed item never loses what was stored before.
 """
