@@ -64,7 +64,7 @@ class WorkspaceSync:
         self.writer = SyncWriter(
             store, self.report, self.state, self.stop, options.chunk_chars, embedder=embedder, reme_chunkers=reme_chunkers
         )
-        self.watcher = SyncWatcher(self.root, dirs, self.run, self.writer.forget, self.report, self.stop)
+        self.watcher = SyncWatcher(self.root, self.dirs, self.run, self.writer.forget, self.report, self.stop)
 
     # ------------------------------------------------------------------------------------ scanning
 
