@@ -93,8 +93,9 @@ async def _drop_workspace(
         if expunge:
             x = result["expunged"]
             merged = f"; merged {', '.join(x['merged']) or 'nothing'} in {x['seconds']:.1f} s" + (
-                f", {sum(x['left'].values())} deleted docs still held (the shards' retention leases): run "
-                "`reme-es optimize --deleted-ratio 0` later" if x["left"] else ", no deleted text left on disk")
+                f", {sum(x['left'].values())} deleted docs still held in {', '.join(sorted(x['left']))} (the shards' "
+                "retention leases): run `reme-es optimize --deleted-ratio 0` later" if x["left"] else
+                f", no deleted document left in {', '.join(x['checked'])} (the workspace registry included)")
         click.echo(f"dropped {what}: {result['deleted']} documents in {result['seconds']:.1f} s{merged}")
     return 0
 

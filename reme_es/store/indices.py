@@ -215,28 +215,31 @@ class IndexSet:
         return deleted
 
     async def expunge(self, timeout: float = 120.0) -> dict:
-        """Force-merge away the deleted documents of the set's indices, so deleted text leaves the disk. A shard keeps
-        recently deleted docs for replica recovery until its retention lease moves on (about 30 s on a quiet shard),
-        so this merges again every few seconds until none is left or `timeout` passes. Returns the indices merged,
-        the seconds it took and the deleted docs left."""
-        started, merged = time.monotonic(), set()
+        """Force-merge away the deleted documents of the set's indices, the workspace registry's included (a dropped
+        workspace's record names its folder), so deleted text leaves the disk. A shard keeps recently deleted docs for
+        replica recovery until its retention lease moves on (about 30 s on a quiet shard), so this merges again every
+        few seconds until none is left or `timeout` passes. Returns the indices checked and merged, the seconds it
+        took and the deleted docs left."""
+        started, merged, checked = time.monotonic(), set(), [self.index(k) for k in SET_KINDS]
         while True:
-            left = {kind: s["deleted"] for kind, s in (await self.stats()).items() if s["deleted"]}
+            if not self.dialect.refreshes_itself:
+                await self.port.refresh(checked)  # the registry's delete too: `Registry.release` does not refresh
+            left = {kind: s["deleted"] for kind, s in (await self.stats(SET_KINDS)).items() if s["deleted"]}
             if not left or time.monotonic() - started > timeout:
-                return {"merged": sorted(merged), "seconds": round(time.monotonic() - started, 1), "left": left}
+                return {"checked": checked, "merged": sorted(merged), "seconds": round(time.monotonic() - started, 1),
+                        "left": left}
             for kind in left:
                 if kind not in merged:  # else segments under 10% deleted (one workspace of many) are never merged
                     await self.port.put_settings(self.index(kind), {"index.merge.policy.expunge_deletes_allowed": 0})
                 await self.port.forcemerge(self.index(kind), None)
                 merged.add(kind)
-            await self.refresh()
-            await asyncio.sleep(0 if not merged else 5.0)
+            await asyncio.sleep(5.0)
 
-    async def stats(self) -> dict[str, dict]:
-        """Per index kind: docs, deleted docs, segments, size."""
+    async def stats(self, kinds: tuple[str, ...] = INDEX_KINDS) -> dict[str, dict]:
+        """Per index kind (the content indices unless `kinds` names others): docs, deleted docs, segments, size."""
         if self.dialect.merges_itself:
             raise CapabilityError(f"{self.dialect.engine} has no index stats or force-merge API; it merges on its own")
-        return {kind: await self.port.stats(self.index(kind)) for kind in INDEX_KINDS}
+        return {kind: await self.port.stats(self.index(kind)) for kind in kinds}
 
     async def optimize(self, deleted_ratio: float, max_segments: int | None) -> dict:
         """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold."""
