@@ -54,11 +54,16 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, as_json) -> 
 
 
 @click.command()
+@click.option(
+    "--workspaces", "list_workspaces", is_flag=True,
+    help="Also list every workspace the index set records: key, folder, host, since (an admin's view: it shows other "
+    "users' folders).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @common()
-def status(as_json, workspace, config_file, **flags):
+def status(list_workspaces, as_json, workspace, config_file, **flags):
     """Server version and capabilities, per-index docs/deleted/segments, and the last sync."""
-    _run(lambda: _status(_settings(workspace, config_file, **flags), as_json))
+    _run(lambda: _status(_settings(workspace, config_file, **flags), as_json, list_workspaces))
 
 
 async def _cluster(store: MemoryStore) -> dict:
@@ -93,11 +98,11 @@ def _size(n: int) -> str:
     return str(n)
 
 
-async def _status(settings: Options, as_json: bool) -> int:
+async def _status(settings: Options, as_json: bool, list_workspaces: bool = False) -> int:
     from ..sync.state import State, state_path
 
     cs, engine = await _client(settings)
-    caps, workspace, cluster, stats, counts = await _status_parts(settings, cs, engine, as_json)
+    caps, workspace, cluster, stats, counts, records = await _status_parts(settings, cs, engine, as_json)
     state = State(state_path(settings.index.index_prefix, cs.hosts, workspace)).data
     info = {
         "hosts": cs.hosts,
@@ -112,6 +117,8 @@ async def _status(settings: Options, as_json: bool) -> int:
         "last_sync": state.get("last_sync"),
         "last_summary": state.get("summary"),
     }
+    if list_workspaces:
+        info["workspaces"] = records
     if as_json:
         click.echo(json.dumps(info))
     else:
@@ -120,12 +127,12 @@ async def _status(settings: Options, as_json: bool) -> int:
 
 
 async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
-    """Capabilities, workspace, cluster health, index stats and the workspace's counts (the last three None-ish
-    when the set has no indices yet)."""
+    """Capabilities, workspace, cluster health, index stats, the workspace's counts and the set's workspace records
+    (the last four None-ish when the set has no indices yet)."""
     from ..store import MemoryStore
     from ..store.connect import make_dialect, resolve_engine
 
-    stats = counts = workspace = None
+    stats = counts = workspace = records = None
     try:
         store = await _open(settings, create=False, client=(cs, engine))
     except MappingError:
@@ -136,20 +143,21 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
             cluster = await _cluster(store)
         finally:
             await store.close()
-        return caps, workspace, cluster, stats, counts
+        return caps, workspace, cluster, stats, counts, records
     try:
         caps, workspace = store.caps, store.workspace
         cluster = await _cluster(store)
         stats = await store.stats()
         counts = await store.health_counts()
-        cluster["workspaces_in_set"] = None if store.legacy else len(await store.workspaces())
+        records = None if store.legacy else await store.workspaces()
+        cluster["workspaces_in_set"] = None if records is None else len(records)
         recorded = store.legacy or await store.workspace_record() is not None
         if not recorded and not as_json:
             _err(f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
-                 "or dropped): name a synced folder with -w FOLDER")
+                 "or dropped): name a synced folder with -w FOLDER (--workspaces lists the recorded ones)")
     finally:
         await store.close()
-    return caps, workspace, cluster, stats, counts
+    return caps, workspace, cluster, stats, counts, records
 
 
 def _echo_status(info: dict, state: dict) -> None:
@@ -171,6 +179,10 @@ def _echo_status(info: dict, state: dict) -> None:
         click.echo(f"index prefix: {prefix}")
         if stats is not None:
             click.echo("  (a set from before shared sets: `reme-es migrate` moves it into a shared one)")
+    if info.get("workspaces") is not None:
+        for w in info["workspaces"]:
+            mark = "*" if w.get("workspace") == workspace else " "
+            click.echo(f"  {mark} {w.get('workspace')}: {w.get('folder')} on {w.get('host')}, since {w.get('since')}")
     if counts is not None:
         click.echo(
             f"this workspace: {counts['files']} files, {counts['chunks']} chunks, {counts['vectors']} with vectors, "

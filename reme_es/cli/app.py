@@ -265,19 +265,37 @@ async def _open(settings: Options, dims: int | None = None, create: bool = True,
 
 async def _known_workspace(store: MemoryStore, folder: Path | None = None) -> None:
     """Refuse to read a workspace the set has no record of while it records others (the command was run for another
-    folder, `-w`, or with another key): an empty answer would look like an empty workspace."""
+    folder, `-w`, or with another key): an empty answer would look like an empty workspace. The error counts the
+    other workspaces but names none of them nor their folders (anyone with the set's credentials runs this); it says
+    how to list them (`status --workspaces`)."""
     if store.workspace is None or await store.workspace_record() is not None:
         return
     others = await store.workspaces()
     if not others:
         return  # written by the library without claims: nothing to point to
-    listed = "; ".join(f"{w['workspace']} ({w.get('folder')})" for w in others[:10])
-    more = f" and {len(others) - 10} more" if len(others) > 10 else ""
     raise ConfigError(
         f"workspace {store.workspace} (folder {folder or '?'}) has nothing in index set {store.prefix}: it was never "
-        f"synced there, or it was dropped. The set records: {listed}{more}. Sync this folder first, or name a recorded "
-        "workspace's folder with -w FOLDER (or its key with --workspace-key KEY)"
+        f"synced there, or it was dropped. Sync this folder first, or name the folder that was synced with -w FOLDER "
+        f"(or its key with --workspace-key KEY). The set records {len(others)} other workspace(s); "
+        f"`{hint('status --workspaces', folder)}` lists their keys, folders and hosts"
     )
+
+
+def _interactive() -> bool:
+    """Whether a person can be asked: stdin is a terminal."""
+    return sys.stdin.isatty()
+
+
+def _confirm(plan: str, action: str, yes: bool) -> None:
+    """Go on when `yes`, or when the person at the terminal answers yes to `plan` + "<action>?"; otherwise stop
+    (ConfigError, exit 2) before anything is written, saying how to go on."""
+    if yes:
+        return
+    if not _interactive():
+        raise ConfigError(f"{plan}. Nothing was written or deleted: run again with --yes to {action} (stdin is not a "
+                          "terminal, so reme-es cannot ask)")
+    if not click.confirm(f"{plan}.\n{action[0].upper()}{action[1:]}?", default=False, err=True):
+        raise ConfigError(f"not confirmed: nothing was written or deleted (--yes would {action} without asking)")
 
 
 def _stop_on_signals(event: asyncio.Event) -> None:

@@ -13,6 +13,7 @@ from ..core.errors import ConfigError, MappingError
 from .app import (
     _check_model,
     _client,
+    _confirm,
     _embedder,
     _embedding_given,
     _err,
@@ -48,13 +49,17 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--take-over", is_flag=True,
-    help="Write this workspace key even though another folder or host wrote it (the same workspace, moved).",
+    help="Write this workspace key even though another folder or host wrote it (the same workspace, moved): names "
+    "its writer and what this folder's sync would delete of it, then asks (--yes: without asking).",
+)
+@click.option(
+    "--yes", is_flag=True, help="With --take-over: take the workspace over without asking (needed without a terminal)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @common(with_workspace=False)
 def sync(
-    workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, take_over, as_json, config_file,
-    **flags,
+    workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, take_over, yes, as_json,
+    config_file, **flags,
 ):
     """Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync)."""
     _run(
@@ -65,6 +70,7 @@ def sync(
             dry_run,
             as_json,
             take_over,
+            yes,
             _settings(
                 workspace, config_file, dirs=dirs, suffixes=suffixes, embedding=embedding, chunker=chunker, **flags
             ),
@@ -165,8 +171,37 @@ async def _sync_store(settings: Options, dry_run: bool):
     return store, embedder
 
 
+async def _take_over(store: MemoryStore, workspace: Path, settings: Options, full: bool, yes: bool) -> None:
+    """Before `--take-over` writes a workspace another folder or host writes: name that writer (folder, host, since)
+    and what this folder's sync would delete and rewrite of it; go on with --yes or when asked on a terminal, else
+    refuse (ConfigError) with nothing written."""
+    from ..store.workspaces import writer_identity
+    from ..sync.scan import MB, diff, walk
+
+    folder = str(workspace.resolve())
+    held = await store.workspace_record()
+    if held is None or {k: held.get(k) for k in ("folder", "host")} == writer_identity(folder):
+        return  # nobody else writes it: there is nothing to take over
+    stored = {f.path: f for f in await store.get_files()}
+    dirs, suffixes = settings.sync.dirs, settings.sync.suffixes
+    local, skipped = walk(workspace, dirs, suffixes, int(settings.sync.max_file_mb * MB), lambda msg: None)
+    changes = diff(local, {p: f.st_mtime for p, f in stored.items()}, dirs, suffixes, full)
+    deleted = [p for p in changes.deleted if p not in skipped]
+    rewritten = [f.path for f in changes.modified]
+    chunks = sum(len(f.chunk_ids) for f in stored.values())
+    plan = (
+        f"workspace {store.workspace} of index set {store.prefix} is written from {held.get('folder')} on "
+        f"{held.get('host')} since {held.get('since')}, and holds {len(stored)} files, {chunks} chunks. Taking it "
+        f"over from {folder} on {writer_identity(folder)['host']} deletes {len(deleted)} of those files "
+        f"({sum(len(stored[p].chunk_ids) for p in deleted)} chunks) that this folder does not have and rewrites "
+        f"{len(rewritten)} ({sum(len(stored[p].chunk_ids) for p in rewritten)} chunks) with this folder's copies"
+    )
+    _confirm(plan, "take it over", yes)
+
+
 async def _sync(
-    workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, settings: Options
+    workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, yes: bool,
+    settings: Options,
 ) -> int:
     from ..sync.workspace import State, WorkspaceSync, state_path
 
@@ -175,6 +210,8 @@ async def _sync(
     store, embedder = await _sync_store(settings, dry_run)
     if not dry_run:
         try:  # before anything is written or deleted: another folder's workspace is never touched
+            if take_over:
+                await _take_over(store, workspace, settings, full, yes)
             await store.claim(str(workspace.resolve()), take_over)
         except BaseException:
             await store.close()

@@ -70,14 +70,17 @@ async def _drop_workspace(
         return 0
     folder = str(settings.folder.resolve()) if settings.folder is not None else None
     held = {k: record.get(k) for k in ("folder", "host")} if record else None
-    if held and folder and held != writer_identity(folder) and not take_over:
+    others = bool(held and folder and held != writer_identity(folder))
+    writer = f"written from {held['folder']} on {held['host']} since {record.get('since')}" if others else ""
+    if others and not take_over:
         raise ConfigError(
-            f"{what} is written from {held['folder']} on {held['host']}, not from {folder}: nothing was deleted. "
-            "Drop it from there, or pass --take-over to drop it from here"
+            f"{what} is {writer}, not from {folder}: nothing was deleted. Drop it from there, or pass --take-over to "
+            "drop it from here"
         )
     if not yes:
         _err(
-            f"error: drop would delete {what}: {counts['files']} files, {counts['chunks']} chunks, "
+            f"error: drop would delete {what}{f' ({writer}; --take-over)' if others else ''}: {counts['files']} files, "
+            f"{counts['chunks']} chunks, "
             f"{counts['links']} links (other workspaces of the set are untouched; --set drops the whole set). "
             "Nothing was deleted: run again with --yes to delete them."
         )

@@ -60,24 +60,71 @@ def test_two_workspaces_with_the_same_paths_share_a_set_and_stay_apart(cli):
     assert (counts[0]["files"], counts[1]["files"]) == (ALL, ALL - 1)
 
 
-def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_deleted(cli):
+def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_deleted(cli, monkeypatch):
     other = _twin(cli, "b")
     assert _done(cli.sync()) == f"synced: {ALL} added, 0 modified, 0 deleted, 0 failed"
     (other.workspace / "digest" / "search.md").unlink()
-    refused = _run("sync", str(other.workspace), *BUILTIN, "--hosts", cli.url, "--index-prefix", cli.prefix,
-                   "--workspace-key", cli.key, home=cli.home)
+    as_key = ["--hosts", cli.url, "--index-prefix", cli.prefix, "--workspace-key", cli.key]
+    refused = _run("sync", str(other.workspace), *BUILTIN, *as_key, home=cli.home)
     assert refused.exit_code == 2
     assert f"workspace {cli.key!r} of index set {cli.prefix!r} is written from {cli.workspace.resolve()}" in refused.stderr
     assert "--workspace-key" in refused.stderr and "--take-over" in refused.stderr
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL  # nothing deleted
-    not_mine = _run("drop", "-w", str(other.workspace), "--hosts", cli.url, "--index-prefix", cli.prefix,
-                    "--workspace-key", cli.key, "--yes", home=cli.home)  # a drop from the wrong folder: refused too
+    not_mine = _run("drop", "-w", str(other.workspace), *as_key, "--yes", home=cli.home)  # from the wrong folder
     assert not_mine.exit_code == 2 and f"is written from {cli.workspace.resolve()} on " in not_mine.stderr
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
-    taken = _run("sync", str(other.workspace), *BUILTIN, "--hosts", cli.url, "--index-prefix", cli.prefix,
-                 "--workspace-key", cli.key, "--take-over", home=cli.home)
+    # --take-over names the writer (folder, host, since) and what this folder's sync would delete, and without a
+    # terminal to ask on it needs --yes: refused, nothing written or deleted.
+    held = cli.store(lambda s: s.workspace_record())
+    files = {f.path: f for f in cli.store(lambda s: s.get_files())}
+    chunks, gone = sum(len(f.chunk_ids) for f in files.values()), len(files["digest/search.md"].chunk_ids)
+    writer = f"is written from {cli.workspace.resolve()} on {held['host']} since {held['since']}"
+    asked = _run("sync", str(other.workspace), *BUILTIN, *as_key, "--take-over", home=cli.home)
+    assert asked.exit_code == 2, asked.stdout
+    assert f"workspace {cli.key} of index set {cli.prefix} {writer}, and holds {ALL} files, {chunks} chunks" in (
+        asked.stderr)
+    assert f"deletes 1 of those files ({gone} chunks) that this folder does not have and rewrites 0" in asked.stderr
+    assert "Nothing was written or deleted: run again with --yes to take it over" in asked.stderr
+    assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
+    assert cli.store(lambda s: s.workspace_record()) == held
+    drop_asked = _run("drop", "-w", str(other.workspace), *as_key, "--take-over", home=cli.home)
+    assert drop_asked.exit_code == 2 and f"({writer.removeprefix('is ')}; --take-over): {ALL} files" in (
+        drop_asked.stderr)
+    # On a terminal it asks; "n" takes nothing over.
+    monkeypatch.setattr("reme_es.cli.app._interactive", lambda: True)
+    declined = CliRunner().invoke(main, ["sync", str(other.workspace), *BUILTIN, *as_key, "--take-over"], input="n\n",
+                                  env={"REME_ES_HOME": str(cli.home)}, catch_exceptions=False)
+    assert declined.exit_code == 2
+    assert "Take it over? [y/N]" in declined.stderr and "not confirmed: nothing was written or deleted" in (
+        declined.stderr)
+    assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
+    monkeypatch.setattr("reme_es.cli.app._interactive", lambda: False)
+    taken = _run("sync", str(other.workspace), *BUILTIN, *as_key, "--take-over", "--yes", home=cli.home)
     assert taken.exit_code == 0, taken.stderr
     assert _done(taken) == "synced: 0 added, 0 modified, 1 deleted, 0 failed"
+    assert cli.store(lambda s: s.workspace_record())["folder"] == str(other.workspace.resolve())
+
+
+def test_an_unknown_workspace_is_refused_without_naming_the_others_and_status_lists_them_when_asked(cli):
+    other, stranger = _twin(cli, "b"), _twin(cli, "c")
+    cli.sync()
+    other.sync()
+    refused = stranger("search", "hybrid search")
+    assert refused.exit_code == 2
+    assert f"workspace {stranger.key} (folder {stranger.workspace.resolve()}) has nothing in index set " in (
+        refused.stderr)
+    assert "The set records 2 other workspace(s); " in refused.stderr and "status --workspaces" in refused.stderr
+    for c in (cli, other):  # neither another workspace's folder nor its key
+        assert str(c.workspace.resolve()) not in refused.stderr and c.key not in refused.stderr
+    plain = json.loads(stranger("status", "--json").stdout)
+    assert "workspaces" not in plain and plain["cluster"]["workspaces_in_set"] == 2
+    listed = json.loads(stranger("status", "--workspaces", "--json").stdout)["workspaces"]
+    assert [(w["workspace"], w["folder"]) for w in listed] == sorted(
+        (c.key, str(c.workspace.resolve())) for c in (cli, other))
+    assert all(w["host"] and w["since"] for w in listed)
+    text = cli("status", "--workspaces").stdout
+    assert f"  * {cli.key}: {cli.workspace.resolve()} on " in text and f"    {other.key}: {other.workspace.resolve()}" in (
+        text)
 
 
 def test_drop_forgets_one_workspace_and_expunges_it(cli):
