@@ -84,7 +84,7 @@ def main() -> None:
     commands = _commands(args)
     samples = {(c, t): [] for c in commands for t in trees} | {(f, "-"): [] for f in FLOORS}
     first = next(iter(trees.values()))
-    for label, tree in trees.items():  # warm the file cache and the bytecode of each tree
+    for tree in trees.values():  # warm the file cache and the bytecode of each tree
         for argv in commands.values():
             _run_once(tree, argv, args.workspace)
     for _ in range(args.rounds):

@@ -7,8 +7,8 @@ One index of Cranfield (1,400 abstracts, one chunk each, filled through ReMe's i
 attribute of the store's index set changed around each search (`bench/heldout.py`'s `searching`), interleaved
 question by question. Settings: the vector weight of the z-score fusion, feedback depth (top hits fed back per
 branch), the fusion method, proximity re-scoring, BM25 over `text` + `text.cjk`. A Cranfield question is long (6-46
-words, median 17) and a memory question short (1-14 words, median 7-10): a weight chosen for long questions alone would leave
-the conversational sets as they are, which is why the vector weight is swept on its own here.
+words, median 17) and a memory question short (1-14 words, median 7-10): a weight chosen for long questions alone would
+leave the conversational sets as they are, which is why the vector weight is swept on its own here.
 """
 
 from __future__ import annotations

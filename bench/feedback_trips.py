@@ -53,7 +53,10 @@ async def run_workload(args, workload: str) -> list:
             for n in HEADS:
                 chunks_in[n] += set(ids) <= {h.chunk.id for h in first[:n]}
                 files_in[n] += paths <= {h.chunk.path for h in first[:n]}
-        share = lambda k: f"{k / len(queries):.2f}"
+
+        def share(k: int) -> str:
+            return f"{k / len(queries):.2f}"
+
         return [workload, len(queries), share(fired), *(share(chunks_in[n]) for n in HEADS),
                 *(share(files_in[n]) for n in HEADS)]
     finally:
@@ -75,7 +78,9 @@ def main() -> None:
     headers = ["workload", "queries", "feedback changed the top 10",
                *(f"top 10 in first {n}" for n in HEADS), *(f"its files in first {n}" for n in HEADS)]
     report = Report()
-    report(f"{args.size:,} chunks per workload, limit {LIMIT}, depth {DEPTH}, the drop-in's defaults; shares of queries")
+    report(
+        f"{args.size:,} chunks per workload, limit {LIMIT}, depth {DEPTH}, the drop-in's defaults; shares of queries"
+    )
     report(table(headers, rows, "Feedback against a two-trip job: is the final top 10 among the first pass's?"))
     report.save(args.out, "feedback_trips", asyncio.run(engine_label(args.url)))
 

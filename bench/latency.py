@@ -135,7 +135,10 @@ def raw_ops(store: MemoryStore, raw: Raw, mode: str, f: SearchFilter):
         if mode == "native hybrid":
             return [
                 await raw.request(
-                    "POST", index, dialect.hybrid_body(q, v, size, f, store.keyword_fields), {"search_pipeline": store.pipeline_name()}
+                    "POST",
+                    index,
+                    dialect.hybrid_body(q, v, size, f, store.keyword_fields),
+                    {"search_pipeline": store.pipeline_name()},
                 )
             ]
         return list(
@@ -235,7 +238,8 @@ async def main() -> None:
         report(
             f"{args.queries} queries per mode and size ({args.warmup} warm-up), limit {LIMIT} "
             f"({candidate_depth(LIMIT)} candidates per branch), {args.dims}-d random unit vectors, "
-            f"~{args.words}-word chunks; native pipeline: {store.pipeline_kind if native else 'n/a (client fusion only)'}; "
+            f"~{args.words}-word chunks; "
+            f"native pipeline: {store.pipeline_kind if native else 'n/a (client fusion only)'}; "
             f"filter: {FILTER}"
         )
         have = 0
@@ -245,7 +249,8 @@ async def main() -> None:
             have = size
             segs = await segments(raw, store.index("chunks"))
             report(
-                f"\n## {size:,} chunks (loaded {added:,} in {seconds:.0f} s, {added / seconds:,.0f} docs/s; {segs} segments)"
+                f"\n## {size:,} chunks (loaded {added:,} in {seconds:.0f} s, {added / seconds:,.0f} docs/s; "
+                f"{segs} segments)"
             )
             rows = []
             for mode in modes:

@@ -44,7 +44,9 @@ def main(sources: list[str], png: str) -> None:
             points.sort(key=lambda r: r["size"])
             style = "-" if backend.startswith("reme-es") else "--"
             marker = "o" if emb == "hash256" else "s"
-            ax.plot([p["size"] for p in points], [value(p) for p in points], style, marker=marker, label=f"{backend}, {emb}")
+            ax.plot(
+                [p["size"] for p in points], [value(p) for p in points], style, marker=marker, label=f"{backend}, {emb}"
+            )
         ax.set_xscale("log")
         if title != "vector recall@10":
             ax.set_yscale("log")

@@ -121,7 +121,7 @@ def scale_table(results: list[dict], backend: str, size: int = 1_000_000) -> str
     """Issue 20's 1M targets for `backend` (and faiss's figures beside them), per workload run at both sizes."""
     rows = []
     for workload in sorted({r["workload"] for r in results}):
-        def at(b: str, n: int) -> dict | None:
+        def at(b: str, n: int, workload: str = workload) -> dict | None:
             return next((r for r in results if r["backend"] == b and r["size"] == n and r["workload"] == workload),
                         None)
 

@@ -135,5 +135,6 @@ def file_batches(corpus: Corpus, size: int, vectors_out=None):
                           end_line=j * 10 + 10, text=texts[f * PER_FILE + j], embedding=vecs[f * PER_FILE + j])
                 for j in range(PER_FILE)
             ]
-            files.append((FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks]), chunks))
+            node = FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks])
+            files.append((node, chunks))
         yield files

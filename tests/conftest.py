@@ -1,8 +1,8 @@
 """Session-wide test servers and per-test stores.
 
 Flavours under test (tests.containers.servers.selected_flavours): opensearch-3 (the flavour users get by default)
-and elasticsearch-9; opensearch-2.19 runs the contract suite; `REME_ES_TEST_FLAVOURS=a,b` picks. Secured flavours need TLS
-material and users, so the `server` fixture leaves them to tests/reliability/test_secured_opensearch.py.
+and elasticsearch-9; opensearch-2.19 runs the contract suite; `REME_ES_TEST_FLAVOURS=a,b` picks. Secured flavours need
+TLS material and users, so the `server` fixture leaves them to tests/reliability/test_secured_opensearch.py.
 Every store gets its own index prefix and is dropped afterwards, so tests never see each other's data.
 Dedicated nodes some tests need are started in the background once collection is over (tests/containers/early.py).
 """

@@ -103,7 +103,9 @@ def _note_partial(index: str, answer: dict) -> None:
 
 def unavailable(health: dict) -> IndexUnavailable | None:
     """From a `_cluster/health?level=indices` answer: the error naming the red indices and what to do, or None."""
-    red = {i: h.get("unassigned_shards", 0) for i, h in (health.get("indices") or {}).items() if h.get("status") == "red"}
+    red = {
+        i: h.get("unassigned_shards", 0) for i, h in (health.get("indices") or {}).items() if h.get("status") == "red"
+    }
     if not red:
         return None
     listed = ", ".join(f"{i} ({n} shard(s) unassigned)" for i, n in sorted(red.items()))

@@ -172,7 +172,11 @@ class OpenSearchDialect(Dialect):
 
     @staticmethod
     def knn_query(
-        vector: list[float], k: int, f: SearchFilter, num_candidates: int | None = None, caps: Capabilities | None = None
+        vector: list[float],
+        k: int,
+        f: SearchFilter,
+        num_candidates: int | None = None,
+        caps: Capabilities | None = None,
     ) -> dict:
         """The k-NN clause; the filter sits inside it (lucene engine: efficient filtering, exact when selective).
 
@@ -199,7 +203,8 @@ class OpenSearchDialect(Dialect):
         keyword["bool"]["_name"] = "keyword"
         knn = self.knn_query(vector, size, f, caps=caps)
         knn["knn"]["embedding"]["_name"] = "vector"
-        return {"size": size, "query": {"hybrid": {"queries": [keyword, knn]}}, "_source": {"excludes": SOURCE_EXCLUDES}}
+        query = {"hybrid": {"queries": [keyword, knn]}}
+        return {"size": size, "query": query, "_source": {"excludes": SOURCE_EXCLUDES}}
 
     def hybrid_params(self, caps: Capabilities | None) -> dict:
         """Each hit's raw branch scores in `matched_queries` (2.13+), as ReMe's search step shows them."""

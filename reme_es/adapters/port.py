@@ -97,7 +97,8 @@ class IndexPort:
         out = []
         body = q.msearch_body(searches, self.scope.routing())
         names = sorted({index for index, _ in searches})
-        answers = (await self._unless_unavailable(names, self.transport.request("POST", "/_msearch", body)))["responses"]
+        answered = await self._unless_unavailable(names, self.transport.request("POST", "/_msearch", body))
+        answers = answered["responses"]
         for (index, _), resp in zip(searches, answers, strict=True):
             if "error" in resp and resp.get("status") == 503:
                 await self._raise_if_unavailable([index])
@@ -149,7 +150,9 @@ class IndexPort:
         """(score, `_source`) of each hit of a search."""
         return [(float(h["_score"]), h["_source"]) for h in await self.search(index, body)]
 
-    async def scan(self, index: str, query: dict, source: list[str] | dict | bool, sort: list[str]) -> AsyncIterator[dict]:
+    async def scan(
+        self, index: str, query: dict, source: list[str] | dict | bool, sort: list[str]
+    ) -> AsyncIterator[dict]:
         """Yield the `_source` of every matching doc, sorted, without a 10,000-hit window."""
         after, query = None, self.scope.query(query)
         while True:
@@ -172,7 +175,9 @@ class IndexPort:
     async def get_one(self, index: str, doc_id: str, routing: str | None = None) -> dict | None:
         """One document's `_source` by its stored id (real-time), None when it does not exist."""
         params = {"routing": routing} if routing else None
-        found = await or_none(self.transport.request("GET", f"/{index}/_doc/{urllib.parse.quote(doc_id, safe='')}", params=params))
+        found = await or_none(
+            self.transport.request("GET", f"/{index}/_doc/{urllib.parse.quote(doc_id, safe='')}", params=params)
+        )
         return found["_source"] if found and found.get("found") else None
 
     async def get_routed(
@@ -342,7 +347,9 @@ class IndexPort:
     async def _raise_if_unavailable(self, names: list[str]) -> None:
         """Raise IndexUnavailable when any of these indices (or aliases) is red; return when none is."""
         try:
-            health = await self.transport.request("GET", f"/_cluster/health/{','.join(names)}", params={"level": "indices"})
+            health = await self.transport.request(
+                "GET", f"/_cluster/health/{','.join(names)}", params={"level": "indices"}
+            )
         except RequestFailed:
             return  # no health API (a managed service): the original error stands
         if error := unavailable(health):
@@ -362,7 +369,9 @@ class IndexPort:
 
     async def forcemerge(self, index: str, max_segments: int | None = None) -> None:
         """Force-merge: down to `max_segments`, or (None) only expunging deleted docs."""
-        params = {"max_num_segments": str(max_segments)} if max_segments is not None else {"only_expunge_deletes": "true"}
+        params = (
+            {"max_num_segments": str(max_segments)} if max_segments is not None else {"only_expunge_deletes": "true"}
+        )
         await self.transport.request("POST", f"/{index}/_forcemerge", None, params)
 
     # --- search pipelines -----------------------------------------------------------------------

@@ -108,14 +108,17 @@ def common(with_workspace: bool = True):
     def decorate(f):
         f = click.option("--shards", type=click.IntRange(1, 1024), help="Primary shards of new indices (default 1).")(f)
         f = click.option(
-            "--replicas", type=click.IntRange(0), help="Replicas of new indices (default: 1 where a second node exists)."
+            "--replicas", type=click.IntRange(0),
+            help="Replicas of new indices (default: 1 where a second node exists).",
         )(f)
         f = click.option(
-            "--workspace-key", help="The workspace's key in the index set (default: <folder name>-<hash of its path>)."
+            "--workspace-key",
+            help="The workspace's key in the index set (default: <folder name>-<hash of its path>).",
         )(f)
         f = click.option(
-            "--index-prefix", help="Index set (default: reme, shared by every workspace; a folder's own set from before "
-            "shared sets where it exists)."
+            "--index-prefix",
+            help="Index set (default: reme, shared by every workspace; a folder's own set from before shared sets "
+            "where it exists).",
         )(f)
         f = click.option("--engine", type=click.Choice(["auto", *engine_names()]), help="Engine.")(f)
         f = click.option(
@@ -154,7 +157,8 @@ def _settings(workspace: Path | None, config_file: Path | None, **flags) -> Opti
         from ..adapters.engines import engine_names
 
         if engine not in engine_names():
-            raise ConfigError(f"invalid settings: engine must be auto or one of {', '.join(engine_names())}, got {engine!r}")
+            names = ", ".join(engine_names())
+            raise ConfigError(f"invalid settings: engine must be auto or one of {names}, got {engine!r}")
     if flavour is not None:
         from ..server.flavours import LOCAL_FLAVOURS
 
@@ -189,7 +193,8 @@ async def _client(settings: Options):
         engine = await resolve_engine(cs, engine)
         dialect = make_dialect(engine, cs)
         try:
-            settings.index = settings.index.model_copy(update={"index_prefix": await choose_set(dialect, settings.folder)})
+            chosen = await choose_set(dialect, settings.folder)
+            settings.index = settings.index.model_copy(update={"index_prefix": chosen})
         finally:
             await dialect.transport.close()
     return cs, engine
@@ -199,7 +204,8 @@ def _embedder(settings: Options):
     from ..embeddings.embedders import make_embedder
 
     key = settings.sync.embedding_api_key.get_secret_value() if settings.sync.embedding_api_key else None
-    return make_embedder(settings.sync.embedding, settings.sync.embedding_model, settings.sync.embedding_base_url, key, settings.index.dims)
+    sync = settings.sync
+    return make_embedder(sync.embedding, sync.embedding_model, sync.embedding_base_url, key, settings.index.dims)
 
 
 def _embedding_given(settings: Options) -> bool:

@@ -87,7 +87,10 @@ def _reporter(as_json: bool):
     from ..sync.workspace import Reporter
 
     echo = (lambda msg: None) if as_json else click.echo
-    warn = lambda msg: _err(f"warning: {msg}")
+
+    def warn(msg: str) -> None:
+        _err(f"warning: {msg}")
+
     if as_json or not sys.stdout.isatty():
 
         class Plain(Reporter):
@@ -146,7 +149,8 @@ async def _sync_store(settings: Options, dry_run: bool):
             store = await _open(settings, create=False, client=(cs, engine))
         except MappingError:  # no indices yet: everything would be added
             engine = await resolve_engine(cs, engine)
-            store = MemoryStore(make_dialect(engine, cs), settings.index.index_prefix, workspace=settings.index.workspace_key)
+            prefix, key = settings.index.index_prefix, settings.index.workspace_key
+            store = MemoryStore(make_dialect(engine, cs), prefix, workspace=key)
     elif _embedding_given(settings):
         embedder = _embedder(settings)
         store = await _open(settings, dims=embedder.dimensions if embedder else None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,7 +67,7 @@ class Link(BaseModel):
         return doc_id(f"{self.source}\x1f{self.target}\x1f{self.anchor}")
 
 
-class LinkScope(str, Enum):
+class LinkScope(StrEnum):
     """Which links to return: REAL (target indexed), VIRTUAL (target not indexed), or ALL."""
 
     REAL = "real"
@@ -148,7 +148,7 @@ class Capabilities(BaseModel):
     rrf_processor: bool = False
     rrf_retriever: bool = False
     rrf_weights: bool = False  # the RRF processor takes branch weights (OpenSearch 3.0+)
-    derived_vectors: bool = False  # vectors can be kept out of the stored _source (OpenSearch k-NN derived source, 2.19+)
+    derived_vectors: bool = False
     knn_ef_search: bool = False  # a k-NN query takes its candidates per segment (OpenSearch method_parameters, 2.19+)
 
     @property
@@ -188,9 +188,9 @@ def _as_date(key: str, value: Any) -> str | None:
 class SearchFilter(BaseModel):
     """A search filter with ReMe's local-store semantics, every part applied server-side.
 
-    paths: exact paths (any of; an empty list matches nothing); prefixes: path prefixes (any of); start/end_date: inclusive, compared with
-    the date in the path's second segment (chunks without a date pass unless strict_date); metadata: key ->
-    allowed values (any of; None matches a missing key).
+    paths: exact paths (any of; an empty list matches nothing); prefixes: path prefixes (any of); start/end_date:
+    inclusive, compared with the date in the path's second segment (chunks without a date pass unless strict_date);
+    metadata: key -> allowed values (any of; None matches a missing key).
     """
 
     paths: list[str] | None = None

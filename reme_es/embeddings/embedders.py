@@ -144,4 +144,6 @@ def make_embedder(
     raise ConfigError(f"embedding must be none, local, e5 or openai, got {kind!r}")
 
 
-__all__ = ["Embedder", "OpenAIEmbedder", "describe_model", "embedder_for", "local_identity", "make_embedder", "same_model"]
+__all__ = [
+    "Embedder", "OpenAIEmbedder", "describe_model", "embedder_for", "local_identity", "make_embedder", "same_model",
+]

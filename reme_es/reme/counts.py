@@ -103,7 +103,8 @@ class ChunkCounts:
     def values(self):
         """One stand-in per stored chunk, with `embedding` set for those that have a vector."""
         return itertools.chain(
-            itertools.repeat(self._WITH, self.with_vectors), itertools.repeat(self._WITHOUT, self.chunks - self.with_vectors)
+            itertools.repeat(self._WITH, self.with_vectors),
+            itertools.repeat(self._WITHOUT, self.chunks - self.with_vectors),
         )
 
 

@@ -229,8 +229,9 @@ FLAVOURS: dict[str, Flavour] = {
     ),
 }
 
-# The managed default (docs/decisions.md): OpenSearch 3 runs on Java 21+, where Lucene vectorises k-NN; hybrid is fused
-# on the client there (no neural-search 3.5 on Maven Central). A node made earlier keeps its flavour (`node.flavour_of`).
+# The managed default (docs/decisions.md): OpenSearch 3 runs on Java 21+, where Lucene vectorises k-NN; hybrid is
+# fused on the client there (no neural-search 3.5 on Maven Central). A node made earlier keeps its flavour
+# (`node.flavour_of`).
 DEFAULT_FLAVOUR = "opensearch-3"
 DEFAULT_HEAP = "512m"  # a managed node's JVM heap (-Xms and -Xmx), unless one is given
 

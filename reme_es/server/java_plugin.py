@@ -2,8 +2,9 @@
 
 A plugin is one Java source file and a `plugin-descriptor.properties` template (`$version` and `$release`, the Java
 release, filled in) in a package folder under `reme_es/server/`. `edits` adapt the source to another server major
-(an import that moved); the edited source is what is hashed and compiled. The jar's name carries a hash of both and the server version, so an install built
-before a change (or before the plugin existed) gets the current build on the next start. The build happens in a
+(an import that moved); the edited source is what is hashed and compiled. The jar's name carries a hash of both and
+the server version, so an install built before a change (or before the plugin existed) gets the current build on the
+next start. The build happens in a
 staging folder beside the install and is moved into place at the end, so a failed build leaves nothing behind.
 """
 

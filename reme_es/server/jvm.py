@@ -49,7 +49,7 @@ def find_java(java_min: int, java_max: int | None = None) -> tuple[Path, int]:
         if home not in found and (major := _java_major(home)) is not None:
             found[home] = major
     fitting = sorted(
-        ((major, home) for home, major in found.items() if major >= java_min and (java_max is None or major <= java_max))
+        (major, home) for home, major in found.items() if major >= java_min and (java_max is None or major <= java_max)
     )
     if not fitting:
         seen = ", ".join(f"{h} (Java {m})" for h, m in found.items()) or "none"
@@ -62,7 +62,6 @@ def find_java(java_min: int, java_max: int | None = None) -> tuple[Path, int]:
         raise ServerError(f"REME_ES_JAVA_HOME={explicit} is not a JDK of the required version ({java_min}+)")
     major, home = fitting[0]
     return home, major
-
 
 
 def _absolute_jvm_paths(options: str, folder: Path, home: Path) -> str:

@@ -25,7 +25,9 @@ PLUGIN = JavaPlugin(
     folder="os_knn_guard",
     source="RemeKnnGuardPlugin.java",
     release="11",
-    why="the managed OpenSearch node (it keeps faiss/nmslib k-NN indices, which this node cannot run, from crashing it)",
+    why=(
+        "the managed OpenSearch node (it keeps faiss/nmslib k-NN indices, which this node cannot run, from crashing it)"
+    ),
     jdk_hint="a full JDK (e.g. apt-get install openjdk-17-jdk-headless)",
 )
 PLUGIN_3 = replace(

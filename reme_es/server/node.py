@@ -220,7 +220,11 @@ def status(name: str = "default") -> dict:
         "modules": modules,
         "plugins": plugins,
         "capabilities": server_capabilities(
-            info.engine, node["version"], modules, list(plugins), _license_type(info.url) if "rank-rrf" in modules else None
+            info.engine,
+            node["version"],
+            modules,
+            list(plugins),
+            _license_type(info.url) if "rank-rrf" in modules else None,
         ),
     }
 

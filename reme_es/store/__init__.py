@@ -283,7 +283,11 @@ class MemoryStore:
 
     # ----------------------------------------------------------------------------------- search
     async def keyword_search(
-        self, query: str, limit: int, search_filter: SearchFilter | dict | None = None, build: HitBuilder = hit_from_source
+        self,
+        query: str,
+        limit: int,
+        search_filter: SearchFilter | dict | None = None,
+        build: HitBuilder = hit_from_source,
     ) -> list:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []. Hits are `Hit`s, or what
         `build(branch, score, stored source)` makes of each (the ReMe file store builds its FileChunks directly)."""

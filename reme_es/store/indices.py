@@ -64,6 +64,7 @@ class IndexSet:
         self.feedback = search.feedback
         self.collapse = search.collapse
         self.date_boost = search.date_boost  # boost of the fused head's notes dated where the question points (0: none)
+        self.note_boost = search.note_boost  # boost of hits whose note holds much of the fused head (0: none)
         self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
@@ -101,7 +102,8 @@ class IndexSet:
         # acknowledged visible now, or this session's scans (files to delete, orphan chunks) would miss it.
         await self.refresh()
         if self.pipeline_kind is None:
-            self.pipeline_kind = "minmax" if self.caps.normalization_processor and not self.caps.rrf_processor else "rrf"
+            only_minmax = self.caps.normalization_processor and not self.caps.rrf_processor
+            self.pipeline_kind = "minmax" if only_minmax else "rrf"
         if self.keeps_pipeline():
             await self.ensure_pipeline()
         return self.caps

@@ -150,11 +150,13 @@ def _replica_diff(live: dict, options: IndexOptions) -> list[str]:
         want["number_of_replicas"] = None  # decided by the node count
     have_auto = str(index.get("auto_expand_replicas", "false")).lower()
     if have_auto != str(want["auto_expand_replicas"]).lower():
-        problems.append(f"~ settings.auto_expand_replicas: index has {have_auto}, wanted {want['auto_expand_replicas']}")
-    if want["number_of_replicas"] is not None and _norm(index.get("number_of_replicas")) != _norm(want["number_of_replicas"]):
-        problems.append(
-            f"~ settings.number_of_replicas: index has {index.get('number_of_replicas')}, wanted {want['number_of_replicas']}"
-        )
+        wanted = want["auto_expand_replicas"]
+        problems.append(f"~ settings.auto_expand_replicas: index has {have_auto}, wanted {wanted}")
+    if want["number_of_replicas"] is not None and _norm(index.get("number_of_replicas")) != _norm(
+        want["number_of_replicas"]
+    ):
+        have, wanted = index.get("number_of_replicas"), want["number_of_replicas"]
+        problems.append(f"~ settings.number_of_replicas: index has {have}, wanted {wanted}")
     if _norm(index.get("number_of_shards")) != _norm(shards):
         problems.append(f"~ settings.number_of_shards: index has {index.get('number_of_shards')}, wanted {shards}")
     return problems

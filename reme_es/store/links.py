@@ -100,7 +100,9 @@ class LinkGraph:
             if not frontier or len(seen) >= max_nodes:
                 break
             nxt = []
-            scan = self.port.scan(self.ix.links, q.links_touching(frontier), ["source", "target"], ["source", "target", "anchor"])
+            scan = self.port.scan(
+                self.ix.links, q.links_touching(frontier), ["source", "target"], ["source", "target", "anchor"]
+            )
             async for s in scan:
                 for other in (s["source"], s["target"]):
                     if other not in seen and len(seen) < max_nodes:

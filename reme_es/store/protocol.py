@@ -262,7 +262,9 @@ def delete_parts_round(paths: list[str], stored: Stored, ix: Indices) -> list[Ac
     return actions
 
 
-def delete_files_round(paths: list[str], stored: Stored, parts: list[Action], done: BulkOutcome, ix: Indices) -> list[Action]:
+def delete_files_round(
+    paths: list[str], stored: Stored, parts: list[Action], done: BulkOutcome, ix: Indices
+) -> list[Action]:
     """Delete round 2: the file docs of the stored paths none of whose chunk deletes failed."""
     untouched = failed_paths(parts, done)
     return [

@@ -50,7 +50,9 @@ async def fetch_shown(port: IndexPort, ix: Indices, hits: list[Hit], paths: list
             (ix.links, q.links_into(paths, page)),
             (ix.files, q.files_linked_from(ix.files, linked_from, page, port.scope.routing())),
         ]
-    answers = await port.msearch([(index, {**body, "query": port.scope.query(body["query"])}) for index, body in searches])
+    answers = await port.msearch(
+        [(index, {**body, "query": port.scope.query(body["query"])}) for index, body in searches]
+    )
     shown = Shown(hits=_with_chunks(hits, answers.pop(0)) if hits else [])
     if not paths:
         return shown

@@ -114,7 +114,9 @@ def check_serialisable(what: str, value: Any) -> None:
     try:
         orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError) as exc:
-        raise InvalidInput(f"{what} cannot be stored: {exc}. Decode it as UTF-8 text and pass plain JSON values.")
+        raise InvalidInput(
+            f"{what} cannot be stored: {exc}. Decode it as UTF-8 text and pass plain JSON values."
+        ) from exc
 
 
 def check_vector(dims: int | None, vector: list[float] | None, what: str) -> None:
@@ -130,9 +132,10 @@ def check_vector(dims: int | None, vector: list[float] | None, what: str) -> Non
 def checked_chunk_source(chunk: Chunk, dims: int | None) -> dict:
     """A chunk's source after the size, vector and JSON checks."""
     if len(chunk.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        raise InvalidInput(f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it")
+        raise InvalidInput(
+            f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it"
+        )
     check_vector(dims, chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
     src = chunk_source(chunk)
     check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
     return src
-

@@ -39,7 +39,9 @@ class VectorStore:
     def knn_body(self, vector: list[float], k: int, f: SearchFilter, size: int | None = None) -> dict:
         """The dialect's k-NN body, after checking the index has vectors of this dimension."""
         if not self.indices.dims:
-            raise CapabilityError(f"index {self.indices.ix.chunks} has no embedding field; enable embeddings and reindex")
+            raise CapabilityError(
+                f"index {self.indices.ix.chunks} has no embedding field; enable embeddings and reindex"
+            )
         self.check(vector, "the query")
         return self.indices.dialect.knn_body(vector, k, f, size=size, caps=self.indices.caps)
 

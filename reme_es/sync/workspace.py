@@ -62,7 +62,8 @@ class WorkspaceSync:
         self.concurrency = max(1, concurrency)
         self.stop = asyncio.Event()
         self.writer = SyncWriter(
-            store, self.report, self.state, self.stop, options.chunk_chars, embedder=embedder, reme_chunkers=reme_chunkers
+            store, self.report, self.state, self.stop, options.chunk_chars, embedder=embedder,
+            reme_chunkers=reme_chunkers,
         )
         self.watcher = SyncWatcher(self.root, self.dirs, self.run, self.writer.forget, self.report, self.stop)
 
@@ -92,6 +93,7 @@ class WorkspaceSync:
     async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
         """Follow changes until `stop` is set, one pass per group of file events (`SyncWatcher.watch`)."""
         await self.watcher.watch(on_summary, quiet_ms, max_wait_ms)
+
     async def run(self, full: bool = False, dry_run: bool = False) -> Summary:
         """One sync pass; server-wide failures (connection, auth) raise, per-file ones are collected."""
         started = time.monotonic()

@@ -330,7 +330,9 @@ class MaintenanceContract:
 
     pytestmark = ASYNC
 
-    async def test_optimize_merges_only_past_the_deleted_ratio_and_reports_figures(self, store_factory, reme_es_neighbours):
+    async def test_optimize_merges_only_past_the_deleted_ratio_and_reports_figures(
+        self, store_factory, reme_es_neighbours
+    ):
         # Soft-deleted documents stay until the shard's retention lease moves on (about 30 s on a quiet shard),
         # so the deleted count right after the merge is not asserted; the merge itself and its report are.
         store = await store_factory()
@@ -363,7 +365,9 @@ class MaintenanceContract:
         results = await reindex(store, IndexOptions(dims=store.dims))
         copies = 1 + reme_es_neighbours  # a rebuild copies every workspace of the set
         assert [(r["kind"], r["docs"], r["vectors"]) for r in results] == [
-            ("chunks", 5 * copies, "kept"), ("files", 5 * copies, "none"), ("links", 0, "none")
+            ("chunks", 5 * copies, "kept"),
+            ("files", 5 * copies, "none"),
+            ("links", 0, "none"),
         ]
         assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
         stored = await store.get_chunks({c.path: [c.id] for c in kept}, with_vectors=True)

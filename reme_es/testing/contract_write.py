@@ -233,7 +233,8 @@ class FilterContract:
         store = await store_factory()
         pairs = []
         for i, (path, meta) in enumerate(_DATED):
-            pairs.append(file_with(path, [chunk(path, f"memo entry {i}", vector=unit_vector(1, i * 0.01), metadata=meta)]))
+            memo = chunk(path, f"memo entry {i}", vector=unit_vector(1, i * 0.01), metadata=meta)
+            pairs.append(file_with(path, [memo]))
         await store.upsert(pairs)
         return store
 
@@ -263,7 +264,10 @@ class FilterContract:
             ({"start_date": "2026-05-19", "strict_date_filter": True}, {"daily/2026-05-19.md"}),
             ({"end_date": "2026-05-17", "strict_date_filter": True}, {"daily/2026-05-17.md"}),
             ({"tag": "a"}, {"daily/2026-05-17.md", "daily/2026-05-19.md"}),
-            ({"tag": ["b", "c"]}, {"daily/2026-05-18/meeting.md", "daily/2026-05-20.txt", "resource/2026-05-18/report.jsonl"}),
+            (
+                {"tag": ["b", "c"]},
+                {"daily/2026-05-18/meeting.md", "daily/2026-05-20.txt", "resource/2026-05-18/report.jsonl"},
+            ),
             ({"metadata": {"kind": "note"}}, {"daily/2026-05-18/meeting.md", "daily/2026-05-19.md"}),
             ({"priority": 2}, {"resource/2026-05-18/report.jsonl"}),
             ({"tag": None}, {"digest/indexing.md"}),
@@ -343,9 +347,8 @@ class LinkContract:
                 assert outs[p] == await store.get_outlinks(p, scope), (scope, p)
                 assert ins[p] == await store.get_inlinks(p, scope), (scope, p)
         assert [lk.source for lk in (await store.inlinks_of([a.path]))[a.path]] == [b.path, c.path]
-        assert [lk.target for lk in (await store.inlinks_of(["digest/ghost.md"], LinkScope.VIRTUAL))["digest/ghost.md"]] == [
-            "digest/ghost.md"
-        ]
+        virtual = (await store.inlinks_of(["digest/ghost.md"], LinkScope.VIRTUAL))["digest/ghost.md"]
+        assert [lk.target for lk in virtual] == ["digest/ghost.md"]
 
     async def test_rewriting_a_file_replaces_its_outlinks(self, store_factory):
         store = await store_factory()

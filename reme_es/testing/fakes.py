@@ -21,7 +21,9 @@ from ..adapters.transport import BulkOutcome
 class MemoryPort:
     """An in-memory stand-in for the writer's part of `IndexPort` that records every bulk round."""
 
-    def __init__(self, fail: dict[str, int] | None = None, before_bulk: dict[int, Callable[[MemoryPort], None]] | None = None):
+    def __init__(
+        self, fail: dict[str, int] | None = None, before_bulk: dict[int, Callable[[MemoryPort], None]] | None = None
+    ):
         self.docs: dict[str, dict[str, dict]] = {}  # index -> id -> {"_source", "_seq_no", "_primary_term"}
         self.fail = dict(fail or {})
         self.before_bulk = dict(before_bulk or {})
@@ -58,7 +60,8 @@ class MemoryPort:
         info: dict[str, Any] = {"_index": a.index, "_id": a.id}
         if a.id in self.fail:
             status = self.fail[a.id]
-            return False, {a.op: {**info, "status": status, "error": {"type": "injected", "reason": f"injected {status}"}}}
+            error = {"type": "injected", "reason": f"injected {status}"}
+            return False, {a.op: {**info, "status": status, "error": error}}
         if (a.op == "create" and have) or (
             a.version is not None and (have is None or (have["_seq_no"], have["_primary_term"]) != a.version)
         ):

@@ -34,7 +34,8 @@ def test_the_suite_runs_from_a_separate_package_with_only_its_plugin(server, tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_ES_TEST", "PYTEST"))}
     proc = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "reme_es.testing.pytest_plugin",
+            sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+            "-p", "reme_es.testing.pytest_plugin",
             "--rootdir", str(tmp_path), "--reme-es-hosts", server.url, "--reme-es-engine", server.engine,
             "-k", CASES, str(tmp_path),
         ],

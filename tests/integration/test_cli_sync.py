@@ -157,8 +157,8 @@ def test_bad_input_warns_and_the_rest_syncs(cli, tmp_path):
         "warning: daily/latin1.md:1: invalid UTF-8 (byte 5); undecodable bytes replaced with U+FFFD",
         "warning: digest/blob.md: binary content (NUL byte); skipped",
         (
-            "warning: digest/broken.md:2: front matter is not valid YAML (expected ',' or ']', but got '<stream end>'); "
-            "indexed as plain text"
+            "warning: digest/broken.md:2: front matter is not valid YAML "
+            "(expected ',' or ']', but got '<stream end>'); indexed as plain text"
         ),
         (
             "warning: resource/events.jsonl:2: malformed JSON line skipped (Expecting property name enclosed in double "

@@ -67,7 +67,8 @@ def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_d
     as_key = ["--hosts", cli.url, "--index-prefix", cli.prefix, "--workspace-key", cli.key]
     refused = _run("sync", str(other.workspace), *BUILTIN, *as_key, home=cli.home)
     assert refused.exit_code == 2
-    assert f"workspace {cli.key!r} of index set {cli.prefix!r} is written from {cli.workspace.resolve()}" in refused.stderr
+    written = f"workspace {cli.key!r} of index set {cli.prefix!r} is written from {cli.workspace.resolve()}"
+    assert written in refused.stderr
     assert "--workspace-key" in refused.stderr and "--take-over" in refused.stderr
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL  # nothing deleted
     not_mine = _run("drop", "-w", str(other.workspace), *as_key, "--yes", home=cli.home)  # from the wrong folder
@@ -123,8 +124,8 @@ def test_an_unknown_workspace_is_refused_without_naming_the_others_and_status_li
         (c.key, str(c.workspace.resolve())) for c in (cli, other))
     assert all(w["host"] and w["since"] for w in listed)
     text = cli("status", "--workspaces").stdout
-    assert f"  * {cli.key}: {cli.workspace.resolve()} on " in text and f"    {other.key}: {other.workspace.resolve()}" in (
-        text)
+    assert f"  * {cli.key}: {cli.workspace.resolve()} on " in text
+    assert f"    {other.key}: {other.workspace.resolve()}" in text
 
 
 def test_drop_forgets_one_workspace_and_expunges_it(cli):
@@ -148,7 +149,8 @@ def test_drop_forgets_one_workspace_and_expunges_it(cli):
     assert deleted == dict.fromkeys(kinds, 0)
     gone = cli("search", "hybrid search")  # the record went with it: an empty answer would look like an empty one
     assert gone.exit_code == 2
-    assert f"workspace {cli.key} (folder {cli.workspace.resolve()}) has nothing in index set {cli.prefix}" in gone.stderr
+    nothing = f"workspace {cli.key} (folder {cli.workspace.resolve()}) has nothing in index set {cli.prefix}"
+    assert nothing in gone.stderr
     assert json.loads(other("status", "--json").stdout)["workspace_counts"]["files"] == ALL
     assert {p for p, _, _ in other.search("hybrid search")} >= {"digest/search.md"}
     status = json.loads(other("status", "--json").stdout)

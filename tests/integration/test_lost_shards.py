@@ -54,4 +54,7 @@ async def test_a_search_that_some_shards_answer_returns_their_hits_and_says_so(s
     with caplog.at_level(logging.WARNING, logger="reme_es.adapters.port"):
         hits = await store.port.search(store.index("chunks"), {"query": {"match": {"text": "harbour"}}})
     assert sorted(h["_source"]["path"] for h in hits) == ["digest/a.md", "digest/b.md"]
-    assert any("answered by 1 of 2 shards (1 failed or unassigned): results are partial" in r.getMessage() for r in caplog.records)
+    assert any(
+        "answered by 1 of 2 shards (1 failed or unassigned): results are partial" in r.getMessage()
+        for r in caplog.records
+    )

@@ -256,7 +256,8 @@ async def run_scenario(backend: str, ws: Path, url: str, prefix: str) -> dict:
 
 def _branch_scores(answer: str) -> dict[str, str]:
     """Per hit header of a search answer (path:lines), its branch scores (`vector=… keyword=…`)."""
-    return dict(re.findall(r"^========== (\S+) \[score=\S+ (vector=\S+ keyword=\S+)\] ==========$", answer, re.MULTILINE))
+    header = r"^========== (\S+) \[score=\S+ (vector=\S+ keyword=\S+)\] ==========$"
+    return dict(re.findall(header, answer, re.MULTILINE))
 
 
 async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, tmp_path):

@@ -181,5 +181,6 @@ async def test_a_read_does_not_refresh_in_the_middle_of_a_write(open_app):
 async def test_refresh_after_must_not_be_negative(server, es_prefix, tmp_path):
     cfg = app_config(tmp_path / "ws", server.engine, server.url, es_prefix)
     cfg["components"]["file_store"]["default"]["refresh_after"] = -1
-    with pytest.raises(ConfigError, match=r"\(file_store\.default\): refresh_after: Input should be greater than or equal to 0"):
+    refused = r"\(file_store\.default\): refresh_after: Input should be greater than or equal to 0"
+    with pytest.raises(ConfigError, match=refused):
         make_app(cfg)

@@ -98,8 +98,8 @@ async def test_es_search_step_answers_in_two_round_trips(app, feedback):
     assert sent == [*ranked, "_msearch"]
     # standup.md links to opensearch.md (REAL) and missing.md (virtual); opensearch.md links back to it
     expansion = resp.metadata["link_expansion"]["daily/2026-05-18/standup.md"]
-    neighbour = {"path": "digest/opensearch.md", "meta": {"name": "OpenSearch",
-                                                          "description": "Notes about the OpenSearch file store backend"}}
+    meta = {"name": "OpenSearch", "description": "Notes about the OpenSearch file store backend"}
+    neighbour = {"path": "digest/opensearch.md", "meta": meta}
     assert expansion == {"outlinks": [{**neighbour, "anchors": ["Plan"]}], "inlinks": [{**neighbour, "anchors": []}]}
     assert "Discussed the opensearch migration plan" in resp.answer
 
@@ -113,7 +113,8 @@ async def test_inlink_sources_that_were_not_fetched_cost_one_more_request(app, f
     assert [n["path"] for n in expansion["outlinks"]] == ["digest/opensearch.md"]
     assert [(n["path"], n["meta"]) for n in expansion["inlinks"]] == [
         ("daily/2026-05-20/retro.md", {}),
-        ("digest/opensearch.md", {"name": "OpenSearch", "description": "Notes about the OpenSearch file store backend"}),
+        ("digest/opensearch.md", {"name": "OpenSearch",
+                                  "description": "Notes about the OpenSearch file store backend"}),
     ]
 
 

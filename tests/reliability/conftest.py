@@ -101,7 +101,9 @@ async def count(store: MemoryStore, kind: str) -> int:
 async def chunk_ids(store: MemoryStore) -> list[str]:
     """Every stored chunk id, sorted."""
     resp = await store.dialect.transport.request(
-        "POST", f"/{store.index('chunks')}/_search", {"size": 10000, "_source": ["chunk_id"], "query": {"match_all": {}}}
+        "POST",
+        f"/{store.index('chunks')}/_search",
+        {"size": 10000, "_source": ["chunk_id"], "query": {"match_all": {}}},
     )
     return sorted(h["_source"]["chunk_id"] for h in resp["hits"]["hits"])
 

@@ -38,7 +38,11 @@ def tls_files(name: str, folder: Path) -> tuple[dict[str, bytes], Path]:
     material = certs.generate(name)
     ca_path = folder / "ca.crt"
     ca_path.write_bytes(material.ca_cert)
-    files = {"certs/ca.crt": material.ca_cert, "certs/node.crt": material.node_cert, "certs/node.key": material.node_key}
+    files = {
+        "certs/ca.crt": material.ca_cert,
+        "certs/node.crt": material.node_cert,
+        "certs/node.key": material.node_key,
+    }
     return files, ca_path
 
 

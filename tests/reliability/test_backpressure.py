@@ -74,8 +74,10 @@ def _files(writer: int, rnd: int):
     out = []
     for i in range(FILES_PER_WRITER):
         path = f"w{writer}/f{i:03d}.md"
-        chunks = [chunk(path, f"round {rnd} writer {writer} file {i} part {j}", start=1 + 5 * j) for j in range(CHUNKS_PER_FILE)]
-        out.append(file_with(path, chunks, links=[f"w{(writer + 1) % WRITERS}/f{i:03d}.md"], st_mtime=1_700_000_000.0 + rnd))
+        text = f"round {rnd} writer {writer} file {i} part "
+        chunks = [chunk(path, f"{text}{j}", start=1 + 5 * j) for j in range(CHUNKS_PER_FILE)]
+        link = f"w{(writer + 1) % WRITERS}/f{i:03d}.md"
+        out.append(file_with(path, chunks, links=[link], st_mtime=1_700_000_000.0 + rnd))
     return out
 
 

@@ -130,7 +130,10 @@ def _workspace(n_files: int = 4, chunks_per_file: int = 3, tag: str = "v1"):
     return [
         file_with(
             f"notes/f{i}.md",
-            [chunk(f"notes/f{i}.md", f"{tag} file {i} part {j} about retries", start=1 + 10 * j) for j in range(chunks_per_file)],
+            [
+                chunk(f"notes/f{i}.md", f"{tag} file {i} part {j} about retries", start=1 + 10 * j)
+                for j in range(chunks_per_file)
+            ],
             links=[f"notes/f{(i + 1) % n_files}.md"],
         )
         for i in range(n_files)
@@ -173,9 +176,7 @@ async def test_400_items_are_not_retried_and_the_file_keeps_its_stored_version(s
 
     assert faulty.attempts[bad] == 1
     assert no_jitter.sleeps == []
-    assert err.value.failures == [
-        BulkItemFailure(f"{store.index('chunks')}-1", bad, 400, f"injected 400 for {bad}")
-    ]
+    assert err.value.failures == [BulkItemFailure(f"{store.index('chunks')}-1", bad, 400, f"injected 400 for {bad}")]
     # 11 v2 chunks; then f1's 2 landed v2 chunks taken back, 3 x 3 stale v1 chunks deleted, 3 links, 3 file docs
     assert err.value.succeeded == 11 + 2 + 9 + 3 + 3
     assert f"{bad}: 400 injected 400 for {bad}" in str(err.value)

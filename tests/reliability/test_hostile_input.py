@@ -89,7 +89,8 @@ async def test_a_40kb_token_is_indexed_and_its_chunk_found_by_other_words(store_
     store = await store_factory()
     token = "z" * 40_000
     giant = chunk("notes/giant.md", f"lighthouse keeper {token} logbook entry")
-    await store.upsert([file_with("notes/giant.md", [giant]), file_with("notes/small.md", [chunk("notes/small.md", "a logbook")])])
+    small = file_with("notes/small.md", [chunk("notes/small.md", "a logbook")])
+    await store.upsert([file_with("notes/giant.md", [giant]), small])
 
     assert await chunk_ids(store) == sorted([giant.id, chunk("notes/small.md", "a logbook").id])
     assert [h.chunk.id for h in await store.keyword_search("lighthouse", 5)] == [giant.id]
@@ -103,10 +104,12 @@ async def test_a_path_over_512_bytes_is_stored_under_a_hashed_id(store_factory):
     path = "resource/" + "ü-deep-folder/" * 40 + "note.md"
     assert len(path.encode()) > MAX_ID_BYTES
     c = chunk(path, "a very deep note about tides")
-    await store.upsert([file_with(path, [c], links=[path, "notes/short.md"]), file_with("notes/short.md", [chunk("notes/short.md", "tides")])])
+    short = file_with("notes/short.md", [chunk("notes/short.md", "tides")])
+    await store.upsert([file_with(path, [c], links=[path, "notes/short.md"]), short])
 
     assert doc_id(path).startswith("sha256:")
-    ids = (await store.dialect.transport.request("POST", f"/{store.index('files')}/_search", {"query": {"term": {"path": path}}}))
+    query = {"query": {"term": {"path": path}}}
+    ids = await store.dialect.transport.request("POST", f"/{store.index('files')}/_search", query)
     assert [h["_id"] for h in ids["hits"]["hits"]] == [store.port.stored_id(doc_id(path))]
     assert len(store.port.stored_id(doc_id(path)).encode()) <= MAX_ID_BYTES
     assert [f.path for f in await store.get_files([path])] == [path]
@@ -133,6 +136,7 @@ async def test_metadata_type_clash_across_chunks(store_factory):
     # no clash, nothing fails.
     assert failures == []
     assert await chunk_ids(store) == sorted([a.id, b.id, c.id])
-    assert [h.chunk.id for h in await store.keyword_search("clash", 5, SearchFilter.parse({"owner": "alice"}))] == [a.id]
+    owned = await store.keyword_search("clash", 5, SearchFilter.parse({"owner": "alice"}))
+    assert [h.chunk.id for h in owned] == [a.id]
     stored = await store.get_chunks({"notes/b.md": [b.id]})
     assert stored[b.id]["metadata"] == {"owner": {"name": "bob", "team": {"id": 7}}}

@@ -92,7 +92,8 @@ def assert_the_guard_refuses_faiss_and_nmslib(url: str, prefix: str) -> None:
     # The node is still up and k-NN on lucene works end to end (write, refresh, search).
     status, _ = call(f"{lucene}/_doc/1?refresh=true", "PUT", {"v": [1.0, 0.0, 0.0, 0.0]})
     assert status == 201
-    status, body = call(f"{lucene}/_search", "POST", {"query": {"knn": {"v": {"vector": [1.0, 0.0, 0.0, 0.0], "k": 1}}}})
+    query = {"query": {"knn": {"v": {"vector": [1.0, 0.0, 0.0, 0.0], "k": 1}}}}
+    status, body = call(f"{lucene}/_search", "POST", query)
     assert status == 200 and [h["_id"] for h in body["hits"]["hits"]] == ["1"]
     status, body = call(f"{url}/_cat/indices/{prefix}-*?format=json&h=index")
     assert sorted(i["index"] for i in body) == [f"{prefix}-lucene"]
@@ -203,7 +204,8 @@ def test_a_faiss_index_from_before_the_guard_no_longer_kills_the_node(node_name,
     monkeypatch.setitem(FLAVOURS, FLAVOUR, dataclasses.replace(flavour, knn_guard=False))
     try:
         info = node.start(FLAVOUR, name=node_name, http_port=free_port(), heap="256m", timeout=240)
-        status, _ = call(f"{info.url}/old-faiss", "PUT", knn_index({"name": "hnsw", "engine": "faiss", "space_type": "l2"}))
+        faiss = knn_index({"name": "hnsw", "engine": "faiss", "space_type": "l2"})
+        status, _ = call(f"{info.url}/old-faiss", "PUT", faiss)
         assert status == 200  # nothing refuses it here
         try:
             call(f"{info.url}/old-faiss/_doc/1?refresh=true", "PUT", {"v": [1.0, 0.0, 0.0, 0.0]})

@@ -129,7 +129,8 @@ async def indexed_state(server: Server, prefix: str) -> dict:
 async def _scan_links(store: MemoryStore) -> list[tuple[str, str, str]]:
     out, after = [], None
     while True:
-        body = {"size": 1000, "_source": ["source", "target", "anchor"], "sort": [{"source": "asc"}, {"target": "asc"}, {"anchor": "asc"}]}
+        sort = [{"source": "asc"}, {"target": "asc"}, {"anchor": "asc"}]
+        body = {"size": 1000, "_source": ["source", "target", "anchor"], "sort": sort}
         if after:
             body["search_after"] = after
         hits = (await store.dialect.transport.request("POST", f"/{store.index('links')}/_search", body))["hits"]["hits"]
@@ -245,7 +246,8 @@ def test_chunks_of_a_never_acknowledged_file_go_when_the_file_is_deleted(server,
         try:
             path = "digest/b.md"
             parsed = parse(path, (workspace / path).read_text(), lambda m: None, SyncOptions().chunk_chars)
-            doc = FileDoc(path=path, st_mtime=(workspace / path).stat().st_mtime, chunk_ids=[c.id for c in parsed.chunks])
+            mtime = (workspace / path).stat().st_mtime
+            doc = FileDoc(path=path, st_mtime=mtime, chunk_ids=[c.id for c in parsed.chunks])
             # the placeholder file doc (phase 0) passes, the real one (phase 2) fails: chunks stored, no real doc
             FaultyBulk(store.dialect, {doc_id(path): (400, None, 1)})
             with pytest.raises(BulkError):

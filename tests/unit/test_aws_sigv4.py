@@ -167,7 +167,8 @@ def _sigv4(service: str = "es", **kw) -> ClientSettings:
 async def test_opensearch_client_signs_each_request_with_the_default_chain_credentials(fake_aws, wire, service):
     dialect = OpenSearchDialect(_sigv4(service))
     try:
-        answer = await dialect.transport.request("POST", "/notes/_search", {"query": {"match": {"text": "a"}}}, {"size": 3})
+        query = {"query": {"match": {"text": "a"}}}
+        answer = await dialect.transport.request("POST", "/notes/_search", query, {"size": 3})
         await dialect.transport.request("POST", "/notes/_search", {"query": {"match": {"text": "b"}}}, {"size": 3})
     finally:
         await dialect.transport.close()
@@ -239,7 +240,9 @@ def test_config_reads_region_and_service_from_file_and_env_and_never_secrets(no_
     cs = ClientSettings.from_options(settings.connection)
     assert (settings.connection.aws_region, settings.connection.aws_service) == ("us-east-1", "aoss")
     assert (cs.aws_region, cs.aws_service) == ("us-east-1", "aoss")
-    assert load_options(tmp_path, environ={"REME_ES_AWS_REGION": "eu-central-1"}).connection.aws_region == "eu-central-1"
+    assert (
+        load_options(tmp_path, environ={"REME_ES_AWS_REGION": "eu-central-1"}).connection.aws_region == "eu-central-1"
+    )
     assert _leaks(repr(settings) + str(settings.model_dump()) + settings.model_dump_json() + repr(cs)) == []
 
     (tmp_path / "reme-es.yaml").write_text(f"aws_region: us-east-1\naws_secret_access_key: {SECRET_KEY}\n")

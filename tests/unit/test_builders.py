@@ -74,8 +74,10 @@ def test_chunks_index_body(dialect):
 def test_missing_analyzers_fall_back_to_standard_and_are_recorded():
     caps = Capabilities(engine="elasticsearch", version="9.3.2")
     body = render_index("chunks", ElasticsearchDialect(SETTINGS), caps, IndexOptions())
-    assert body["settings"]["analysis"]["analyzer"] == {"reme_text": {"type": "standard"}, "reme_cjk": {"type": "standard"}}
-    assert body["mappings"]["_meta"]["reme_es"]["analyzers"] == {"reme_text": "custom -> standard", "reme_cjk": "cjk -> standard"}
+    standard = {"type": "standard"}
+    assert body["settings"]["analysis"]["analyzer"] == {"reme_text": standard, "reme_cjk": standard}
+    analyzers = {"reme_text": "custom -> standard", "reme_cjk": "cjk -> standard"}
+    assert body["mappings"]["_meta"]["reme_es"]["analyzers"] == analyzers
     assert "filter" not in body["settings"]["analysis"]
     assert "embedding" not in body["mappings"]["properties"]
 

@@ -23,8 +23,12 @@ HEAVY = (
 )
 # What `import reme_es.cli` and `reme-es --help` may not import either: the commands and the entry points.
 COMMAND_MODULES = (
-    "reme_es.cli.sync_command", "reme_es.cli.search_command", "reme_es.cli.admin_commands", "reme_es.cli.server_commands",
-    "reme_es.cli.workspace_commands", "importlib.metadata",
+    "reme_es.cli.sync_command",
+    "reme_es.cli.search_command",
+    "reme_es.cli.admin_commands",
+    "reme_es.cli.server_commands",
+    "reme_es.cli.workspace_commands",
+    "importlib.metadata",
 )
 
 # Prints the modules a fresh interpreter imported for `import reme_es.cli` and then, given arguments, `reme-es ARGS`.

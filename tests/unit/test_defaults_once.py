@@ -92,8 +92,9 @@ def definitions(source: str) -> list[tuple[str, object, int]]:
             flags = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")]
             if flags and _keyword(node, "default") is not None:  # click.option("--name", default=...)
                 found.append((flags[0][2:].replace("-", "_"), _literal(_keyword(node, "default")), node.lineno))
-            if getattr(node.func, "attr", "") == "get" and len(node.args) == 2 and isinstance(node.args[0], ast.Constant):
-                found.append((str(node.args[0].value), _literal(node.args[1]), node.lineno))  # kwargs.get("name", 5)
+            getter = getattr(node.func, "attr", "") == "get" and len(node.args) == 2
+            if getter and isinstance(node.args[0], ast.Constant):  # kwargs.get("name", 5)
+                found.append((str(node.args[0].value), _literal(node.args[1]), node.lineno))
         elif isinstance(node, ast.Dict):
             found += [(k.value, _literal(v), v.lineno) for k, v in zip(node.keys, node.values, strict=True)
                       if isinstance(k, ast.Constant) and isinstance(k.value, str)]

@@ -108,7 +108,8 @@ def test_serverless_needs_sigv4_for_aoss():
 
 
 def test_probes_are_pure_functions_of_node_info_and_do_not_change_the_dialect():
-    node = {"version": "2.19.1", "modules": [], "plugins": [{"name": "opensearch-knn"}, {"name": "opensearch-neural-search"}]}
+    plugins = [{"name": "opensearch-knn"}, {"name": "opensearch-neural-search"}]
+    node = {"version": "2.19.1", "modules": [], "plugins": plugins}
     caps = OpenSearchDialect.capabilities(node, {"english": True, "cjk": False})
     assert (caps.hybrid_query, caps.rrf_processor, caps.rrf_weights) == (True, True, False)
     assert OpenSearchDialect.capabilities({**node, "version": "3.1.0"}, {}).rrf_weights is True
@@ -155,7 +156,8 @@ def test_vector_source_and_ef_search_follow_the_opensearch_version():
     node = {"version": "2.19.1", "modules": [], "plugins": [{"name": "opensearch-knn"}]}
     new = OpenSearchDialect.capabilities(node, {})
     old = OpenSearchDialect.capabilities({**node, "version": "2.17.0"}, {})
-    assert (new.derived_vectors, new.knn_ef_search, old.derived_vectors, old.knn_ef_search) == (True, True, False, False)
+    assert (new.derived_vectors, new.knn_ef_search) == (True, True)
+    assert (old.derived_vectors, old.knn_ef_search) == (False, False)
     dialect = OpenSearchDialect(ClientSettings(hosts=["http://x:1"]))
     assert dialect.index_settings(True, new) == {"index": {"knn": True, "knn.derived_source.enabled": True}}
     assert dialect.index_settings(True, old) == {"index": {"knn": True}}

@@ -42,7 +42,9 @@ def test_candidate_depth_and_min_score():
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("weight", [0.0, 0.3, 0.7, 1.0])
 def test_matches_reme_rrf_merge(seed, weight):
-    search = pytest.importorskip("reme.steps.index.search", reason="reme-ai is not installed (pip install 'reme-es[reme]')")
+    search = pytest.importorskip(
+        "reme.steps.index.search", reason="reme-ai is not installed (pip install 'reme-es[reme]')"
+    )
     from reme.schema import FileChunk
 
     vec, kw = _lists(seed)
@@ -150,7 +152,9 @@ def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
     s = load_options(tmp_path, environ={}).search
     assert s == drop_in == SearchOptions()  # one set of defaults: the CLI, the drop-in and a MemoryStore
     assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("zscore", 0.55, 1, True)
-    env = {"REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7", "REME_ES_COLLAPSE": "false"}
+    env = {
+        "REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7", "REME_ES_COLLAPSE": "false",
+    }
     s = load_options(tmp_path, environ=env).search
     assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("rrf", 0.7, 0, False)
     with pytest.raises(ConfigError, match="fusion"):

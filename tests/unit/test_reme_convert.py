@@ -14,7 +14,6 @@ from reme.schema import FileChunk, FileFrontMatter, FileLink, FileNode
 from reme_es.core.checks import validate_prefix
 from reme_es.core.models import Hit
 from reme_es.core.options import default_prefix as default_index_prefix
-from reme_es.store.sources import hit_from_source
 from reme_es.reme.convert import (
     as_vector,
     file_chunk_from_source,
@@ -23,6 +22,7 @@ from reme_es.reme.convert import (
     to_file_doc,
     to_file_node,
 )
+from reme_es.store.sources import hit_from_source
 
 
 def test_node_round_trip_keeps_mtime_links_anchors_and_front_matter():
