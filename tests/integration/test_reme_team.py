@@ -1,16 +1,26 @@
 """Two ReMe workspaces in one index set through ReMe's Application: each sees exactly what it would see alone, and a
-second folder claiming a workspace key is refused before ReMe's start-up scan writes or deletes anything."""
+second folder claiming a workspace key is refused before ReMe's start-up scan writes or deletes anything; the team
+page's ReMe YAML runs ReMe on the folder `reme-es sync` wrote."""
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import re
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
 pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
 
+from reme.config import resolve_app_config
+
+from reme_es.cli import main
 from reme_es.core.errors import WorkspaceConflict
+from tests.integration.reme_app import WATCHERS
 from tests.integration.test_reme import app_config, make_app, run_scenario, write_workspace
+from tests.unit.test_doc_samples import SAMPLES
 
 pytestmark = pytest.mark.asyncio
 
@@ -52,3 +62,31 @@ async def test_a_folder_claiming_another_folders_workspace_key_is_refused(server
                                                  rf"{tmp_path / 'a'}"):
         await app.start()
     await app.close()
+
+
+async def test_the_team_pages_sample_runs_reme_on_the_folder_reme_es_sync_wrote(server, es_prefix, tmp_path):
+    # docs/team-server.md's team.yaml, pointed at the test node, with the folder given at start as the page says
+    # (`workspace_dir`): ReMe's own search job finds what `reme-es sync` of that folder wrote, so the sample runs
+    # ReMe on the cluster, not on its local store, and both derive the same workspace key from the folder.
+    ws = tmp_path / "notes"
+    write_workspace(ws)
+    args = ["sync", str(ws), "--hosts", server.url, "--index-prefix", es_prefix]  # its own event loop: a thread
+    synced = await asyncio.to_thread(CliRunner().invoke, main, args, env={"REME_ES_HOME": str(tmp_path / "home")})
+    assert synced.exit_code == 0, synced.stderr
+    [team] = [config for where, config, _ in SAMPLES if where.startswith("docs/team-server.md:")]
+    team = copy.deepcopy(team)
+    team["components"]["file_store"]["default"].update(backend=server.engine, hosts=server.url, index_prefix=es_prefix)
+    path = tmp_path / "team.yaml"
+    path.write_text(yaml.safe_dump(team), encoding="utf-8")
+    cfg = resolve_app_config(config=str(path), workspace_dir=str(ws), log_config=False, log_to_file=False,
+                             log_to_console=False, enable_logo=False,
+                             jobs={name: {"enabled": False} for name in WATCHERS})
+    app = make_app(cfg)
+    await app.start()
+    try:
+        assert type(app.context.components["file_store"]["default"]).__module__.startswith("reme_es.")
+        resp = await app.run_job("search", query="kibana", limit=20)
+        assert resp.success, resp.answer
+        assert {"daily/2026-05-20/retro.md", "daily/2026-06-02.md"} <= {r["path"] for r in resp.metadata["results"]}
+    finally:
+        await app.close()
