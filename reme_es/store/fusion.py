@@ -222,6 +222,34 @@ def proximity_rescore(hits: list[Hit], query: str, top: int = 20, boost: float =
     return [h for _, h in rescored] + tail
 
 
+# The note boost (`SearchOptions.note_boost`) reads the fused ranking's first NOTE_TOP hits.
+NOTE_TOP = 20
+
+
+def note_rescore(hits: list[Hit], boost: float, top: int = NOTE_TOP) -> list[Hit]:
+    """The fused hits re-ranked by score (min-max over all of them) + `boost` x their note's share of the head: the
+    sum of the normalised scores of the note's hits among the first `top`, over the best note's sum (kept as
+    `scores["note"]`). A dialog turn that answers a question rarely holds all of its words; the turns around it in
+    the same note (a session of a conversation, a day's note) often hold the rest, so a hit whose note ranks well as
+    a whole is lifted above a lone hit of similar score. 0 (or fewer than two hits) changes nothing."""
+    if boost <= 0 or len(hits) < 2:
+        return hits
+    low, high = min(h.score for h in hits), max(h.score for h in hits)
+    span = (high - low) or 1.0
+    base = [(h.score - low) / span for h in hits]
+    mass: dict[str, float] = {}
+    for h, b in zip(hits[:top], base[:top]):
+        mass[h.chunk.path] = mass.get(h.chunk.path, 0.0) + b
+    best = max(mass.values()) or 1.0
+    rescored = []
+    for h, b in zip(hits, base):
+        share = mass.get(h.chunk.path, 0.0) / best
+        score = b + boost * share
+        rescored.append(h.model_copy(update={"scores": {**h.scores, "note": share, "score": score}}))
+    rescored.sort(key=lambda h: h.score, reverse=True)
+    return rescored
+
+
 def feeds_back(text: str) -> bool:
     """Whether a hit's text is long enough to feed a query back (FEEDBACK_MIN_TERMS terms, stop words left out)."""
     return len(terms(text)) >= FEEDBACK_MIN_TERMS

@@ -22,6 +22,7 @@ from .fusion import (
     collapse_repeats,
     feeds_back,
     fuse,
+    note_rescore,
     proximity_rescore,
     query_weight,
     rocchio,
@@ -151,6 +152,8 @@ class SearchStore:
             depth = min(depth * 4, COLLAPSE_MAX_DEPTH)
         if self.indices.proximity and result.fusion == "client":
             result.hits = await self._by_proximity(query, result.hits)
+        if self.indices.note_boost:
+            result.hits = note_rescore(result.hits, self.indices.note_boost)
         if self.indices.date_boost:
             result.hits = await self.by_dates(query, vector, result.hits, f, candidates)
         return result

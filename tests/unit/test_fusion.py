@@ -7,7 +7,7 @@ import random
 import pytest
 
 from reme_es.core.models import Chunk, Hit
-from reme_es.store.fusion import apply_min_score, candidate_depth, weighted_rrf
+from reme_es.store.fusion import apply_min_score, candidate_depth, note_rescore, weighted_rrf
 
 
 def _hit(cid: str, branch: str, score: float) -> Hit:
@@ -284,3 +284,31 @@ def test_the_drop_in_keys_and_the_cli_flags_reach_the_store(tmp_path, monkeypatc
     flags = ["q", "--relation-vector-weight", "0.3", "--date-boost", "0.5", "--workspace", str(tmp_path)]
     assert CliRunner().invoke(search, flags, env={"REME_ES_HOME": str(tmp_path)}).exit_code == 0
     assert (seen[0].relation_vector_weight, seen[0].date_boost) == (0.3, 0.5)
+
+
+def _hit(cid: str, path: str, score: float) -> Hit:
+    return Hit(chunk=Chunk(id=cid, path=path, text=""), scores={"score": score})
+
+
+def test_note_rescore_lifts_a_hit_whose_note_holds_much_of_the_head():
+    hits = [_hit("a", "daily/2026-01-01/x.md", 1.0), _hit("b", "daily/2026-01-02/y.md", 0.9),
+            _hit("c", "daily/2026-01-02/y.md", 0.8), _hit("d", "daily/2026-01-03/z.md", 0.0)]
+    out = note_rescore(hits, 0.5)
+    # y.md's two hits sum 0.9 + 0.8 (min-max: 0.9, 0.8) = 1.7, x.md's one 1.0: b = 0.9 + 0.5 beats a = 1.0 + 0.5 x 1/1.7
+    assert [h.chunk.id for h in out] == ["b", "c", "a", "d"]
+    assert out[0].scores["note"] == 1.0
+    assert out[2].scores["note"] == pytest.approx(1.0 / 1.7)
+    assert out[3].scores["note"] == 0.0
+
+
+def test_note_rescore_off_or_one_hit_per_note_keeps_the_order():
+    hits = [_hit("a", "a.md", 3.0), _hit("b", "b.md", 2.0), _hit("c", "c.md", 1.0)]
+    assert note_rescore(hits, 0.0) is hits
+    assert [h.chunk.id for h in note_rescore(hits, 2.0)] == ["a", "b", "c"]  # each note's mass is its own score
+
+
+def test_note_rescore_reads_only_the_head():
+    hits = [_hit("a", "a.md", 1.0), _hit("b", "b.md", 0.95), *(_hit(f"t{i}", "tail.md", 0.0) for i in range(3))]
+    out = note_rescore(hits, 1.0, top=2)
+    assert [h.chunk.id for h in out][:2] == ["a", "b"]
+    assert all(h.scores["note"] == 0.0 for h in out[2:])  # tail.md has no hit among the first two
