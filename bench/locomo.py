@@ -132,7 +132,7 @@ async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, var
         for d, app in zip(sets, apps):
             fs = app.context.components["file_store"]["default"]
             ix = fs.store.indices
-            for i, q in enumerate(d.queries):
+            for q in d.queries:
                 t0 = time.perf_counter()
                 resp = await app.run_job("search_es", query=q, limit=LIMIT)
                 ms.setdefault("default (es_search_step)", []).append((time.perf_counter() - t0) * 1000)
