@@ -47,6 +47,10 @@ DEPTH, LIMIT = 50, 10  # what ReMe's search step asks each branch for at limit 1
 REME_WEIGHTS = (0.7, 0.5, 0.3)
 # Rows of the drop-in with some search settings changed (IndexSet attributes, as SearchOptions names them).
 VARIANTS: dict[str, dict] = {
+    "before this round": {"note_boost": 0.0, "context_boost": 0.0},
+    "context 0": {"context_boost": 0.0},
+    "context 0.2": {"context_boost": 0.2},
+    "context 0.6": {"context_boost": 0.6},
     "note boost 0": {"note_boost": 0.0},
     "note boost 0.25": {"note_boost": 0.25},
     "note boost 1": {"note_boost": 1.0},

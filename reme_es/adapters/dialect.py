@@ -77,35 +77,41 @@ def keyword_fields_for(text: str, fields: tuple[str, ...] | None = None) -> tupl
     return ("text", "text.cjk") if _CJK.search(text) else ("text",)
 
 
-def keyword_query(text: str, f: SearchFilter, fields: tuple[str, ...] | None = None) -> dict:
-    """A BM25 query over chunk text; the text goes to `match`/`multi_match`, never to query_string syntax."""
+def keyword_query(text: str, f: SearchFilter, fields: tuple[str, ...] | None = None, context: float = 0.0) -> dict:
+    """A BM25 query over chunk text; the text goes to `match`/`multi_match`, never to query_string syntax. With
+    `context` > 0, a chunk also matches by its neighbours' text (the `context` field), that match's score weighted by
+    `context`: a chunk matching either is a hit."""
     fields = keyword_fields_for(text, fields)
     if len(fields) == 1:
         must: dict = {"match": {fields[0]: {"query": text}}}
     else:
         must = {"multi_match": {"query": text, "fields": list(fields), "type": "most_fields"}}
+    if context > 0:
+        must = {"bool": {"should": [must, {"match": {"context": {"query": text, "boost": context}}}]}}
     query: dict = {"bool": {"must": [must]}}
     if clauses := filter_clauses(f):
         query["bool"]["filter"] = clauses
     return query
 
 
-def keyword_body(text: str, size: int, f: SearchFilter, fields: tuple[str, ...] | None = None) -> dict:
-    """A complete keyword search request body; it counts no hits beyond those returned (`track_total_hits: false`
-    lets BM25 skip whole blocks of documents that cannot make the top `size`)."""
-    return {"size": size, "query": keyword_query(text, f, fields), "_source": {"excludes": SOURCE_EXCLUDES},
+def keyword_body(
+    text: str, size: int, f: SearchFilter, fields: tuple[str, ...] | None = None, context: float = 0.0
+) -> dict:
+    """A complete keyword search request body (`keyword_query`); it counts no hits beyond those returned
+    (`track_total_hits: false` lets BM25 skip whole blocks of documents that cannot make the top `size`)."""
+    return {"size": size, "query": keyword_query(text, f, fields, context), "_source": {"excludes": SOURCE_EXCLUDES},
             "track_total_hits": False}
 
 
 def feedback_keyword_body(
     index: str, text: str, like: list[tuple[str, str]], size: int, f: SearchFilter,
-    fields: tuple[str, ...] | None = None, terms: int = 10, boost: float = 0.5,
+    fields: tuple[str, ...] | None = None, terms: int = 10, boost: float = 0.5, context: float = 0.0,
 ) -> dict:
     """`keyword_body`'s BM25 query OR-ed with pseudo-relevance feedback: a `more_like_this` of the `like` chunks
     ((doc id, routing path) of the top keyword hits), their `terms` most distinctive terms at `boost`; a hit matches
     either, and the filter holds for both."""
     fields = keyword_fields_for(text, fields)
-    query = keyword_query(text, f, fields)["bool"]
+    query = keyword_query(text, f, fields, context)["bool"]
     mlt = {"more_like_this": {
         "fields": list(fields), "like": [{"_index": index, "_id": i, "routing": r} for i, r in like],
         "min_term_freq": 1, "min_doc_freq": 1, "max_query_terms": terms, "include": True, "boost": boost,

@@ -399,6 +399,10 @@ class IndexPort:
         found = await or_none(self.transport.request("GET", f"/{pattern}/_alias", params={"expand_wildcards": "all"}))
         return sorted(found or {})
 
+    async def add_fields(self, index: str, properties: dict) -> None:
+        """Add fields to an index's (or alias's) mapping (a mapping only grows: existing documents lack them)."""
+        await self.transport.request("PUT", f"/{index}/_mapping", {"properties": properties})
+
     async def put_meta(self, index: str, meta: dict) -> None:
         """Replace the `_meta` of an index's (or alias's) mapping."""
         await self.transport.request("PUT", f"/{index}/_mapping", {"_meta": meta})

@@ -15,6 +15,7 @@ into a set with workspaces.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import date
 
@@ -29,7 +30,11 @@ from ..core.options import IndexOptions, SearchOptions
 from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
+# Chunk fields a later template added; a chunks index made before them gets them added to its mapping when opened.
+GROWN_FIELDS = ("context",)
 PAGE = 1000
+
+log = logging.getLogger(__name__)
 
 PIPELINE_KINDS = ("minmax", "rrf", "zscore")  # the fusion: native where the server can, else client-side
 
@@ -64,6 +69,7 @@ class IndexSet:
         self.feedback = search.feedback
         self.collapse = search.collapse
         self.date_boost = search.date_boost  # boost of the fused head's notes dated where the question points (0: none)
+        self.context_boost = search.context_boost  # weight of a BM25 match on a chunk's neighbours' text (0: none)
         self.note_boost = search.note_boost  # boost of hits whose note holds much of the fused head (0: none)
         self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None
@@ -123,11 +129,23 @@ class IndexSet:
             expected = render_index(kind, self.dialect, caps, IndexOptions())["mappings"]
             if kind == "chunks":
                 self._set_layout(existing)
+                existing = await self._add_missing(alias, existing, expected, GROWN_FIELDS)
             if self.legacy and kind != REGISTRY_KIND:
                 expected["properties"].pop(WORKSPACE_FIELD, None)
             ensure_mapping_compatible(alias, existing, expected)
             if kind == "chunks":
                 self._adopt_dims(alias, existing)
+
+    async def _add_missing(self, alias: str, existing: dict, expected: dict, fields: tuple[str, ...]) -> dict:
+        """The mapping with `fields` added where an index made by an earlier template lacks them (their documents
+        get them when they are written again: `reme-es reindex` or the next change of their file)."""
+        have = existing.get("properties", {})
+        missing = {name: expected["properties"][name] for name in fields if name not in have}
+        if not missing:
+            return existing
+        log.info("adding %s to the mapping of %s", ", ".join(missing), alias)
+        await self.port.add_fields(alias, missing)
+        return {**existing, "properties": {**have, **missing}}
 
     def _set_layout(self, chunks_mapping: dict) -> None:
         """Read the set's layout from its chunks mapping: with workspaces, or from before them (legacy)."""

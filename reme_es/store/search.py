@@ -209,7 +209,7 @@ class SearchStore:
         """Both branches in one `_msearch` for ids and scores, fused by the store's fusion (its pipeline kind: ReMe's
         weighted RRF, min-max or z-score) at the question's vector weight (`fusion.query_weight`). With feedback,
         the same `_msearch` brings each branch's top hits' texts and vectors (`adapters.dialect.top_bodies`)."""
-        bodies = [keyword_body(query, candidates, f, self.keyword_fields)]
+        bodies = [keyword_body(query, candidates, f, self.keyword_fields, self.indices.context_boost)]
         if vector:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
         n = self.indices.feedback if len(bodies) == 2 and feedback else 0
@@ -260,8 +260,8 @@ class SearchStore:
         moved = rocchio(vector, [stored[h.chunk.id].get("embedding") or [] for h in from_vec], FEEDBACK_BETA)
         bodies = [
             feedback_keyword_body(self.indices.ix.chunks, query, like, candidates, f, self.keyword_fields,
-                                  FEEDBACK_TERMS, FEEDBACK_BOOST)
-            if like else keyword_body(query, candidates, f, self.keyword_fields),
+                                  FEEDBACK_TERMS, FEEDBACK_BOOST, self.indices.context_boost)
+            if like else keyword_body(query, candidates, f, self.keyword_fields, self.indices.context_boost),
             self.vectors.knn_body(moved, candidates, f),
         ]
         again_k, again_v, _ = await self._branches(bodies)

@@ -16,10 +16,32 @@ from ..core.models import Chunk, FileDoc, Hit, Link, date_from_path
 HitBuilder = Callable[[str, float, dict], Any]
 
 MAX_TEXT_BYTES = 8 << 20
+# How much of each neighbouring chunk a chunk's `context` field holds (the end of the one before, the start of the
+# one after): a dialog turn whole, a long note's chunk only where it meets this one.
+CONTEXT_CHARS = 400
 
 
-def chunk_source(chunk: Chunk) -> dict:
-    """The `_source` of a chunk doc as the chunks template maps it (pure; the store validates before writing)."""
+def chunk_contexts(chunks: list[Chunk]) -> dict[str, str]:
+    """Each chunk's `context`: the text of the chunks just before and after it in its file (by start line), cut to
+    CONTEXT_CHARS each; a chunk alone in its file has none. The words a turn answers (a question asked just before it,
+    the name of what it speaks about) are often in its neighbours: BM25 over this field finds the turn by them."""
+    by_path: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_path.setdefault(chunk.path, []).append(chunk)
+    out: dict[str, str] = {}
+    for siblings in by_path.values():
+        siblings = sorted(siblings, key=lambda c: (c.start_line, c.end_line))
+        for i, chunk in enumerate(siblings):
+            before = siblings[i - 1].text[-CONTEXT_CHARS:] if i > 0 else ""
+            after = siblings[i + 1].text[:CONTEXT_CHARS] if i + 1 < len(siblings) else ""
+            if before or after:
+                out[chunk.id] = f"{before}\n{after}".strip()
+    return out
+
+
+def chunk_source(chunk: Chunk, context: str = "") -> dict:
+    """The `_source` of a chunk doc as the chunks template maps it (pure; the store validates before writing), with
+    its neighbours' text as `context` where it has any (`chunk_contexts`)."""
     src: dict[str, Any] = {
         "chunk_id": chunk.id,
         "path": chunk.path,
@@ -30,14 +52,16 @@ def chunk_source(chunk: Chunk) -> dict:
         "text": chunk.text,
         "metadata": chunk.metadata,
     }
+    if context:
+        src["context"] = context
     if chunk.embedding is not None:
         src["embedding"] = chunk.embedding
     return src
 
 
-def stored_chunk_source(chunk: Chunk) -> dict:
+def stored_chunk_source(chunk: Chunk, context: str = "") -> dict:
     """A chunk's `_source` as the index hands it back without its vector (to tell an unchanged chunk)."""
-    src = chunk_source(chunk)
+    src = chunk_source(chunk, context)
     src.pop("embedding", None)
     return as_stored(src)
 
@@ -129,13 +153,13 @@ def check_vector(dims: int | None, vector: list[float] | None, what: str) -> Non
         raise DimensionMismatch(f"{what} has a {len(vector)}-d vector; the index expects {dims}-d")
 
 
-def checked_chunk_source(chunk: Chunk, dims: int | None) -> dict:
-    """A chunk's source after the size, vector and JSON checks."""
+def checked_chunk_source(chunk: Chunk, dims: int | None, context: str = "") -> dict:
+    """A chunk's source (with its `context`) after the size, vector and JSON checks."""
     if len(chunk.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise InvalidInput(
             f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it"
         )
     check_vector(dims, chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
-    src = chunk_source(chunk)
+    src = chunk_source(chunk, context)
     check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
     return src

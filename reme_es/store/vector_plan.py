@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.models import Chunk
-from .sources import stored_chunk_source
+from .sources import chunk_contexts, stored_chunk_source
 
 
 @dataclass
@@ -29,10 +29,11 @@ class VectorPlan:
 def plan_vectors(chunks: list[Chunk], stored: dict[str, dict], with_vector: set[str]) -> VectorPlan:
     """Sort chunks by what their vector needs, given their stored sources (no vectors) and which ids have one."""
     plan = VectorPlan()
+    context = chunk_contexts(chunks)  # as the writer computes it: `chunks` are whole files
     for chunk in chunks:
         old = stored.get(chunk.id) if chunk.id in with_vector else None
         if old is not None and old.get("text") == chunk.text:
-            if old == stored_chunk_source(chunk):
+            if old == stored_chunk_source(chunk, context.get(chunk.id, "")):
                 plan.unchanged.add(chunk.id)
             else:
                 plan.reusable.append(chunk)

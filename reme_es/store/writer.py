@@ -11,7 +11,7 @@ from ..adapters.transport import BulkOutcome
 from ..core.errors import InvalidInput
 from ..core.models import Chunk, FileDoc, doc_id
 from . import protocol as p
-from .sources import checked_chunk_source, file_from_source, file_source, link_from_source
+from .sources import checked_chunk_source, chunk_contexts, file_from_source, file_source, link_from_source
 
 STREAM_MIN_ACTIONS = 250  # below this many chunk writes per stream, one bulk request
 
@@ -49,7 +49,10 @@ class Writer:
                     raise InvalidInput(f"chunk {chunk.id} has path {chunk.path!r} but belongs to file {file.path!r}")
             by_path[file.path] = (file, chunks)
         dims = self._dims()
-        sources = {path: [checked_chunk_source(c, dims) for c in chunks] for path, (_, chunks) in by_path.items()}
+        sources = {}
+        for path, (_, chunks) in by_path.items():
+            context = chunk_contexts(chunks)
+            sources[path] = [checked_chunk_source(c, dims, context.get(c.id, "")) for c in chunks]
         return {path: p.Wanted(f, cs, sources[path], file_source(f)) for path, (f, cs) in by_path.items()}
 
     async def _settle(

@@ -203,3 +203,17 @@ def test_feedback_keyword_body_ors_the_query_with_a_more_like_this_of_the_top_hi
     }
     assert (body["size"], body["track_total_hits"], body["_source"]) == (50, False, {"excludes": ["embedding"]})
     assert "query_string" not in json.dumps(body)
+
+
+def test_keyword_query_with_context_matches_the_text_or_the_neighbours_text():
+    from reme_es.adapters.dialect import keyword_query
+    from reme_es.core.models import SearchFilter
+
+    plain = keyword_query("adoption", SearchFilter())
+    assert plain["bool"]["must"] == [{"match": {"text": {"query": "adoption"}}}]
+    assert keyword_query("adoption", SearchFilter(), context=0.0) == plain
+    with_context = keyword_query("adoption", SearchFilter(), context=0.35)
+    assert with_context["bool"]["must"] == [{"bool": {"should": [
+        {"match": {"text": {"query": "adoption"}}},
+        {"match": {"context": {"query": "adoption", "boost": 0.35}}},
+    ]}}]

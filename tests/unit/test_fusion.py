@@ -312,3 +312,15 @@ def test_note_rescore_reads_only_the_head():
     out = note_rescore(hits, 1.0, top=2)
     assert [h.chunk.id for h in out][:2] == ["a", "b"]
     assert all(h.scores["note"] == 0.0 for h in out[2:])  # tail.md has no hit among the first two
+
+
+def test_chunk_contexts_hold_the_neighbours_in_line_order_per_file():
+    from reme_es.store.sources import CONTEXT_CHARS, chunk_contexts
+
+    def c(cid, path, line, text):
+        return Chunk(id=cid, path=path, start_line=line, end_line=line, text=text)
+
+    chunks = [c("b", "x.md", 2, "two"), c("a", "x.md", 1, "one"), c("c", "x.md", 3, "three" + "z" * CONTEXT_CHARS),
+              c("alone", "y.md", 1, "only")]
+    ctx = chunk_contexts(chunks)
+    assert ctx == {"a": "two", "b": "one\n" + ("three" + "z" * CONTEXT_CHARS)[:CONTEXT_CHARS], "c": "two"}

@@ -1,0 +1,67 @@
+"""A chunk is found by its neighbours' words (the `context` field, issue 38), and a chunks index made before that
+field gets it when a store opens it, on every engine under test.
+
+A dialog turn that answers a question often holds none of its words ("Caroline: Adoption agencies, mostly." answers
+"what did Caroline research?", whose other word is in the turn before). Each chunk is written with the text of the
+chunks around it in its file; hybrid search matches that text at `context_boost`.
+"""
+
+from __future__ import annotations
+
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.templates import render_index
+from reme_es.store.connect import open_store
+from reme_es.testing.data import chunk, file_with
+
+SESSION = "daily/2026-05-01/chat.md"
+TURNS = ["Melanie: So what have you been researching lately?", "Caroline: Adoption agencies, mostly.",
+         "Melanie: That sounds like a big step!"]
+OTHER = "daily/2026-05-02/other.md"
+
+
+def _files():
+    turns = [chunk(SESSION, t, start=2 * i + 1) for i, t in enumerate(TURNS)]
+    return [file_with(SESSION, turns), file_with(OTHER, [chunk(OTHER, "Caroline: The weather was lovely.")])], turns
+
+
+async def _ranked_texts(store, query: str) -> list[str]:
+    result = await store.ranked(query, None, 50)
+    return [h.chunk.text for h in await store.searches.with_chunks(result.hits)]
+
+
+async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_prefix):
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
+    try:
+        files, turns = _files()
+        await store.upsert(files)
+        texts = await _ranked_texts(store, "researching")
+        assert texts == [TURNS[0], TURNS[1]]  # the turn that says it first, then the one after it (by its context)
+        store.indices.context_boost = 0.0  # off: only the turn's own text
+        assert await _ranked_texts(store, "researching") == [TURNS[0]]
+        stored = await store.vectors.get_chunks({SESSION: [t.id for t in turns]})
+        assert stored[turns[1].id]["context"] == f"{TURNS[0]}\n{TURNS[2]}"
+        assert stored[turns[0].id]["context"] == TURNS[1]
+    finally:
+        await store.close()
+
+
+async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(server, es_prefix):
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
+    try:
+        alias = store.index("chunks")
+        for concrete in await store.port.concrete(alias):  # the chunks index as template 3 made it
+            await store.port.delete_index(concrete)
+        body = render_index("chunks", store.dialect, store.indices.caps, store.options)
+        del body["mappings"]["properties"]["context"]
+        body["aliases"] = {alias: {}}
+        await store.port.create_index(f"{alias}-1", body)
+    finally:
+        await store.close()
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
+    try:
+        assert "context" in (await store.port.mapping(alias))["properties"]
+        files, _ = _files()
+        await store.upsert(files)  # a strict mapping without the field would refuse these documents
+        assert TURNS[1] in await _ranked_texts(store, "researching")
+    finally:
+        await store.close()
