@@ -9,6 +9,7 @@ workspace moved. A set from before workspaces holds one workspace, so its one re
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import socket
 
 from ..adapters import lookups as q
@@ -16,6 +17,8 @@ from ..adapters.port import Action, IndexPort
 from ..core.errors import WorkspaceConflict
 
 LEGACY_KEY = "_set"  # the record of a set from before workspaces: the one workspace it holds
+
+logger = logging.getLogger(__name__)
 
 
 def writer_identity(folder: str) -> dict:
@@ -40,11 +43,16 @@ class Registry:
         if outcome.failures[0].status != 409:
             outcome.raise_for_failures()
         held = await self.port.get_one(self.index, key, routing=key) or {}
-        if {k: held.get(k) for k in ("folder", "host")} == writer_identity(folder) or take_over:
-            if take_over:
-                (await self.port.bulk([Action("index", self.index, key, mine, routing=key)])).raise_for_failures()
-            return mine if take_over else held
         what = f"workspace {workspace!r} of index set {self.prefix!r}" if workspace else f"index set {self.prefix!r}"
+        if {k: held.get(k) for k in ("folder", "host")} == writer_identity(folder):
+            return held
+        if take_over:  # the caller asked (the CLI names the writer and what goes first; ReMe's `take_over: true`)
+            (await self.port.bulk([Action("index", self.index, key, mine, routing=key)])).raise_for_failures()
+            logger.warning(
+                f"{what} taken over: it was written from {held.get('folder')} on {held.get('host')} since "
+                f"{held.get('since')}; now from {folder} on {mine['host']}, whose files replace that folder's"
+            )
+            return mine
         raise WorkspaceConflict(
             f"{what} is written from {held.get('folder')} on {held.get('host')}; this is {folder} on "
             f"{socket.gethostname()}. Nothing was written. Give this folder its own workspace key (--workspace-key / "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import re
 
 import pytest
@@ -47,7 +48,7 @@ def without_bm25_scores(seen: object) -> object:
     return seen
 
 
-async def test_a_folder_claiming_another_folders_workspace_key_is_refused(server, es_prefix, tmp_path):
+async def test_a_folder_claiming_another_folders_workspace_key_is_refused(server, es_prefix, tmp_path, caplog):
     write_workspace(tmp_path / "a")
     cfg = app_config(tmp_path / "a", server.engine, server.url, es_prefix)
     cfg["components"]["file_store"]["default"]["workspace_key"] = "shared-key"
@@ -62,6 +63,16 @@ async def test_a_folder_claiming_another_folders_workspace_key_is_refused(server
                                                  rf"{tmp_path / 'a'}"):
         await app.start()
     await app.close()
+    # `take_over: true` takes it, and says from whom: ReMe's start-up scan then replaces that folder's files.
+    other["components"]["file_store"]["default"]["take_over"] = True
+    app = make_app(other)
+    with caplog.at_level(logging.WARNING, logger="reme_es.store.workspaces"):
+        await app.start()
+    await app.close()
+    [taken] = [r.getMessage() for r in caplog.records if r.name == "reme_es.store.workspaces"]
+    assert taken.startswith(f"workspace 'shared-key' of index set '{es_prefix}' taken over: it was written from "
+                            f"{tmp_path / 'a'} on ")
+    assert f"; now from {tmp_path / 'b'} on " in taken
 
 
 async def test_the_team_pages_sample_runs_reme_on_the_folder_reme_es_sync_wrote(server, es_prefix, tmp_path):
