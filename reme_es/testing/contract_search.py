@@ -172,7 +172,9 @@ class HybridContract:
     async def test_client_fusion_follows_the_configured_method(self, store_factory, method):
         from ..store.fusion import convex
 
-        store = await self._hybrid_corpus(store_factory, hybrid="client", fusion=method, vector_weight=0.4)
+        # the fusion alone: the note boost (which re-scores the fused list) off
+        store = await self._hybrid_corpus(store_factory, hybrid="client", fusion=method, vector_weight=0.4,
+                                          note_boost=0.0)
         query, vector = "orbital mechanics filler3", unit_vector(1, 0.9)
         result = await store.search(query, vector, 6, candidates=12)
         expected = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.4, method)
@@ -200,7 +202,7 @@ class HybridContract:
         # "orbital" without feedback, then with it (the store, both results, the query and its vector).
         from ..store.fusion import FEEDBACK_MIN_TERMS
 
-        store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, feedback=0)
+        store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, feedback=0, note_boost=0.0)
         pad = FEEDBACK_MIN_TERMS // 2 if long else 0
         texts = ["orbital orbital hohmann transfer" + " hohmann transfer" * pad] + [
             f"orbital mechanics filler{i}" + " mechanics filler" * pad for i in range(1, 6)]

@@ -344,10 +344,16 @@ async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, 
     assert native["counts"]["fusion"] == "client" and es["native_available"] is False
     assert sorted(r["id"] for r in native["results"]) == initial["hybrid_ids"]
     assert native["link_expansion"] == initial["link_expansion"]
-    # the answer header of each hit shows the branch scores exactly as ReMe's own step prints them
+    # the answer header of each hit shows the branch scores as ReMe's own step prints them: the same vector score;
+    # the keyword branch of hybrid search also matches the text of a chunk's neighbours (`context_boost`), so its score
+    # is ReMe's text-only BM25 score or more, and a chunk only its neighbours' words find shows one where ReMe has none
     mine, reme = _branch_scores(es["native_answer"]), _branch_scores(es["reme_answer"])
     assert sorted(mine) == sorted(reme) and len(mine) == len(native["results"])
-    assert mine == reme
+    for hit, scores in mine.items():
+        (vector, keyword), (reme_vector, reme_keyword) = scores.split(), reme[hit].split()
+        assert vector == reme_vector
+        assert reme_keyword == "keyword=-" or float(keyword[8:]) >= float(reme_keyword[8:]) > 0
+    assert any(mine[h].split()[1] != reme[h].split()[1] for h in mine)  # the neighbours' text counted somewhere
     assert any("=-" not in scores for scores in mine.values())  # hits both branches found show both scores
 
     # --- edit + delete: only the changed chunks are embedded --------------------------------------
