@@ -47,6 +47,7 @@ DEPTH, LIMIT = 50, 10  # what ReMe's search step asks each branch for at limit 1
 REME_WEIGHTS = (0.7, 0.5, 0.3)
 # Rows of the drop-in with some search settings changed (IndexSet attributes, as SearchOptions names them).
 VARIANTS: dict[str, dict] = {
+    "default (ranked_search)": {},
     "before this round": {"note_boost": 0.0, "context_boost": 0.0},
     "context 0": {"context_boost": 0.0},
     "context 0.2": {"context_boost": 0.2},
@@ -55,6 +56,8 @@ VARIANTS: dict[str, dict] = {
     "note boost 0.25": {"note_boost": 0.25},
     "note boost 1": {"note_boost": 1.0},
 }
+PLOTTED = ("reme-es default (es_search_step)", "reme-es before this round", "ReMe local, keyword", "ReMe local, vector",
+           "ReMe local, ReMe fusion 0.3")
 _DATE = re.compile(r"(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})")
 _DIA = re.compile(r"^D:?(\d+):(\d+)$")
 
@@ -257,11 +260,11 @@ def finish(report: Report, runs: dict, ms: dict, sets: dict[str, mq.Dataset], ar
                         for label, w, t, r in rows],
                  title=f"\n## LoCoMo development half ({', '.join(every)}): tune {', '.join(tune)}; "
                        f"report {', '.join(rep)}"))
-    if args.png:
-        plot([(label, w) for label, w, _, _ in rows], Path(args.png))
     report.save(args.out, "locomo", "opensearch")
     Path(args.out or HERE / "results" / "locomo.txt").with_suffix(".json").write_text(
         json.dumps({"runs": runs, "ms": ms}))
+    if args.png:
+        plot([(label, w) for label, w, _, _ in rows if label in PLOTTED], Path(args.png))
 
 
 async def main() -> None:

@@ -62,7 +62,8 @@ def filter_clauses(f: SearchFilter) -> list[dict]:
         if not options:
             clauses.append({"match_none": {}})
         else:
-            clauses.append(options[0] if len(options) == 1 else {"bool": {"should": options, "minimum_should_match": 1}})
+            either = {"bool": {"should": options, "minimum_should_match": 1}}
+            clauses.append(options[0] if len(options) == 1 else either)
     return clauses
 
 

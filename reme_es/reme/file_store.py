@@ -5,11 +5,11 @@ index at once: `get_nodes()` returns the stored `st_mtime`s and ReMe's start-up 
 on disk. BM25 runs server-side; vectors come from ReMe's bound embedding store exactly as the local store gets them.
 
 The store is composed of parts that own their state behind a small interface: `Embeddings` (embedding,
-vector planning through the store's one planner, backfill: backfill.py), `PendingChanges` (pending.py: changes kept while the
-cluster is unreachable), `HealthCounts` (counts.py: the counts ReMe's health views read), `TagIndexSync` (tags.py:
-the tag index) and `DeferredRefresh` (visibility.py: when writes are refreshed: before this store's next read, at
-dump and close, soon after in the background); `convert` holds the pure ReMe <-> reme-es conversions and `keys` the
-configuration keys, parsed into the options model (`reme_es.core.options`).
+vector planning through the store's one planner, backfill: backfill.py), `PendingChanges` (pending.py: changes kept
+while the cluster is unreachable), `HealthCounts` (counts.py: the counts ReMe's health views read), `TagIndexSync`
+(tags.py: the tag index) and `DeferredRefresh` (visibility.py: when writes are refreshed: before this store's next
+read, at dump and close, soon after in the background); `convert` holds the pure ReMe <-> reme-es conversions and
+`keys` the configuration keys, parsed into the options model (`reme_es.core.options`).
 """
 
 from __future__ import annotations

@@ -78,14 +78,19 @@ class SearchStore:
         return hits
 
     async def keyword(
-        self, query: str, limit: int, search_filter: SearchFilter | dict | None = None, build: HitBuilder = hit_from_source
+        self,
+        query: str,
+        limit: int,
+        search_filter: SearchFilter | dict | None = None,
+        build: HitBuilder = hit_from_source,
     ) -> list:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []. Each hit is
         `build("keyword", score, source)` (a `Hit` by default)."""
         f = self.indices.filter(search_filter)
         if not query or not query.strip() or limit <= 0:
             return []
-        hits = await self.port.ranked_sources(self.indices.ix.chunks, keyword_body(query, limit, f, self.keyword_fields))
+        body = keyword_body(query, limit, f, self.keyword_fields)
+        hits = await self.port.ranked_sources(self.indices.ix.chunks, body)
         return [build("keyword", score, src) for score, src in hits]
 
     async def search(
