@@ -327,6 +327,11 @@ def _stop_on_signals(event: asyncio.Event) -> None:
 # Each command of `main`: where it is defined, and the first sentence of its help (what `reme-es --help` lists;
 # tests/unit/test_cli_imports.py checks it against the command's docstring).
 COMMANDS: dict[str, tuple[str, str]] = {
+    "access": (
+        "reme_es.cli.access_commands:access",
+        "Grant a workspace of an index set to users or backend roles, enforced by the cluster (document-level "
+        "security).",
+    ),
     "sync": (
         "reme_es.cli.sync_command:sync",
         "Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync).",
