@@ -6,6 +6,7 @@ the integ-test distribution, so the store fuses client-side unless the probe fin
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..core.engine_settings import detected_engine
@@ -74,20 +75,23 @@ class ElasticsearchTransport(Transport):
         resp = await client.perform_request(method, path, headers=headers, body=body)
         return resp.body
 
-    def _bulk_helper(self) -> Any:
+    def _bulk_helper(self, timeout: float) -> Any:
         from elasticsearch.helpers import async_streaming_bulk
 
-        return async_streaming_bulk
+        # elasticsearch-py takes a request's own timeout as a client option
+        return functools.partial(async_streaming_bulk, self.client.options(request_timeout=timeout))
 
     def error_info(self, exc: Exception) -> ErrorInfo | None:
         from elastic_transport import ConnectionError as TransportConnectionError
-        from elastic_transport import TlsError
+        from elastic_transport import ConnectionTimeout, TlsError
         from elasticsearch import ApiError
 
         if isinstance(exc, TlsError):  # str() is just "TLS error"; the message says what failed
             reason = exc.message if isinstance(exc.message, str) and exc.message else str(exc)
             return ErrorInfo(reason=reason, connection=TLS)
-        if isinstance(exc, TransportConnectionError):
+        # a try that ran into its timeout is a failed connection too (elastic_transport's ConnectionTimeout is no
+        # ConnectionError): retried like one
+        if isinstance(exc, TransportConnectionError | ConnectionTimeout):
             return ErrorInfo(reason=str(exc), connection=connection_kind(exc))
         if isinstance(exc, ApiError):
             return error_body_info(exc.status_code, exc.body, exc.message)

@@ -8,20 +8,32 @@ the same rule and request as Memorie's): before the first request after a failed
 than `idle_s` (shorter than any node restart: requests closer together than that cannot straddle one without a
 failed connection in between), and when a write finds its index missing. The UUID comes from the cluster state's
 metadata, restricted to the store's own indices.
+
+What an answer means is the shared data too (`cluster_check.answers`, `cluster_check.not_formed`): a role that may
+not read the cluster state (401/403) cannot check and carries on; a retried status fails the try; any other status
+fails the call. A store that opened on `_na_` (a cluster not formed yet) checks before every try until it adopts
+the first real UUID. `check_answer` and `compare_uuid` are those rules as pure functions, checked against the golden
+file Memorie's tests read too.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import urllib.parse
 from typing import Any
 
 from ..core.checks import redact_host
-from ..core.engine_settings import CLUSTER_CHECK
+from ..core.engine_settings import CLUSTER_CHECK, RETRYABLE_STATUS
 from ..core.errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
 
+log = logging.getLogger(__name__)
+
 IDLE_RECHECK_SECONDS: float = float(CLUSTER_CHECK["idle_s"])
-NOT_FORMED = "_na_"  # the UUID a node reports before its cluster has formed: says nothing
+NOT_FORMED: str = CLUSTER_CHECK["not_formed"]["uuid"]  # the UUID a node reports before its cluster has formed
+CANNOT_CHECK: frozenset[int] = frozenset(CLUSTER_CHECK["answers"]["cannot_check"])
+CARRY_ON, RETRY, FAIL = "carry_on", "retry", "fail"  # what a check's error status means (`check_answer`)
+SAME, MOVED, ADOPT = "same", "moved", "adopt"  # what a check's UUID means (`compare_uuid`)
 
 
 def check_request(engine: str, indices: str) -> tuple[str, dict[str, str]]:
@@ -32,11 +44,27 @@ def check_request(engine: str, indices: str) -> tuple[str, dict[str, str]]:
 
 
 def uuid_of(answer: Any) -> str | None:
-    """The UUID in a cluster check's answer, or None when it tells none (or only `_na_`)."""
+    """The UUID in a cluster check's answer (`_na_` included), or None when it tells none."""
     node = answer
     for key in CLUSTER_CHECK["endpoint"]["uuid_field"].split("."):
         node = node.get(key) if isinstance(node, dict) else None
-    return node if isinstance(node, str) and node and node != NOT_FORMED else None
+    return node if isinstance(node, str) and node else None
+
+
+def check_answer(status: int | None) -> str:
+    """What a check answered with an error status means (`cluster_check.answers`): CARRY_ON (the role may not read
+    the cluster state: the store cannot tell, and goes on), RETRY (the try failed) or FAIL (the call fails)."""
+    if status in CANNOT_CHECK:
+        return CARRY_ON
+    return RETRY if status in RETRYABLE_STATUS else FAIL
+
+
+def compare_uuid(recorded: str, answered: str) -> str:
+    """What a check's UUID means for the recorded one (`cluster_check.not_formed`, `moved`): SAME, MOVED, or ADOPT
+    (the store opened on `_na_` and this is the first real UUID)."""
+    if answered == NOT_FORMED or answered == recorded:
+        return SAME
+    return ADOPT if recorded == NOT_FORMED else MOVED
 
 
 class ClusterIdentity:
@@ -44,7 +72,9 @@ class ClusterIdentity:
 
     def __init__(self, dialect: Any):
         self.dialect = dialect
-        self.uuid: str | None = None  # None: not recorded (not connected, or the server does not tell)
+        # None: not recorded (not connected, the server does not tell, or the role may not ask): no check;
+        # `_na_`: opened before the cluster formed, checked before every try until a real UUID is adopted
+        self.uuid: str | None = None
         self.indices = "*"  # the store's own index pattern (`record`), which keeps the check's answer small
         self._doubt = False
         self._last = 0.0
@@ -55,15 +85,19 @@ class ClusterIdentity:
         return clock.now() if clock is not None else time.monotonic()
 
     async def _fetch(self, once: bool = False) -> str | None:
-        """The cluster UUID the hosts answer with now (None when the server does not tell, or the role may not ask);
-        `once`: one try (the transport's retry loop around it decides about another)."""
+        """The cluster UUID the hosts answer with now (`_na_` included), or None when the check cannot tell (no UUID
+        in the answer, or a status that means carry on); `once`: one try (the transport's retry loop around it
+        decides about another). Any other failure is raised."""
         engine = "elasticsearch" if self.dialect.engine == "elasticsearch" else "opensearch"
         path, query = check_request(engine, self.indices)
         try:
             if once:
                 return uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
             return uuid_of(await self.dialect.transport.request("GET", path, None, query))
-        except AuthError:
+        except (AuthError, RequestFailed) as exc:
+            if check_answer(exc.status) != CARRY_ON:
+                raise
+            log.debug("cluster check refused (%s): the role may not read the cluster state; going on", exc.status)
             return None
 
     async def record(self, indices: str | None = None) -> None:
@@ -96,12 +130,13 @@ class ClusterIdentity:
         self._last = self._now()
 
     async def verify(self, force: bool = False) -> None:
-        """Raise ClusterChanged when the hosts now reach another cluster; asks only when due (or `force`), with one
-        try (a failed check raises its error, and the check stays due)."""
+        """Raise ClusterChanged when the hosts now reach another cluster; asks only when due (or `force`; always
+        while the recorded UUID is `_na_`), with one try (a failed check raises its error, and the check stays due).
+        The first real UUID after `_na_` is adopted."""
         if self.uuid is None:
             return
         now = self._now()
-        if not (force or self._doubt or now - self._last >= IDLE_RECHECK_SECONDS):
+        if not (force or self._doubt or self.uuid == NOT_FORMED or now - self._last >= IDLE_RECHECK_SECONDS):
             return
         self._last = now  # concurrent calls after a pause do not all ask
         try:
@@ -109,7 +144,8 @@ class ClusterIdentity:
         except (ConnectionFailed, RequestFailed):
             self._doubt = True  # no answer that tells: the check stays due
             raise
-        if current is not None and current != self.uuid:
+        verdict = SAME if current is None else compare_uuid(self.uuid, current)
+        if verdict == MOVED:
             self._doubt = True
             hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
             raise ClusterChanged(
@@ -118,4 +154,7 @@ class ClusterIdentity:
                 "the hosts at the cluster that holds the indices (`reme-es server status` shows a managed node's "
                 "URL), or open the store again to use this cluster"
             )
+        if verdict == ADOPT:
+            log.info("the cluster has formed: uuid %s (the store opened while it reported %s)", current, NOT_FORMED)
+            self.uuid = current
         self._doubt = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any
@@ -123,10 +124,11 @@ class OpenSearchTransport(Transport):
     async def _perform(self, method: str, path: str, body: Any, params: dict | None, timeout: float) -> Any:
         return await self.client.transport.perform_request(method, path, params=params, body=body, timeout=timeout)
 
-    def _bulk_helper(self) -> Any:
+    def _bulk_helper(self, timeout: float) -> Any:
         from opensearchpy.helpers import async_streaming_bulk
 
-        return async_streaming_bulk
+        # opensearch-py takes a request's own timeout as `request_timeout`, passed through to the transport
+        return functools.partial(async_streaming_bulk, self.client, request_timeout=timeout)
 
     def error_info(self, exc: Exception) -> ErrorInfo | None:
         from opensearchpy.exceptions import ConnectionError as OSConnectionError

@@ -27,6 +27,12 @@ REQUEST, BULK = "request", "bulk"
 UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
 
 
+def bulk_try_timeout(request_try_timeout: float) -> float:
+    """The timeout of one bulk request (`retry.bulk.try_timeout_rule`): the shared bulk try timeout, or the request
+    try timeout in force when that is longer."""
+    return max(float(SETTINGS["retry"]["bulk"]["try_timeout_s"]), request_try_timeout)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How one kind of call (`request` or `bulk`) is retried: tries, backoff base and cap, deadline, try timeout."""

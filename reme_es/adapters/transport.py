@@ -30,7 +30,7 @@ from ..core.errors import (
     RequestFailed,
 )
 from ..core.options import ConnectionOptions
-from .retry import BULK, REQUEST, Clock, RetryPolicy, in_rounds, retried, unanswered
+from .retry import BULK, REQUEST, Clock, RetryPolicy, bulk_try_timeout, in_rounds, retried, unanswered
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,8 @@ def error_from_info(info: ErrorInfo, what: str, hosts: str, exc: BaseException) 
     if info.status in (401, 403):
         return AuthError(
             f"{what}: the server answered {info.status} ({info.reason}); check the username/password or API key, "
-            "and that the role may use this index prefix"
+            "and that the role may use this index prefix",
+            status=info.status,
         )
     if info.type == INDEX_NOT_FOUND:
         return index_missing(info.index, hosts, reason=info.reason)
@@ -233,7 +234,7 @@ class Transport(ABC):
         tries = None if settings.max_retries is None else settings.max_retries + 1
         self.policies = {
             REQUEST: RetryPolicy.shared(REQUEST, tries=tries, try_timeout=settings.timeout),
-            BULK: RetryPolicy.shared(BULK, try_timeout=settings.timeout),
+            BULK: RetryPolicy.shared(BULK, try_timeout=bulk_try_timeout(settings.timeout)),
         }
         self.clock = Clock()
         # The cluster check of the store that opened on this transport (`identity.ClusterIdentity.record` sets it):
@@ -262,8 +263,9 @@ class Transport(ABC):
         """Send one request (one try, at most `timeout` seconds) and return the decoded body."""
 
     @abstractmethod
-    def _bulk_helper(self) -> Any:
-        """The client library's async_streaming_bulk."""
+    def _bulk_helper(self, timeout: float) -> Any:
+        """The client library's async_streaming_bulk bound to this client, each of its requests waiting at most
+        `timeout` seconds: called as `helper(actions, **options)`."""
 
     @abstractmethod
     def error_info(self, exc: Exception) -> ErrorInfo | None:
@@ -333,7 +335,7 @@ class Transport(ABC):
             unanswered; another cluster answering raises ClusterChanged."""
             try:
                 await self._check(connection_failed)
-                results = await self._stream(pending, chunk_bytes, require_alias)
+                results = await self._stream(pending, chunk_bytes, require_alias, policy.try_timeout)
             except ReMeESError as exc:
                 if not policy.retries(exc):
                     raise
@@ -343,11 +345,14 @@ class Transport(ABC):
 
         return await in_rounds(policy, self.clock, actions, round_, BulkOutcome())
 
-    async def _stream(self, actions: list[dict], chunk_bytes: int, require_alias: bool) -> list[tuple[bool, dict]]:
+    async def _stream(
+        self, actions: list[dict], chunk_bytes: int, require_alias: bool, timeout: float
+    ) -> list[tuple[bool, dict]]:
+        """One round's item results; each bulk request of it (at most `chunk_bytes`, 2,000 actions) waits at most
+        `timeout` seconds (the bulk try timeout: a round is not cut by the call's deadline)."""
         extra = {"require_alias": True} if require_alias else {}
         try:
-            stream = self._bulk_helper()(
-                self.client,
+            stream = self._bulk_helper(timeout)(
                 actions,
                 chunk_size=2000,
                 max_chunk_bytes=chunk_bytes,

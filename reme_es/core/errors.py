@@ -59,7 +59,11 @@ class ClusterChanged(ConnectionFailed):
 
 
 class AuthError(ReMeESError):
-    """The cluster refused the credentials or the role lacks a privilege."""
+    """The cluster refused the credentials or the role lacks a privilege (`status`: 401 or 403, when known)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class CapabilityError(ReMeESError):

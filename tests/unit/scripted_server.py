@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SEARCH_ANSWER = {
@@ -88,9 +89,17 @@ class ScriptedServer:
                 if answer.get("drop"):
                     self.close_connection = True
                     return
+                if "delay_s" in answer:  # late: the client's try timeout may give up first
+                    time.sleep(answer["delay_s"])
                 self._send(*script.render(answer, body))
 
             def _send(self, status: int, payload: dict, headers: dict[str, str]) -> None:
+                try:
+                    self._write(status, payload, headers)
+                except OSError:  # the client gave up on a late answer and closed the connection
+                    self.close_connection = True
+
+            def _write(self, status: int, payload: dict, headers: dict[str, str]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

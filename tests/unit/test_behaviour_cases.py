@@ -16,13 +16,15 @@ from reme_es.adapters.elasticsearch import ElasticsearchDialect
 from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.adapters.port import IndexPort
 from reme_es.adapters.retry import BULK, REQUEST, Clock
-from reme_es.core.errors import ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
+from reme_es.core.errors import AuthError, ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
 
 from .scripted_server import ScriptedServer
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "behaviour_cases.json").read_text())
 DIALECTS = {"opensearch": OpenSearchDialect, "elasticsearch": ElasticsearchDialect}
-POLICY_KEYS = {"deadline_s": "deadline", "base_s": "base", "max_s": "cap", "tries": "tries"}
+POLICY_KEYS = {
+    "deadline_s": "deadline", "base_s": "base", "max_s": "cap", "tries": "tries", "try_timeout_s": "try_timeout"
+}
 SEARCH = {"query": {"match_all": {}}}
 
 
@@ -54,7 +56,7 @@ def outcome_of(error: ReMeESError | None) -> dict:
         return {"outcome": "ok"}
     if isinstance(error, ClusterChanged):
         return {"outcome": "cluster_changed"}
-    status = {"status": error.status} if isinstance(error, RequestFailed) else {}
+    status = {"status": error.status} if isinstance(error, (RequestFailed, AuthError)) else {}
     if "(the call deadline)" in str(error):
         return {"outcome": "deadline", **status}
     if isinstance(error, ConnectionFailed):
@@ -92,8 +94,8 @@ async def test_golden_behaviour(case, engine):
             transport.policies[kind] = transport.policies[kind].but(**changes)
         port = IndexPort(dialect)
         try:
-            if "open_uuid" in case:
-                server.answers = [{"uuid": case["open_uuid"]}]
+            if case["op"] == "guarded":
+                server.answers = [case.get("open", {"uuid": case["open_uuid"]})]
                 await port.identity.record("golden-*")
                 assert port.identity.uuid == case["open_uuid"]
             for n, step in enumerate(steps_of(case)):

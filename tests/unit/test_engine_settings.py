@@ -9,7 +9,7 @@ import pytest
 
 from reme_es.adapters.dialect import ClientSettings, knn_candidates
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
-from reme_es.adapters.identity import IDLE_RECHECK_SECONDS
+from reme_es.adapters.identity import IDLE_RECHECK_SECONDS, check_answer, compare_uuid
 from reme_es.adapters.opensearch import OpenSearchDialect
 from reme_es.adapters.retry import RetryPolicy
 from reme_es.adapters.transport import RETRYABLE_STATUS
@@ -60,6 +60,25 @@ def test_backoff_delays(kind, retry, rand, delay):
 
 def test_cluster_check_idle_time():
     assert IDLE_RECHECK_SECONDS == GOLDEN["cluster_check_idle_s"]
+
+
+@pytest.mark.parametrize("status,meaning", GOLDEN["cluster_check_answers"])
+def test_cluster_check_answers(status, meaning):
+    assert check_answer(status) == meaning
+
+
+@pytest.mark.parametrize("recorded,answered,verdict", GOLDEN["cluster_check_uuids"])
+def test_cluster_check_uuids(recorded, answered, verdict):
+    assert compare_uuid(recorded, answered) == verdict
+
+
+@pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
+@pytest.mark.parametrize("request_timeout,bulk_timeout", GOLDEN["bulk_try_timeouts"])
+def test_bulk_try_timeout(dialect, request_timeout, bulk_timeout):
+    transport = dialect(ClientSettings(hosts=SETTINGS.hosts, timeout=request_timeout)).transport
+    assert (transport.policies["request"].try_timeout, transport.policies["bulk"].try_timeout) == (
+        request_timeout, bulk_timeout
+    )
 
 
 @pytest.mark.parametrize("node,engine", GOLDEN["engine_detection"])
