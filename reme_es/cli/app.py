@@ -370,6 +370,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "vectors and links, check the counts, then drop the source."
         ),
     ),
+    "snapshot": (
+        "reme_es.cli.snapshot_commands:snapshot",
+        "Back up an index set into the cluster's snapshot repository, list the backups, restore one workspace.",
+    ),
     "server": (
         "reme_es.cli.server_commands:server",
         "Run a local OpenSearch / Elasticsearch node (fetched from Maven Central, no Docker).",
