@@ -48,13 +48,20 @@ REME_WEIGHTS = (0.7, 0.5, 0.3)
 # Rows of the drop-in with some search settings changed (IndexSet attributes, as SearchOptions names them).
 VARIANTS: dict[str, dict] = {
     "default (ranked_search)": {},
-    "before this round": {"note_boost": 0.0, "context_boost": 0.0},
+    "before this round": {"note_boost": 0.0, "context_boost": 0.0, "speaker_boost": 0.0},
     "context 0": {"context_boost": 0.0},
     "context 0.2": {"context_boost": 0.2},
     "context 0.6": {"context_boost": 0.6},
     "note boost 0": {"note_boost": 0.0},
     "note boost 0.25": {"note_boost": 0.25},
     "note boost 1": {"note_boost": 1.0},
+    "speaker boost 0": {"speaker_boost": 0.0},
+    "speaker boost 0.1": {"speaker_boost": 0.1},
+    "speaker boost 0.3": {"speaker_boost": 0.3},
+    "feedback 0": {"feedback": 0},
+    "vector weight 0.45": {"vector_weight": 0.45},
+    "vector weight 0.65": {"vector_weight": 0.65},
+    "depth 100": {"_depth": 100},
 }
 PLOTTED = ("reme-es default (es_search_step)", "reme-es before this round", "ReMe local, keyword", "ReMe local, vector",
            "ReMe local, ReMe fusion 0.3")
@@ -146,9 +153,11 @@ async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, var
                 runs.setdefault("default (es_search_step)", {}).setdefault(d.name, []).append(
                     [r["id"] for r in resp.metadata.get("results", [])])
                 for name in variants:
-                    with searching(ix, **VARIANTS[name]):
+                    settings = dict(VARIANTS[name])
+                    depth = settings.pop("_depth", DEPTH)  # not a setting: the depth the search is asked for
+                    with searching(ix, **settings):
                         t0 = time.perf_counter()
-                        fused, _ = await fs.ranked_search(q, DEPTH, {}, 0.0, LIMIT)
+                        fused, _ = await fs.ranked_search(q, depth, {}, 0.0, LIMIT)
                         ms.setdefault(name, []).append((time.perf_counter() - t0) * 1000)
                     runs.setdefault(name, {}).setdefault(d.name, []).append([c.id for c in fused[:LIMIT]])
     finally:

@@ -51,17 +51,19 @@ class Action:
 
 
 class Candidate(NamedTuple):
-    """One hit of a candidates-only search: its score, chunk id, path and text hash ("" where the chunk has none)."""
+    """One hit of a candidates-only search: its score, chunk id, path, text hash and speaker ("" where it has none)."""
 
     score: float
     chunk_id: str
     path: str
     hash: str = ""
+    speaker: str = ""
 
 
 def _candidate(hit: dict) -> Candidate:
     fields = hit["fields"]
-    return Candidate(float(hit["_score"]), fields["chunk_id"][0], fields["path"][0], (fields.get("hash") or [""])[0])
+    return Candidate(float(hit["_score"]), fields["chunk_id"][0], fields["path"][0], (fields.get("hash") or [""])[0],
+                     (fields.get("speaker") or [""])[0])
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ class Chunk(BaseModel):
     hash: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
+    # who said it, as search candidates carry it (the stored `speaker`: `sources.chunk_speaker`); not written from here
+    speaker: str = ""
 
 
 class FileDoc(BaseModel):

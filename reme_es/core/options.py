@@ -147,6 +147,8 @@ class SearchOptions(_Section):
     date_boost: float = Field(default=0.2, ge=0.0, le=10.0)  # lift of notes dated where a past question points (0: off)
     # weight of a BM25 match on a chunk's neighbours' text (its `context`) in hybrid search (0: its own text only)
     context_boost: float = Field(default=0.35, ge=0.0, le=10.0)
+    # lift of hits said by the one speaker a question names ("What did Caroline research?"; 0: off)
+    speaker_boost: float = Field(default=0.2, ge=0.0, le=10.0)
     # lift of hits whose note holds much of the fused head (0: off)
     note_boost: float = Field(default=0.5, ge=0.0, le=10.0)
     keyword_fields: tuple[str, ...] | None = None  # fields BM25 runs over; None: chosen per query

@@ -222,6 +222,40 @@ def proximity_rescore(hits: list[Hit], query: str, top: int = 20, boost: float =
     return [h for _, h in rescored] + tail
 
 
+_CAPITALISED = re.compile(r"\b[^\W\d_][\w-]*")
+_QUESTION_WORDS = frozenset("what when where which who whom whose why how did does do was were is are has have had can "
+                            "could will would should i in on at the a an and or if".split())
+
+
+def query_names(query: str) -> set[str]:
+    """The capitalised words of a question, lower-cased, possessives cut ("Caroline's" -> "caroline"), question words
+    and "I" left out: who the question may name."""
+    return {w.lower() for w in _CAPITALISED.findall(query.replace("\u2019", "'"))
+            if w[0].isupper() and w.lower() not in _QUESTION_WORDS}
+
+
+def speaker_rescore(hits: list[Hit], query: str, boost: float) -> list[Hit]:
+    """The fused hits re-ranked by score (min-max over them) + `boost` for each hit said by the one speaker the
+    question names (its speaker's name, or its first word, among `query_names`; kept as `scores["speaker"]`). A
+    question naming no speaker of the hits, or two of them ("How do Jon and Gina both destress?"), changes nothing."""
+    if boost <= 0 or len(hits) < 2:
+        return hits
+    names = query_names(query)
+    named = {s for s in {h.chunk.speaker for h in hits} if s and (s in names or s.split()[0] in names)}
+    if len(named) != 1:
+        return hits
+    (speaker,) = named
+    low, high = min(h.score for h in hits), max(h.score for h in hits)
+    span = (high - low) or 1.0
+    rescored = []
+    for h in hits:
+        said = 1.0 if h.chunk.speaker == speaker else 0.0
+        score = (h.score - low) / span + boost * said
+        rescored.append(h.model_copy(update={"scores": {**h.scores, "speaker": said, "score": score}}))
+    rescored.sort(key=lambda h: h.score, reverse=True)
+    return rescored
+
+
 # The note boost (`SearchOptions.note_boost`) reads the fused ranking's first NOTE_TOP hits.
 NOTE_TOP = 20
 

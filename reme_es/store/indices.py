@@ -31,7 +31,7 @@ from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
 # Chunk fields a later template added; a chunks index made before them gets them added to its mapping when opened.
-GROWN_FIELDS = ("context",)
+GROWN_FIELDS = ("context", "speaker")
 PAGE = 1000
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ class IndexSet:
         self.collapse = search.collapse
         self.date_boost = search.date_boost  # boost of the fused head's notes dated where the question points (0: none)
         self.context_boost = search.context_boost  # weight of a BM25 match on a chunk's neighbours' text (0: none)
+        self.speaker_boost = search.speaker_boost  # lift of the turns of the one speaker a question names (0: none)
         self.note_boost = search.note_boost  # boost of hits whose note holds much of the fused head (0: none)
         self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None

@@ -26,6 +26,7 @@ from .fusion import (
     proximity_rescore,
     query_weight,
     rocchio,
+    speaker_rescore,
 )
 from .indices import IndexSet
 from .sources import HitBuilder, chunk_from_source, hit_from_source
@@ -74,7 +75,8 @@ class SearchStore:
                 scores["vector"] = cosine_from_score(named["vector"])
             if "keyword" in named:
                 scores["keyword"] = named["keyword"]
-            hits.append(Hit(chunk=Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash), scores=scores))
+            chunk = Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker)
+            hits.append(Hit(chunk=chunk, scores=scores))
         return hits
 
     async def keyword(
@@ -157,6 +159,8 @@ class SearchStore:
             depth = min(depth * 4, COLLAPSE_MAX_DEPTH)
         if self.indices.proximity and result.fusion == "client":
             result.hits = await self._by_proximity(query, result.hits)
+        if self.indices.speaker_boost:
+            result.hits = speaker_rescore(result.hits, query, self.indices.speaker_boost)
         if self.indices.note_boost:
             result.hits = note_rescore(result.hits, self.indices.note_boost)
         if self.indices.date_boost:
@@ -304,7 +308,7 @@ class SearchStore:
 
 def _candidate_hit(branch: str, c: Candidate) -> Hit:
     """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (`_with_chunks` adds it)."""
-    return branch_hit(branch, c.score, Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash))
+    return branch_hit(branch, c.score, Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker))
 
 
 def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:

@@ -3,6 +3,7 @@ written (size, vector dimension, JSON-serialisable values)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,19 @@ MAX_TEXT_BYTES = 8 << 20
 # How much of each neighbouring chunk a chunk's `context` field holds (the end of the one before, the start of the
 # one after): a dialog turn whole, a long note's chunk only where it meets this one.
 CONTEXT_CHARS = 400
+
+
+# A dialog turn's opening: `Name: `, `- **Name:** `, `- [19:42] Name: ` (one to three capitalised words).
+_SPEAKER = re.compile(r"\s*(?:[-*]\s+)?(?:\[\d{1,2}:\d{2}\]\s*)?(?:\*\*)?([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2})"
+                      r"(?:\*\*)?:(?:\*\*)?\s")
+
+
+def chunk_speaker(text: str) -> str:
+    """Who says a chunk, lower-cased, where it opens as a dialog turn (`Caroline: ...`, `- **Sam:** ...`); else ""."""
+    m = _SPEAKER.match(text)
+    if not m or not all(word[0].isupper() for word in m[1].split()):
+        return ""
+    return m[1].lower()
 
 
 def chunk_contexts(chunks: list[Chunk]) -> dict[str, str]:
@@ -54,6 +68,8 @@ def chunk_source(chunk: Chunk, context: str = "") -> dict:
     }
     if context:
         src["context"] = context
+    if speaker := chunk_speaker(chunk.text):
+        src["speaker"] = speaker
     if chunk.embedding is not None:
         src["embedding"] = chunk.embedding
     return src

@@ -1,5 +1,6 @@
-"""A chunk is found by its neighbours' words (the `context` field, issue 38), and a chunks index made before that
-field gets it when a store opens it, on every engine under test.
+"""A chunk is found by its neighbours' words (the `context` field, issue 38), the turns of the speaker a question
+names lead (the `speaker` field), and a chunks index made before those fields gets them when a store opens it, on
+every engine under test.
 
 A dialog turn that answers a question often holds none of its words ("Caroline: Adoption agencies, mostly." answers
 "what did Caroline research?", whose other word is in the turn before). Each chunk is written with the text of the
@@ -41,6 +42,23 @@ async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_pr
         stored = await store.vectors.get_chunks({SESSION: [t.id for t in turns]})
         assert stored[turns[1].id]["context"] == f"{TURNS[0]}\n{TURNS[2]}"
         assert stored[turns[0].id]["context"] == TURNS[1]
+        assert [stored[t.id]["speaker"] for t in turns] == ["melanie", "caroline", "melanie"]
+    finally:
+        await store.close()
+
+
+async def test_the_turns_of_the_speaker_a_question_names_come_first(server, es_prefix):
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, note_boost=0.0, context_boost=0.0)
+    try:
+        files, _ = _files()
+        await store.upsert(files)
+        # "lovely" is said by Caroline in other.md, "big step" by Melanie: BM25 ranks Melanie's turn first (two of
+        # the question's words); the question names Caroline, whose turn leads with the boost
+        texts = await _ranked_texts(store, "Was Caroline's step big or lovely")
+        assert texts[0] == "Caroline: The weather was lovely."
+        store.indices.speaker_boost = 0.0
+        texts = await _ranked_texts(store, "Was Caroline's step big or lovely")
+        assert texts[0] == TURNS[2]
     finally:
         await store.close()
 
@@ -52,14 +70,15 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
         for concrete in await store.port.concrete(alias):  # the chunks index as template 3 made it
             await store.port.delete_index(concrete)
         body = render_index("chunks", store.dialect, store.indices.caps, store.options)
-        del body["mappings"]["properties"]["context"]
+        del body["mappings"]["properties"]["context"], body["mappings"]["properties"]["speaker"]
         body["aliases"] = {alias: {}}
         await store.port.create_index(f"{alias}-1", body)
     finally:
         await store.close()
     store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
     try:
-        assert "context" in (await store.port.mapping(alias))["properties"]
+        properties = (await store.port.mapping(alias))["properties"]
+        assert properties["context"]["type"] == "text" and properties["speaker"]["type"] == "keyword"
         files, _ = _files()
         await store.upsert(files)  # a strict mapping without the field would refuse these documents
         assert TURNS[1] in await _ranked_texts(store, "researching")

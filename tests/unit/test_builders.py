@@ -179,10 +179,10 @@ def test_candidates_only_keeps_the_query_and_drops_stored_fields():
     body = candidates_only(keyword_body("orbital mechanics", 50, FILTER))
     assert body["query"] == keyword_body("orbital mechanics", 50, FILTER)["query"]
     assert (body["size"], body["_source"], body["stored_fields"]) == (50, False, "_none_")
-    assert body["docvalue_fields"] == ["chunk_id", "path"]
+    assert body["docvalue_fields"] == ["chunk_id", "path", "speaker"]
     # the text hash only where the store collapses repeated texts (it folds them without a fetch)
     assert candidates_only(keyword_body("orbital", 50, FILTER), with_hash=True)["docvalue_fields"] == [
-        "chunk_id", "path", "hash"]
+        "chunk_id", "path", "speaker", "hash"]
 
 
 def test_feedback_keyword_body_ors_the_query_with_a_more_like_this_of_the_top_hits_under_the_same_filter():

@@ -286,13 +286,13 @@ def test_the_drop_in_keys_and_the_cli_flags_reach_the_store(tmp_path, monkeypatc
     assert (seen[0].relation_vector_weight, seen[0].date_boost) == (0.3, 0.5)
 
 
-def _hit(cid: str, path: str, score: float) -> Hit:
+def _noted(cid: str, path: str, score: float) -> Hit:
     return Hit(chunk=Chunk(id=cid, path=path, text=""), scores={"score": score})
 
 
 def test_note_rescore_lifts_a_hit_whose_note_holds_much_of_the_head():
-    hits = [_hit("a", "daily/2026-01-01/x.md", 1.0), _hit("b", "daily/2026-01-02/y.md", 0.9),
-            _hit("c", "daily/2026-01-02/y.md", 0.8), _hit("d", "daily/2026-01-03/z.md", 0.0)]
+    hits = [_noted("a", "daily/2026-01-01/x.md", 1.0), _noted("b", "daily/2026-01-02/y.md", 0.9),
+            _noted("c", "daily/2026-01-02/y.md", 0.8), _noted("d", "daily/2026-01-03/z.md", 0.0)]
     out = note_rescore(hits, 0.5)
     # y.md's two hits sum 0.9 + 0.8 (min-max: 0.9, 0.8) = 1.7, x.md's one 1.0: b = 0.9 + 0.5 beats a = 1.0 + 0.5 x 1/1.7
     assert [h.chunk.id for h in out] == ["b", "c", "a", "d"]
@@ -302,13 +302,13 @@ def test_note_rescore_lifts_a_hit_whose_note_holds_much_of_the_head():
 
 
 def test_note_rescore_off_or_one_hit_per_note_keeps_the_order():
-    hits = [_hit("a", "a.md", 3.0), _hit("b", "b.md", 2.0), _hit("c", "c.md", 1.0)]
+    hits = [_noted("a", "a.md", 3.0), _noted("b", "b.md", 2.0), _noted("c", "c.md", 1.0)]
     assert note_rescore(hits, 0.0) is hits
     assert [h.chunk.id for h in note_rescore(hits, 2.0)] == ["a", "b", "c"]  # each note's mass is its own score
 
 
 def test_note_rescore_reads_only_the_head():
-    hits = [_hit("a", "a.md", 1.0), _hit("b", "b.md", 0.95), *(_hit(f"t{i}", "tail.md", 0.0) for i in range(3))]
+    hits = [_noted("a", "a.md", 1.0), _noted("b", "b.md", 0.95), *(_noted(f"t{i}", "tail.md", 0.0) for i in range(3))]
     out = note_rescore(hits, 1.0, top=2)
     assert [h.chunk.id for h in out][:2] == ["a", "b"]
     assert all(h.scores["note"] == 0.0 for h in out[2:])  # tail.md has no hit among the first two
@@ -324,3 +324,43 @@ def test_chunk_contexts_hold_the_neighbours_in_line_order_per_file():
               c("alone", "y.md", 1, "only")]
     ctx = chunk_contexts(chunks)
     assert ctx == {"a": "two", "b": "one\n" + ("three" + "z" * CONTEXT_CHARS)[:CONTEXT_CHARS], "c": "two"}
+
+
+def test_chunk_speaker_reads_a_dialog_turns_opening():
+    from reme_es.store.sources import chunk_source, chunk_speaker
+
+    assert chunk_speaker("Caroline: I went to a support group.") == "caroline"
+    assert chunk_speaker("- **Sam:** Work has been hectic.") == "sam"
+    assert chunk_speaker("- [19:42] Rafa Diaz: on my way") == "rafa diaz"
+    assert chunk_speaker("the cat: sat") == ""  # not capitalised
+    assert chunk_speaker("### 09:14 user\nhello") == ""
+    assert chunk_speaker("A note without a speaker") == ""
+    assert chunk_source(Chunk(id="a", path="p.md", text="Jon: hi"))["speaker"] == "jon"
+    assert "speaker" not in chunk_source(Chunk(id="a", path="p.md", text="just text"))
+
+
+def _spoken(cid: str, speaker: str, score: float) -> Hit:
+    return Hit(chunk=Chunk(id=cid, path=f"{cid}.md", text="", speaker=speaker), scores={"score": score})
+
+
+def test_speaker_rescore_lifts_the_one_named_speakers_turns():
+    from reme_es.store.fusion import speaker_rescore
+
+    hits = [_spoken("a", "melanie", 1.0), _spoken("b", "caroline", 0.9), _spoken("c", "", 0.85),
+            _spoken("d", "caroline", 0.0)]
+    out = speaker_rescore(hits, "What did Caroline's sister research?", 0.2)
+    # min-max: a 1.0, b 0.9 + 0.2, c 0.85 / 1 = 0.85, d 0 + 0.2
+    assert [h.chunk.id for h in out] == ["b", "a", "c", "d"]
+    assert [h.scores["speaker"] for h in out] == [1.0, 0.0, 0.0, 1.0]
+    assert out[0].score == pytest.approx(1.1)
+
+
+def test_speaker_rescore_needs_exactly_one_named_speaker():
+    from reme_es.store.fusion import query_names, speaker_rescore
+
+    hits = [_spoken("a", "jon", 1.0), _spoken("b", "gina", 0.5)]
+    assert speaker_rescore(hits, "How do Jon and Gina both like to destress?", 0.5) is hits
+    assert speaker_rescore(hits, "What is the weather like?", 0.5) is hits
+    assert speaker_rescore(hits, "Where did Gina go?", 0.0) is hits
+    assert [h.chunk.id for h in speaker_rescore(hits, "Where did Gina go?", 1.5)] == ["b", "a"]
+    assert query_names("What did Caroline’s friend In Rome say?") == {"caroline", "friend", "rome"} - {"friend"}
