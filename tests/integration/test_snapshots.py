@@ -194,3 +194,88 @@ def snapshot_delete_restore(url: str, location: str, repo: str, snap: str, indic
     timings["restore"] = time.monotonic() - start
     assert (sorted(restored["indices"]), restored["shards"]["failed"]) == (indices, 0)
     return timings
+
+
+# ------------------------------------------------------------------------ one workspace restored, the other kept
+
+
+def workspace_docs(url: str, prefix: str, key: str) -> dict[str, dict[str, dict]]:
+    """Per index kind of the set, the workspace's documents: id -> `_source` (vectors included)."""
+    call("POST", f"{url}/{prefix}-*/_refresh")
+    out = {}
+    for kind in ("chunks", "files", "links", "workspaces"):
+        body = {"size": 10000, "query": {"term": {"workspace": key}}}
+        hits = call("POST", f"{url}/{prefix}-{kind}/_search?routing={key}", body)["hits"]["hits"]
+        out[kind] = {h["_id"]: h["_source"] for h in hits}
+    return out
+
+
+def test_one_workspace_is_restored_while_anothers_later_writes_survive(snap_node, tmp_path):
+    """`reme-es snapshot create | list | restore -w`: two workspaces of one set are snapshotted; afterwards B writes a
+    new file and A deletes one file and rewrites another; restoring A alone gives A exactly its snapshot state (every
+    file, chunk with its vector, link and its registry record; the same search hits) and leaves B's later writes.
+    Before the snapshot exists, a restore from a repository that is not registered fails (exit 2) and changes
+    nothing; no temporary copy is left behind. Then `restore --all` brings the whole set back to the snapshot."""
+    url, path_repo = snap_node
+    prefix = f"r-{uuid.uuid4().hex[:12]}"
+    for name in ("a", "b"):
+        shutil.copytree(EXAMPLE, tmp_path / name)
+    a = Cli(url, prefix, tmp_path / "a", tmp_path / "home")
+    b = Cli(url, prefix, tmp_path / "b", tmp_path / "home")
+    repo, location = f"backups-{prefix}", f"{path_repo}/backups-{prefix}"
+    try:
+        assert a.sync("--embedding", "local").exit_code == 0
+        assert b.sync("--embedding", "local").exit_code == 0
+        snap_a, snap_b = workspace_docs(url, prefix, a.key), workspace_docs(url, prefix, b.key)
+        assert len(snap_a["files"]) == len(snap_b["files"]) == 7 and len(snap_a["workspaces"]) == 1 and snap_a["links"]
+        assert all(len(c["embedding"]) == 384 for c in snap_a["chunks"].values())
+        hits_a = a.search(QUERY, "--limit", "100")  # every chunk that matches
+
+        missing = a("snapshot", "restore", "nightly", "--repo", repo, "--yes")
+        assert missing.exit_code == 2
+        assert f"snapshot repository '{repo}' is not registered on this cluster" in missing.stderr
+        assert workspace_docs(url, prefix, a.key) == snap_a
+        outside = a("snapshot", "create", "--repo", repo, "--location", str(tmp_path / "elsewhere"))
+        assert outside.exit_code == 2 and "is not below the path.repo of node(s)" in outside.stderr
+
+        created = a("snapshot", "create", "nightly", "--repo", repo, "--location", location, "--json")
+        assert created.exit_code == 0, created.stderr
+        info = json.loads(created.stdout)
+        assert (info["state"], info["shards"]["failed"]) == ("SUCCESS", 0)
+        assert info["indices"] == sorted(f"{prefix}-{k}-1" for k in ("chunks", "files", "links", "workspaces"))
+        listed = a("snapshot", "list", "--repo", repo, "--json", "--hosts", url, target=False)
+        assert [s["snapshot"] for s in json.loads(listed.stdout)] == ["nightly"]
+
+        # after the snapshot: B writes a new file, A deletes one and rewrites another
+        (tmp_path / "b" / "digest" / "heron.md").write_text("# Heron\n\nThe grey heron waits by the [[search]] pond.\n")
+        assert b.sync("--embedding", "local").exit_code == 0
+        (tmp_path / "a" / "daily" / "2026-05-18.md").unlink()
+        (tmp_path / "a" / "digest" / "search.md").write_text("# Search\n\nRewritten after the snapshot: zebrafinch.\n")
+        assert a.sync("--embedding", "local").exit_code == 0
+        assert [p for p, _, _ in a.search("zebrafinch", "--mode", "keyword")] == ["digest/search.md"]
+        later_b = workspace_docs(url, prefix, b.key)
+        assert len(later_b["files"]) == 8 and len(later_b["chunks"]) > len(snap_b["chunks"])
+        assert workspace_docs(url, prefix, a.key) != snap_a
+
+        restored = a("snapshot", "restore", "nightly", "--repo", repo, "--yes", "--json")
+        assert restored.exit_code == 0, restored.stderr
+        result = json.loads(restored.stdout)
+        assert result["restored"] == {kind: len(docs) for kind, docs in snap_a.items()}
+        assert workspace_docs(url, prefix, a.key) == snap_a
+        assert workspace_docs(url, prefix, b.key) == later_b
+        # searchable as before: the same hits (BM25 statistics are the shard's, B's writes included: compare the
+        # set of hits), the deleted note found again, the rewritten text gone
+        assert set(a.search(QUERY, "--limit", "100")) == set(hits_a)
+        assert "daily/2026-05-18.md" in {p for p, _, _ in a.search("local SQLite store", "--mode", "keyword")}
+        assert a.search("zebrafinch", "--mode", "keyword") == []
+        assert [p for p, _, _ in b.search("heron", "--mode", "keyword")] == ["digest/heron.md"]
+        assert call("GET", f"{url}/_cat/indices/restore-*?format=json") == []
+        print(f"\n{FLAVOUR}: workspace restore of {sum(result['restored'].values())} docs in {result['seconds']:.2f}s")
+
+        # --all: the whole set back at the snapshot, B's later file gone too, the aliases on the restored indices
+        whole = a("snapshot", "restore", "nightly", "--repo", repo, "--all", "--yes")
+        assert whole.exit_code == 0, whole.stderr
+        assert (workspace_docs(url, prefix, a.key), workspace_docs(url, prefix, b.key)) == (snap_a, snap_b)
+        assert sorted(call("GET", f"{url}/{prefix}-*/_alias")) == info["indices"]
+    finally:
+        call("DELETE", f"{url}/{prefix}-*")
