@@ -30,6 +30,7 @@ from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours
 
+from .access_cases import AccessCases, granted  # noqa: F401 - the class fixture of AccessCases
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, secured_node, tls_files
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
@@ -111,6 +112,8 @@ def secured_node_os(flavour_name: str) -> Iterator[tuple[str, str]]:
         "plugins.security.nodes_dn": [f"CN={name}"],
         "plugins.security.authcz.admin_dn": ["CN=reme-es-admin"],
         "plugins.security.audit.type": "noop",
+        # the security REST API (`reme-es access`: roles, role mappings, users) for ADMIN's all_access role
+        "plugins.security.restapi.roles_enabled": ["all_access"],
     }
     for layer in ("http", "transport"):
         settings.update({f"plugins.security.ssl.{layer}.{k}": v for k, v in pem.items()})
@@ -137,8 +140,8 @@ def secured(request):
         yield url_and_ca
 
 
-class TestSecuredOpenSearch(SecuredCases):
-    """The shared secured-node cases on opensearch 2.19."""
+class TestSecuredOpenSearch(SecuredCases, AccessCases):
+    """The shared secured-node cases on opensearch 2.19, and per-workspace access (`reme-es access`)."""
 
     ENGINE = "opensearch"
     FLAVOUR = "opensearch-2.19-security"

@@ -1,0 +1,224 @@
+"""Per-workspace access (`reme-es access`) on a secured OpenSearch node: two users, each granted one workspace of
+one set, read none of each other's documents on any read path, with the other's key given by hand; writes are
+bounded by the set, not the workspace.
+
+A mixin for the secured OpenSearch test class, so the cases reuse its node (`secured` -> (url, ca path), whose
+ADMIN may use the security REST API) and the class-scoped fixture `granted`, imported into the test module. The
+grants are made with the CLI, as an admin would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from types import SimpleNamespace
+from urllib.parse import quote
+
+import pytest
+from click.testing import CliRunner
+
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.adapters.scope import Scope
+from reme_es.cli import main
+from reme_es.core.errors import AuthError, BulkError, RequestFailed
+from reme_es.core.options import IndexOptions
+from reme_es.store.connect import make_dialect, open_store
+from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
+
+from .secured_cases import ADMIN, ADMIN_PW
+
+USER_PW = f"Kq7!vLm3-{uuid.uuid4().hex[:10]}-Wp"  # the security plugin refuses weak passwords
+
+
+def cli(url: str, ca: str, user: str, password: str, *args: str):
+    """`reme-es ARGS` with this user's credentials in the environment, as a user would run it."""
+    env = {"REME_ES_HOSTS": url, "REME_ES_CA_CERTS": ca, "REME_ES_USERNAME": user, "REME_ES_PASSWORD": password}
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+async def _raw(settings: ClientSettings, method: str, path: str, body=None, params=None):
+    dialect = make_dialect("opensearch", settings)
+    try:
+        return await dialect.transport.request(method, path, body, params)
+    finally:
+        await dialect.transport.close()
+
+
+@pytest.fixture(scope="class")
+async def granted(request, secured, tmp_path_factory):
+    """(Class scope; the test module imports it.) A set with workspaces ana-… and bob-… (a file each, claimed from
+    their folders), users ana (read grant) and bob (read+write grant) made through `reme-es access grant`."""
+    url, ca = secured
+    admin = ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca)
+    tag = uuid.uuid4().hex[:6]
+    prefix, knn = f"racc-{tag}", "2.19" in request.cls.FLAVOUR
+    ns = SimpleNamespace(url=url, ca=ca, prefix=prefix, admin=admin, knn=knn, ids={}, folders={})
+    for user in ("ana", "bob"):
+        await _raw(admin, "PUT", f"/_plugins/_security/api/internalusers/{user}-{tag}", {"password": USER_PW})
+        ns.folders[user] = tmp_path_factory.mktemp(f"{user}-notes")
+        key = f"{user}-{tag}"
+        store = await open_store(admin, prefix, "opensearch", IndexOptions(dims=DIMS if knn else None),
+                                 workspace=key)
+        try:
+            await store.claim(str(ns.folders[user]))
+            c = chunk("notes/day.md", f"heron secret of {user} {tag}",
+                      vector=unit_vector(1) if knn else None)
+            assert (await store.upsert([file_with("notes/day.md", [c])])).failures == []
+        finally:
+            await store.close()
+    ns.key = {u: f"{u}-{tag}" for u in ("ana", "bob")}
+    ns.creds = {u: ClientSettings([url], username=f"{u}-{tag}", password=USER_PW, ca_certs=ca, max_retries=0)
+                for u in ("ana", "bob")}
+    for user, extra in (("ana", []), ("bob", ["--write"])):
+        result = await asyncio.to_thread(cli, url, ca, ADMIN, ADMIN_PW, "access", "grant", "--index-prefix",
+                                         prefix, "--workspace-key", ns.key[user], "--user", f"{user}-{tag}",
+                                         *extra)
+        assert result.exit_code == 0, result.output
+    all_docs = await _raw(admin, "POST", f"/{prefix}-*/_search", {"size": 100, "query": {"match_all": {}}})
+    for hit in all_docs["hits"]["hits"]:  # every stored doc of both workspaces, as the admin sees them
+        ns.ids.setdefault(hit["_source"]["workspace"], []).append((hit["_index"], hit["_id"]))
+    assert {len(ns.ids[ns.key[u]]) for u in ("ana", "bob")} == {3}  # file doc, chunk, registry record
+    yield ns
+    await _raw(admin, "DELETE", f"/{prefix}-*")
+    for user in ("ana", "bob"):
+        await _raw(admin, "DELETE", f"/_plugins/_security/api/internalusers/{user}-{tag}")
+        await _raw(admin, "DELETE", f"/_plugins/_security/api/roles/reme-es-{prefix}-{user}-{tag}")
+        await _raw(admin, "DELETE", f"/_plugins/_security/api/rolesmapping/reme-es-{prefix}-{user}-{tag}")
+
+
+class AccessCases:
+    """Reads private per workspace on every read path; the set is the write boundary."""
+
+    FLAVOUR = ""
+    def test_access_list_and_revoke(self, granted):
+        g = granted
+        listed = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", g.prefix, "--json")
+        assert listed.exit_code == 0, listed.output
+        rows = {r["workspace"]: (r["write"], r["users"], r["role"]) for r in json.loads(listed.output)}
+        assert rows == {
+            g.key["ana"]: (False, [g.key["ana"]], f"reme-es-{g.prefix}-{g.key['ana']}"),
+            g.key["bob"]: (True, [g.key["bob"]], f"reme-es-{g.prefix}-{g.key['bob']}"),
+        }
+        # a third grant, taken back user by user, then whole
+        extra = ("--index-prefix", g.prefix, "--workspace-key", "carol-x")
+        assert cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "carol", "--backend-role",
+                   "team").exit_code == 0
+        left = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--user", "carol")
+        assert left.output.strip() == f"left: carol-x\tread\treme-es-{g.prefix}-carol-x\tbackend role team"
+        gone = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra)
+        assert gone.output.strip() == "revoked: workspace carol-x is granted to nobody"
+        after = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", g.prefix, "--json")
+        assert {r["workspace"] for r in json.loads(after.output)} == {g.key["ana"], g.key["bob"]}
+        # a user may not grant
+        denied = cli(g.url, g.ca, g.key["bob"], USER_PW, "access", "grant", "--index-prefix", g.prefix,
+                     "--workspace-key", g.key["ana"], "--user", g.key["bob"])
+        assert denied.exit_code == 1 and "403" in denied.output
+
+    @pytest.mark.parametrize("user", ["ana", "bob"])
+    async def test_every_read_path_returns_only_the_granted_workspace(self, granted, user):
+        g = granted
+        me, other = g.key[user], g.key["bob" if user == "ana" else "ana"]
+        creds = g.creds[user]
+        options = IndexOptions(dims=DIMS if g.knn else None)
+        # the store, own key: its own file; the other's key given by hand: nothing, on every store read
+        for key, expect in ((me, 1), (other, 0)):
+            store = await open_store(creds, g.prefix, "opensearch", options, create=False, workspace=key)
+            try:
+                hits = await store.keyword_search("heron", 10)
+                assert [h.chunk.text.split()[3] for h in hits] == [user] * expect
+                assert len(await store.get_files()) == expect
+                counts = await store.health_counts()
+                assert counts["files"] == counts["chunks"] == expect
+                if g.knn:
+                    assert len(await store.vector_search(unit_vector(1), 10)) == expect
+                    assert len((await store.search("heron", unit_vector(1), 10)).hits) == expect
+                assert await store.count("chunks") == expect
+                assert [w["workspace"] for w in await store.workspaces()] == [me]  # the registry too
+            finally:
+                await store.close()
+        # the raw read paths, with no workspace filter of the client at all
+        everything = {"query": {"match_all": {}}, "size": 100}
+        found = await _raw(creds, "POST", f"/{g.prefix}-*/_search", everything)
+        assert {h["_source"]["workspace"] for h in found["hits"]["hits"]} == {me}
+        assert len(found["hits"]["hits"]) == 3
+        counted = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"match_all": {}}})
+        assert counted["count"] == 1
+        theirs = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count",
+                            {"query": {"term": {"workspace": other}}})
+        assert theirs["count"] == 0
+        docs = [{"_index": index, "_id": id_, "routing": other} for index, id_ in g.ids[other]]
+        got = await _raw(creds, "POST", "/_mget", {"docs": docs})
+        assert [d.get("found") for d in got["docs"]] == [False] * len(docs)
+        for index, id_ in g.ids[other]:  # GET by id
+            with pytest.raises(RequestFailed) as err:
+                await _raw(creds, "GET", f"/{index}/_doc/{quote(id_, safe='')}", params={"routing": other})
+            assert err.value.status == 404
+        lines = [{"index": f"{g.prefix}-chunks"}, everything, {"index": f"{g.prefix}-workspaces"}, everything]
+        multi = await _raw(creds, "POST", "/_msearch", "".join(json.dumps(line) + "\n" for line in lines))
+        assert [{h["_source"]["workspace"] for h in r["hits"]["hits"]} for r in multi["responses"]] == [{me}, {me}]
+        page = await _raw(creds, "POST", f"/{g.prefix}-*/_search", {**everything, "size": 1},
+                          params={"scroll": "1m"})
+        seen = [h["_source"]["workspace"] for h in page["hits"]["hits"]]
+        while page["hits"]["hits"]:
+            page = await _raw(creds, "POST", "/_search/scroll", {"scroll": "1m", "scroll_id": page["_scroll_id"]})
+            seen += [h["_source"]["workspace"] for h in page["hits"]["hits"]]
+        assert seen == [me] * 3
+
+    def test_cli_search_and_listing_show_nothing_of_the_other_workspace(self, granted):
+        g = granted
+        ana, pw = g.key["ana"], USER_PW
+        base = ("--index-prefix", g.prefix, "--mode", "keyword")
+        own = cli(g.url, g.ca, ana, pw, "search", "heron", *base, "--workspace-key", ana, "--json")
+        assert own.exit_code == 0, own.output
+        assert [h["text"].split()[3] for h in json.loads(own.output)["hits"]] == ["ana"]
+        other = cli(g.url, g.ca, ana, pw, "search", "heron", *base, "--workspace-key", g.key["bob"])
+        # Bob's record is out of Ana's sight: his workspace is unknown to her, and the error names nothing of his
+        assert other.exit_code == 2, other.output
+        assert f"workspace {g.key['bob']} (folder" in other.output
+        assert "secret of bob" not in other.output and str(g.folders["bob"]) not in other.output
+        assert "The set records 1 other workspace(s)" in other.output  # her own: Bob's is not counted
+        listing = cli(g.url, g.ca, ana, pw, "status", "--workspaces", "--index-prefix", g.prefix,
+                      "--workspace-key", ana, "--json")
+        assert str(g.folders["bob"]) not in listing.output and g.key["bob"] not in listing.output
+
+    async def test_writes_read_grant_refused_write_grant_bounded_by_the_set(self, granted):
+        g = granted
+        ana, bob = g.key["ana"], g.key["bob"]
+        options = IndexOptions(dims=DIMS if g.knn else None)
+        vector = unit_vector(2) if g.knn else None
+        # a read grant writes nothing, not even into its own workspace
+        store = await open_store(g.creds["ana"], g.prefix, "opensearch", options, create=False, workspace=ana)
+        try:
+            with pytest.raises((AuthError, BulkError)) as err:
+                outcome = await store.upsert([file_with("notes/new.md", [chunk("notes/new.md", "x", vector=vector)])])
+                outcome.raise_for_failures()
+            assert "403" in str(err.value)
+        finally:
+            await store.close()
+        # a write grant writes its own workspace through the store ...
+        store = await open_store(g.creds["bob"], g.prefix, "opensearch", options, workspace=bob)
+        try:
+            c = chunk("notes/more.md", "heron again bob", vector=vector)
+            assert (await store.upsert([file_with("notes/more.md", [c])])).failures == []
+            assert len(await store.get_files()) == 2
+            await store.delete("notes/more.md")
+        finally:
+            await store.close()
+        # ... may not touch the set's indices (no index deletion, mapping change or alias change) ...
+        with pytest.raises(AuthError):
+            await _raw(g.creds["bob"], "DELETE", f"/{g.prefix}-chunks-1")
+        with pytest.raises(AuthError):
+            await _raw(g.creds["bob"], "PUT", f"/{g.prefix}-chunks/_mapping", {"properties": {"x": {"type": "long"}}})
+        # ... and may not update a document in place (OpenSearch refuses updates under document-level security) ...
+        with pytest.raises((RequestFailed, AuthError)):
+            await _raw(g.creds["bob"], "POST", f"/{g.prefix}-chunks/_update/{g.ids[bob][0][1]}", {"doc": {"x": 1}},
+                       params={"routing": bob})
+        # ... but document-level security does not confine writes: a document indexed by id into Ana's workspace
+        # lands, and Ana reads it. The set is the write boundary (docs/GUARANTEES.md says so).
+        planted = Scope(ana).stored_id("planted")
+        await _raw(g.creds["bob"], "PUT", f"/{g.prefix}-files/_doc/{planted}",
+                   {"workspace": ana, "path": "planted.md"}, params={"routing": ana, "refresh": "true"})
+        seen = await _raw(g.creds["ana"], "POST", f"/{g.prefix}-files/_search", {"query": {"match_all": {}}})
+        assert planted in {h["_id"] for h in seen["hits"]["hits"]}
+        await _raw(g.admin, "DELETE", f"/{g.prefix}-files/_doc/{planted}", params={"routing": ana, "refresh": "true"})
