@@ -7,8 +7,14 @@
  * an extra request per call, by the rule the Python side follows too (`engine_settings.json` `cluster_check`):
  * before the first request after `intervalMs` without an answered request, after a connection failure (a node
  * went away), and when an index turns out to be missing.
+ *
+ * What an answer means is the shared data too (`cluster_check.answers`, `cluster_check.not_formed`): a role that may
+ * not read the cluster state (401/403) cannot check and carries on; a retried status fails the try; any other status
+ * fails the call. A store that opened on `_na_` (a cluster not formed yet) checks before every try until it adopts
+ * the first real UUID. `checkAnswer` and `compareUuid` are those rules, checked against the golden file the Python
+ * tests read too.
  */
-import { CLUSTER_CHECK } from "./settings.js";
+import { CLUSTER_CHECK, isRetryableStatus } from "./settings.js";
 import type { Engine } from "./types.js";
 
 /** The UUID in a cluster-check answer (the shared `uuid_field`), or undefined when there is none. */
@@ -33,8 +39,28 @@ export function identityRequest(prefix: string, engine: Engine): { path: string;
   return { path: path.replace("{indices}", indices), query: { ...query, ...CLUSTER_CHECK.queryByEngine[engine] } };
 }
 
-/** Not yet known: a node reports `_na_` before its cluster has formed. */
-const UNKNOWN = "_na_";
+/** Not yet known: a node reports `_na_` before its cluster has formed (the shared `not_formed.uuid`). */
+const NOT_FORMED = CLUSTER_CHECK.notFormed;
+
+/**
+ * What a check answered with an error status means (`cluster_check.answers`): `carry_on` (the role may not read the
+ * cluster state: the store cannot tell, and goes on), `retry` (the try failed) or `fail` (the call fails).
+ */
+export function checkAnswer(status: number): "carry_on" | "retry" | "fail" {
+  if (CLUSTER_CHECK.cannotCheck.includes(status)) return "carry_on";
+  return isRetryableStatus(status) ? "retry" : "fail";
+}
+
+/** What a check's UUID means for the recorded one: the same cluster, another one, or the first real UUID after `_na_`. */
+export function compareUuid(recorded: string, answered: string): "same" | "moved" | "adopt" {
+  if (answered === NOT_FORMED || answered === recorded) return "same";
+  return recorded === NOT_FORMED ? "adopt" : "moved";
+}
+
+/** The UUID a store records from the check's answer when it opens: none when it cannot check, or none is told. */
+export function openedUuid(answer: { status: number; body: unknown }): string | undefined {
+  return answer.status >= 400 ? undefined : clusterUuidOf(answer.body);
+}
 
 export class ClusterGuard {
   private checkedAt: number;
@@ -53,9 +79,9 @@ export class ClusterGuard {
     return this.uuid_;
   }
 
-  /** Whether the next request should check the cluster first: in doubt, or idle for `intervalMs`. */
+  /** Whether the next request should check the cluster first: in doubt, idle for `intervalMs`, or not formed yet. */
   due(): boolean {
-    return this.suspect || this.now() - this.checkedAt >= this.intervalMs;
+    return this.suspect || this.uuid_ === NOT_FORMED || this.now() - this.checkedAt >= this.intervalMs;
   }
 
   /** A request was answered (by the cluster confirmed when in doubt): the idle time starts again. */
@@ -68,15 +94,24 @@ export class ClusterGuard {
     this.suspect = true;
   }
 
-  /** Record an answered UUID; false when it is another cluster's (the guard then stays suspicious). */
+  /**
+   * Record an answered UUID (the first real one after `_na_` is adopted); false when it is another cluster's (the
+   * guard then stays suspicious).
+   */
   confirm(uuid: string): boolean {
-    if (this.uuid_ === UNKNOWN) this.uuid_ = uuid;
-    if (uuid !== this.uuid_ && uuid !== UNKNOWN) {
+    const verdict = compareUuid(this.uuid_, uuid);
+    if (verdict === "moved") {
       this.suspect = true;
       return false;
     }
+    if (verdict === "adopt") this.uuid_ = uuid;
+    this.passed();
+    return true;
+  }
+
+  /** A check passed, or could not tell (the role may not read the cluster state): the idle time starts again. */
+  passed(): void {
     this.suspect = false;
     this.checkedAt = this.now();
-    return true;
   }
 }

@@ -7,10 +7,10 @@
  * are off (`maxRetries: 0`): `transport.ts` retries under the policy shared with the Python side
  * (`engine_settings.json` `retry`: the statuses, connection failures, tries, backoff and deadlines).
  */
-import { ClusterGuard, clusterUuidOf, identityRequest } from "./cluster.js";
+import { ClusterGuard, identityRequest, openedUuid } from "./cluster.js";
 import { type ErrorClass, serverReason } from "./errors.js";
-import { CLUSTER_CHECK, ENGINE_DETECTION, engineOfNode, INDEX_PREFIX, RETRY } from "./settings.js";
-import { Connection, type Limits, type Response, type RetryPolicy, type SendParams } from "./transport.js";
+import { bulkTryTimeoutMs, CLUSTER_CHECK, ENGINE_DETECTION, engineOfNode, INDEX_PREFIX, RETRY } from "./settings.js";
+import { type BulkLimits, Connection, type Limits, type Response, type RetryPolicy, type SendParams } from "./transport.js";
 import type { Engine, RefreshPolicy } from "./types.js";
 
 export {
@@ -54,7 +54,10 @@ export interface ConnectionOptions {
    * calls 8 from 200 ms up to 10 s); values given here apply to both.
    */
   retry?: { retries?: number; baseMs?: number; capMs?: number };
-  /** Timeout of one try of a request in ms (default: the shared `try_timeout_s`, 30 s). */
+  /**
+   * Timeout of one try of a request in ms (default: the shared `try_timeout_s`, 30 s). A bulk request waits the
+   * shared bulk `try_timeout_s` (30 s), or this when it is longer.
+   */
   requestTimeoutMs?: number;
   /**
    * Total time of one call in ms, its retries and backoff included (default: the shared `deadline_s`, 60 s for a
@@ -210,9 +213,11 @@ async function identify(
   if (detected === "opensearch" && major < 2) {
     throw probe.error(`OpenSearch ${version} is not supported: reme-es-memorie needs OpenSearch 2.x or 3.x`);
   }
+  // A role that may not read the cluster state (the shared `cannot_check` statuses) opens the store unchecked.
   const identity = identityRequest(o.indexPrefix, detected);
-  const state = await probe.request({ method: "GET", ...identity, what: `read the cluster UUID of ${where}` });
-  return { engine: detected, version, uuid: clusterUuidOf(state.body) };
+  const what = `read the cluster UUID of ${where}`;
+  const state = await probe.request({ method: "GET", ...identity, accept: CLUSTER_CHECK.cannotCheck, what });
+  return { engine: detected, version, uuid: openedUuid(state) };
 }
 /** How a sender reaches the nodes: credentials, TLS and the default timeout of one try. */
 export interface SenderOptions {
@@ -260,19 +265,21 @@ export async function openSender(
 }
 
 /** The retry policies and limits of a connection: the shared defaults, replaced by the options given. */
-function policiesOf(o: ConnectionOptions): { retry: RetryPolicy; limits: Limits; bulk: { retry: RetryPolicy; callTimeoutMs: number } } {
+export function policiesOf(o: ConnectionOptions): { retry: RetryPolicy; limits: Limits; bulk: BulkLimits } {
   const pick = (shared: RetryPolicy): RetryPolicy => ({
     retries: o.retry?.retries ?? shared.retries,
     baseMs: o.retry?.baseMs ?? shared.baseMs,
     capMs: o.retry?.capMs ?? shared.capMs,
   });
+  const requestTimeoutMs = o.requestTimeoutMs ?? RETRY.request.requestTimeoutMs;
   return {
     retry: pick(RETRY.request),
-    limits: {
-      requestTimeoutMs: o.requestTimeoutMs ?? RETRY.request.requestTimeoutMs,
-      callTimeoutMs: o.callTimeoutMs ?? RETRY.request.callTimeoutMs,
+    limits: { requestTimeoutMs, callTimeoutMs: o.callTimeoutMs ?? RETRY.request.callTimeoutMs },
+    bulk: {
+      retry: pick(RETRY.bulk),
+      callTimeoutMs: o.callTimeoutMs ?? RETRY.bulk.callTimeoutMs,
+      requestTimeoutMs: bulkTryTimeoutMs(requestTimeoutMs),
     },
-    bulk: { retry: pick(RETRY.bulk), callTimeoutMs: o.callTimeoutMs ?? RETRY.bulk.callTimeoutMs },
   };
 }
 

@@ -62,10 +62,18 @@ export interface Limits {
 }
 
 export const DEFAULT_LIMITS: Limits = { requestTimeoutMs: RETRY.request.requestTimeoutMs, callTimeoutMs: RETRY.request.callTimeoutMs };
-export const DEFAULT_BULK = {
+/** Bulk calls: their retries, deadline and the timeout of one bulk request (the shared `retry.bulk`). */
+export interface BulkLimits {
+  retry: RetryPolicy;
+  callTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+export const DEFAULT_BULK: BulkLimits = {
   retry: { retries: RETRY.bulk.retries, baseMs: RETRY.bulk.baseMs, capMs: RETRY.bulk.capMs },
   callTimeoutMs: RETRY.bulk.callTimeoutMs,
-} as const;
+  requestTimeoutMs: RETRY.bulk.requestTimeoutMs,
+};
 
 /** The outcome of one try: the node's answer, or what went wrong when nothing tells (no connection, a check that could not tell). */
 export type Try = { response: Response } | { failure: string; aborted?: boolean };

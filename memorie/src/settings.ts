@@ -48,6 +48,8 @@ interface EngineSettings {
   };
   cluster_check: {
     idle_s: number;
+    answers: { cannot_check: number[] };
+    not_formed: { uuid: string };
     endpoint: { path: string; query: Record<string, string>; uuid_field: string };
     endpoint_query_by_engine: Record<"opensearch" | "elasticsearch", Record<string, string>>;
   };
@@ -80,15 +82,29 @@ function policyOf(p: CallPolicy): SharedPolicy {
 /** The shared retry policy of single requests and of bulk calls (`engine_settings.json` `retry`). */
 export const RETRY = { request: policyOf(SETTINGS.retry.request), bulk: policyOf(SETTINGS.retry.bulk) } as const;
 
+/**
+ * The timeout of one bulk request (`retry.bulk.try_timeout_rule`): the shared bulk try timeout, or the request try
+ * timeout in force when that is longer.
+ */
+export function bulkTryTimeoutMs(requestTimeoutMs: number): number {
+  return Math.max(RETRY.bulk.requestTimeoutMs, requestTimeoutMs);
+}
+
 /** The jitter range the backoff multiplies by: [low, high). */
 export const JITTER: readonly [number, number] = SETTINGS.retry.backoff.jitter;
 
 /** The status a bulk item without an answer counts as (its request failed in transport): retried, reported with it. */
 export const UNANSWERED_ITEM_STATUS: number = SETTINGS.retry.bulk.unanswered_item_status;
 
-/** The cluster check (`engine_settings.json` `cluster_check`): how long idle before a check, and its request. */
+/**
+ * The cluster check (`engine_settings.json` `cluster_check`): how long idle before a check, its request, the statuses
+ * that mean the role may not read the cluster state (`cannotCheck`: carry on), and the UUID of a cluster that has not
+ * formed yet (`notFormed`).
+ */
 export const CLUSTER_CHECK = {
   idleMs: SETTINGS.cluster_check.idle_s * 1000,
+  cannotCheck: SETTINGS.cluster_check.answers.cannot_check,
+  notFormed: SETTINGS.cluster_check.not_formed.uuid,
   endpoint: SETTINGS.cluster_check.endpoint,
   queryByEngine: SETTINGS.cluster_check.endpoint_query_by_engine,
 } as const;

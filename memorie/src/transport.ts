@@ -3,10 +3,11 @@
  * mapped to the store's error class without secrets. The sender (one of the official clients, see
  * `connection.ts`) is given; the unit tests give a scripted one.
  */
-import { type ClusterGuard, clusterUuidOf } from "./cluster.js";
+import { checkAnswer, type ClusterGuard, clusterUuidOf } from "./cluster.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
 import {
   type BulkFailure,
+  type BulkLimits,
   type BulkOp,
   DEFAULT_BULK,
   DEFAULT_LIMITS,
@@ -28,6 +29,7 @@ import { DeferredRefresh } from "./visibility.js";
 export {
   backoffDelay,
   type BulkFailure,
+  type BulkLimits,
   type BulkOp,
   DEFAULT_BULK,
   DEFAULT_LIMITS,
@@ -51,8 +53,8 @@ export interface ConnectionParts {
   secrets: readonly string[];
   retry: RetryPolicy;
   limits?: Limits;
-  /** Bulk calls: their retries and deadline (default: the shared `retry.bulk`). */
-  bulk?: { retry: RetryPolicy; callTimeoutMs: number };
+  /** Bulk calls: their retries, deadline and the timeout of one bulk request (default: the shared `retry.bulk`). */
+  bulk?: BulkLimits;
   /** The node URLs, for messages (redacted there). */
   urls?: readonly string[];
   /** The cluster this connection opened and the request that reads its UUID (none: no check). */
@@ -76,7 +78,7 @@ export class Connection {
   private readonly errorClass: ErrorClass;
   private readonly secrets: readonly string[];
   private readonly retryPolicy: RetryPolicy;
-  private readonly bulkPolicy: { retry: RetryPolicy; callTimeoutMs: number };
+  private readonly bulkPolicy: BulkLimits;
   private readonly random: () => number;
   private readonly urls: readonly string[];
   private readonly cluster: ConnectionParts["cluster"];
@@ -213,8 +215,9 @@ export class Connection {
 
   /**
    * Read the cluster UUID and throw when the URL reaches another cluster, or a server that is no cluster node.
-   * Returns undefined when it is the opened cluster, or what went wrong when the answer tells nothing (no
-   * connection, 429/5xx): the caller then treats the attempt as failed, and the check stays due.
+   * Returns undefined when it is the opened cluster (or the role may not read the cluster state: the shared
+   * `cannot_check` statuses, carry on), or what went wrong when the answer tells nothing (no connection, 429/5xx):
+   * the caller then treats the attempt as failed, and the check stays due.
    */
   private async checkCluster(until: number, force = false): Promise<string | undefined> {
     const cluster = this.cluster;
@@ -230,12 +233,13 @@ export class Connection {
     }
     const uuid = clusterUuidOf(answer.body);
     if (uuid !== undefined && cluster.guard.confirm(uuid)) return undefined;
-    cluster.guard.suspectChange();
-    if (uuid === undefined && isRetryableStatus(answer.status)) return `${what}: HTTP ${answer.status}`;
-    if (answer.status === 401 || answer.status === 403) {
-      const reason = serverReason(answer.body) ?? `HTTP ${answer.status}`;
-      throw this.error(`${what} failed: HTTP ${answer.status} ${reason} (check \`auth\`)`, { status: answer.status, reason });
+    const meaning = uuid === undefined && answer.status >= 400 ? checkAnswer(answer.status) : "fail";
+    if (meaning === "carry_on") {
+      cluster.guard.passed(); // the store cannot tell its cluster; a wrong password fails the call itself
+      return undefined;
     }
+    cluster.guard.suspectChange();
+    if (meaning === "retry") return `${what}: HTTP ${answer.status}`;
     const now = uuid === undefined ? `a server that is not a node of any cluster (HTTP ${answer.status})` : `cluster ${uuid}`;
     throw this.error(
       `${this.urls.join(", ")} now reaches ${now}, not cluster ${cluster.guard.uuid} where this store was opened ` +
@@ -295,7 +299,7 @@ export class Connection {
       if (op.action === "index") lines.push(JSON.stringify(op.doc));
     }
     const params = { method: "POST" as const, path: "/_bulk", query: { require_alias: "true" }, body: lines.join("\n") + "\n", what };
-    const tried = await this.tryOnce(params, until, this.limits.requestTimeoutMs);
+    const tried = await this.tryOnce(params, until, this.bulkPolicy.requestTimeoutMs); // a round keeps its full try
     if ("failure" in tried) {
       if (tried.aborted) throw this.unreachable(params, 1, tried.failure);
       const result = { error: { type: "no_answer", reason: tried.failure } };

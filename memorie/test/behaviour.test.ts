@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 
-import { ClusterGuard, clusterUuidOf, identityRequest } from "../src/cluster.js";
+import { ClusterGuard, identityRequest, openedUuid } from "../src/cluster.js";
 import { openSender } from "../src/connection.js";
 import { SearchError, type StoreError } from "../src/errors.js";
 import { CLUSTER_CHECK, RETRY } from "../src/settings.js";
@@ -30,8 +30,9 @@ interface Case {
   name: string;
   op: "request" | "bulk" | "guarded";
   ids?: string[];
-  policy?: { deadline_s?: number; base_s?: number; max_s?: number };
-  open_uuid?: string;
+  policy?: { deadline_s?: number; base_s?: number; max_s?: number; try_timeout_s?: number };
+  open_uuid?: string | null;
+  open?: Answer;
   answers?: Answer[];
   expect?: Record<string, unknown>;
   steps?: Step[];
@@ -61,7 +62,11 @@ function policiesOf(c: Case) {
       baseMs: p.base_s === undefined ? shared.baseMs : p.base_s * 1000,
       capMs: p.max_s === undefined ? shared.capMs : p.max_s * 1000,
     };
-    return { retry, callTimeoutMs: p.deadline_s === undefined ? shared.callTimeoutMs : p.deadline_s * 1000 };
+    return {
+      retry,
+      callTimeoutMs: p.deadline_s === undefined ? shared.callTimeoutMs : p.deadline_s * 1000,
+      requestTimeoutMs: p.try_timeout_s === undefined ? shared.requestTimeoutMs : p.try_timeout_s * 1000,
+    };
   };
   return { request: over(RETRY.request, c.op !== "bulk"), bulk: over(RETRY.bulk, c.op === "bulk") };
 }
@@ -87,18 +92,18 @@ async function replay(c: Case, engine: Engine): Promise<void> {
   const sleeps: number[] = [];
   try {
     let cluster: ConstructorParameters<typeof Connection>[0]["cluster"];
-    if (c.open_uuid !== undefined) {
-      server.answers = [{ uuid: c.open_uuid }];
+    if (c.op === "guarded") {
+      server.answers = [c.open ?? { uuid: c.open_uuid as string }];
       const identity = identityRequest("golden", engine);
       const opened = await send({ method: "GET", ...identity, what: "open", timeoutMs: 30000 });
-      const uuid = clusterUuidOf(opened.body);
-      assert.equal(uuid, c.open_uuid);
-      cluster = { guard: new ClusterGuard(uuid as string, CLUSTER_CHECK.idleMs, () => clock), identity };
+      const uuid = openedUuid(opened);
+      assert.equal(uuid ?? null, c.open_uuid);
+      if (uuid !== undefined) cluster = { guard: new ClusterGuard(uuid, CLUSTER_CHECK.idleMs, () => clock), identity };
     }
     const { request, bulk } = policiesOf(c);
     const conn = new Connection({
       engine, version: "test", refresh: "false", send, errorClass: SearchError, secrets: [], urls: [server.url],
-      retry: request.retry, limits: { requestTimeoutMs: RETRY.request.requestTimeoutMs, callTimeoutMs: request.callTimeoutMs },
+      retry: request.retry, limits: { requestTimeoutMs: request.requestTimeoutMs, callTimeoutMs: request.callTimeoutMs },
       bulk, cluster, sleep: async (ms) => void (sleeps.push(Math.round(ms * 1000) / 1e6), (clock += ms)),
       now: () => clock, random: () => GOLDEN.random,
     });

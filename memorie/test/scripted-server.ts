@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
-export type Answer = { status?: number; retry_after?: number; drop?: boolean; items?: number[]; uuid?: string };
+export type Answer = { status?: number; retry_after?: number; drop?: boolean; items?: number[]; uuid?: string; delay_s?: number };
 
 const SEARCH_ANSWER = {
   took: 1,
@@ -55,6 +55,8 @@ export class ScriptedServer {
   answers: Answer[] = [];
   readonly asked: { kind: "check" | "call"; method: string; path: string }[] = [];
   private readonly sockets = new Set<Socket>();
+  /** Answers scheduled late (`delay_s`), cancelled at close. */
+  private readonly late = new Set<ReturnType<typeof setTimeout>>();
 
   private constructor(
     private readonly server: Server,
@@ -79,6 +81,7 @@ export class ScriptedServer {
   }
 
   async close(): Promise<void> {
+    for (const t of this.late) clearTimeout(t);
     for (const s of this.sockets) s.destroy();
     await new Promise((r) => this.server.close(r));
   }
@@ -99,7 +102,15 @@ export class ScriptedServer {
       const headers: Record<string, string> = { "content-type": "application/json", "content-length": String(Buffer.byteLength(data)) };
       if (this.elasticsearch) headers["x-elastic-product"] = "Elasticsearch";
       if (answer.retry_after !== undefined) headers["retry-after"] = String(answer.retry_after);
-      res.writeHead(status, headers).end(data);
+      const reply = () => {
+        if (!res.destroyed) res.writeHead(status, headers).end(data); // late: the client may have given up
+      };
+      if (answer.delay_s === undefined) return reply();
+      const timer = setTimeout(() => {
+        this.late.delete(timer);
+        reply();
+      }, answer.delay_s * 1000);
+      this.late.add(timer);
     });
   }
 }

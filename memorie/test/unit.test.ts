@@ -6,12 +6,13 @@ import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { ClusterGuard, identityRequest } from "../src/cluster.js";
+import { checkAnswer, ClusterGuard, compareUuid, identityRequest } from "../src/cluster.js";
 import {
   backoffDelay,
   Connection,
   engineFromNode,
   isRetryableStatus,
+  policiesOf,
   type RequestParams,
   validateOptions,
 } from "../src/connection.js";
@@ -78,6 +79,22 @@ describe("engine settings shared with the Python side (tests/unit/golden/engine_
       assert.ok(Math.abs(got - delay * 1000) < 1e-6, `${kind} ${retry} ${rand}: ${got}`);
     }
     assert.equal(CLUSTER_CHECK.idleMs, GOLDEN.cluster_check_idle_s * 1000);
+  });
+  it("what a cluster check's error status means", () => {
+    for (const [status, meaning] of GOLDEN.cluster_check_answers as [number, string][]) {
+      assert.equal(checkAnswer(status), meaning, `status ${status}`);
+    }
+  });
+  it("what a cluster check's UUID means (_na_: not formed yet)", () => {
+    for (const [recorded, answered, verdict] of GOLDEN.cluster_check_uuids as [string, string, string][]) {
+      assert.equal(compareUuid(recorded, answered), verdict, `${recorded} then ${answered}`);
+    }
+  });
+  it("the bulk try timeout, from the request try timeout in force", () => {
+    for (const [request, bulk] of GOLDEN.bulk_try_timeouts as [number, number][]) {
+      const p = policiesOf({ url: "http://127.0.0.1:9200", indexPrefix: "p", requestTimeoutMs: request * 1000 });
+      assert.deepEqual([p.limits.requestTimeoutMs, p.bulk.requestTimeoutMs], [request * 1000, bulk * 1000], `request ${request} s`);
+    }
   });
   it("the index-prefix rule", () => {
     const cases = [
