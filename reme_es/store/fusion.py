@@ -234,13 +234,23 @@ def query_names(query: str) -> set[str]:
             if w[0].isupper() and w.lower() not in _QUESTION_WORDS}
 
 
+# Who a person is named through ("Rafa's stepsister", "Melanie's kids"): the question is about someone else, whom any
+# speaker may talk about.
+_RELATIVE = re.compile(
+    r"\b([^\W\d_][\w-]*)['\u2019]s\s+(?:\w+\s+)?(?:mother|father|mom|mum|dad|parents?|(?:step|half-?)?(?:sister|brother)s?|"
+    r"siblings?|sons?|daughters?|kids?|child(?:ren)?|wife|husband|partner|(?:boy|girl)friend|friends?|roommates?|"
+    r"colleagues?|co-?workers?|boss|neighbou?rs?|cousins?|aunt|uncle|niece|nephew|grand\w+|god\w+|family|in-laws?)\b",
+    re.IGNORECASE)
+
+
 def speaker_rescore(hits: list[Hit], query: str, boost: float) -> list[Hit]:
     """The fused hits re-ranked by score (min-max over them) + `boost` for each hit said by the one speaker the
     question names (its speaker's name, or its first word, among `query_names`; kept as `scores["speaker"]`). A
-    question naming no speaker of the hits, or two of them ("How do Jon and Gina both destress?"), changes nothing."""
+    question naming no speaker of the hits, or two of them ("How do Jon and Gina both destress?"), or naming someone
+    through a speaker ("Rafa's stepsister": `_RELATIVE`), changes nothing."""
     if boost <= 0 or len(hits) < 2:
         return hits
-    names = query_names(query)
+    names = query_names(query) - {m[1].lower() for m in _RELATIVE.finditer(query.replace("\u2019", "'"))}
     named = {s for s in {h.chunk.speaker for h in hits} if s and (s in names or s.split()[0] in names)}
     if len(named) != 1:
         return hits

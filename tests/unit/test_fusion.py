@@ -348,7 +348,7 @@ def test_speaker_rescore_lifts_the_one_named_speakers_turns():
 
     hits = [_spoken("a", "melanie", 1.0), _spoken("b", "caroline", 0.9), _spoken("c", "", 0.85),
             _spoken("d", "caroline", 0.0)]
-    out = speaker_rescore(hits, "What did Caroline's sister research?", 0.2)
+    out = speaker_rescore(hits, "What did Caroline's class research?", 0.2)
     # min-max: a 1.0, b 0.9 + 0.2, c 0.85 / 1 = 0.85, d 0 + 0.2
     assert [h.chunk.id for h in out] == ["b", "a", "c", "d"]
     assert [h.scores["speaker"] for h in out] == [1.0, 0.0, 0.0, 1.0]
@@ -364,3 +364,12 @@ def test_speaker_rescore_needs_exactly_one_named_speaker():
     assert speaker_rescore(hits, "Where did Gina go?", 0.0) is hits
     assert [h.chunk.id for h in speaker_rescore(hits, "Where did Gina go?", 1.5)] == ["b", "a"]
     assert query_names("What did Caroline’s friend In Rome say?") == {"caroline", "friend", "rome"} - {"friend"}
+
+
+def test_speaker_rescore_leaves_a_question_about_someone_named_through_the_speaker():
+    from reme_es.store.fusion import speaker_rescore
+
+    hits = [_spoken("a", "kwame", 1.0), _spoken("b", "ines", 0.0)]
+    assert speaker_rescore(hits, "What kind of restaurant did Kwame's stepsister open?", 5.0) is hits
+    assert speaker_rescore(hits, "What did Kwame's old roommate buy?", 5.0) is hits
+    assert [h.chunk.id for h in speaker_rescore(hits, "What did Ines's team win?", 5.0)] == ["b", "a"]
