@@ -144,7 +144,7 @@ class SearchOptions(_Section):
     feedback: int = Field(default=1, ge=0, le=10)  # top hits per branch fed back into a second pass (0: off)
     collapse: bool = True  # a text repeated in several chunks shown once, at its best rank
     proximity: float = Field(default=0.0, ge=0.0)  # boost of a proximity re-score of the fused head (0: off)
-    date_boost: float = Field(default=0.2, ge=0.0, le=10.0)  # lift of notes dated where a past question points (0: off)
+    date_boost: float = Field(default=0.5, ge=0.0, le=10.0)  # lift of notes dated where a past question points (0: off)
     # weight of a BM25 match on a chunk's neighbours' text (its `context`) in hybrid search (0: its own text only)
     context_boost: float = Field(default=0.35, ge=0.0, le=10.0)
     # lift of hits said by the one speaker a question names ("What did Caroline research?"; 0: off)

@@ -35,6 +35,9 @@ from .vectors import VectorStore, branch_hit
 log = logging.getLogger(__name__)
 
 SEARCH_MODES = ("hybrid", "keyword", "vector")
+# The share of `date_boost` a window counted from an event gets ("two weeks after the surgery"): its date comes from
+# the best keyword hit for the event, which may be another day's mention of it.
+ANCHORED_SHARE = 0.4
 
 
 class SearchStore:
@@ -172,12 +175,15 @@ class SearchStore:
     ) -> list[Hit]:
         """The ranked hits, and the candidates of the window the question names (both branches again inside it, without
         feedback: one round trip, two when the question counts from an event that one keyword search dates first),
-        re-ranked with those dated inside lifted by `date_boost`. A question that names no date, or asks about the
-        present or future ("what is happening on 21 June?": `dates.about_the_past`), costs nothing."""
+        re-ranked with those dated inside lifted by `date_boost` (a window counted from an event the store dated
+        itself, less sure, by ANCHORED_SHARE of it). A question that names no date, or asks about the present or
+        future ("what is happening on 21 June?": `dates.about_the_past`), costs nothing."""
         hint = query_dates(query, self.indices.today) if about_the_past(query) else None
+        boost = self.indices.date_boost
         if hint is not None and hint.anchor:
             when = anchor_date(hint, await self.keyword(anchor_query(query, hint), 5, f))
             hint = hint.around(when) if when else None
+            boost *= ANCHORED_SHARE
         if hint is None or hint.start is None:
             return hits
         start, end = hint.start.isoformat(), hint.end.isoformat()
@@ -185,7 +191,7 @@ class SearchStore:
                                       "end_date": min(end, f.end_date or end), "strict_date": True})
         merged = with_window(hits, (await self._pool(query, vector, depth, window, feedback=False)).hits)
         merged = collapse_repeats(merged) if self.indices.collapse else merged
-        return date_rescore(merged, hint, self.indices.date_boost, top=len(merged))
+        return date_rescore(merged, hint, boost, top=len(merged))
 
     async def _pool(
         self, query: str, vector: list[float] | None, depth: int, f: SearchFilter, feedback: bool = True
