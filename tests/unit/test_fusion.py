@@ -250,10 +250,14 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
     from reme_es.core.errors import ConfigError
     from reme_es.core.options import SearchOptions, load_options
 
-    assert (SearchOptions().relation_vector_weight, SearchOptions().date_boost) == (0.1, 0.2)
-    off = {"REME_ES_RELATION_VECTOR_WEIGHT": "none", "REME_ES_DATE_BOOST": "0"}
+    d = SearchOptions()
+    assert (d.relation_vector_weight, d.date_boost, d.context_boost, d.speaker_boost, d.note_boost) == (
+        0.1, 0.5, 0.35, 0.2, 0.5)
+    off = {"REME_ES_RELATION_VECTOR_WEIGHT": "none", "REME_ES_DATE_BOOST": "0", "REME_ES_CONTEXT_BOOST": "0",
+           "REME_ES_SPEAKER_BOOST": "0", "REME_ES_NOTE_BOOST": "0"}
     s = load_options(tmp_path, environ=off).search
-    assert (s.relation_vector_weight, s.date_boost) == (None, 0.0)
+    assert (s.relation_vector_weight, s.date_boost, s.context_boost, s.speaker_boost, s.note_boost) == (
+        None, 0.0, 0.0, 0.0, 0.0)
     leaning = load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "0.4"}).search
     assert leaning.relation_vector_weight == 0.4
     with pytest.raises(ConfigError, match="relation_vector_weight"):
