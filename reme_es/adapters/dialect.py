@@ -215,6 +215,7 @@ class Dialect(ABC):
         f: SearchFilter,
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
+        context: float = 0.0,
     ) -> dict:
         """A native hybrid request body (engines without one raise)."""
         raise CapabilityError(f"{self.engine} has no native hybrid request; use hybrid: client")

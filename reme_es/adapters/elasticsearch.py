@@ -150,6 +150,7 @@ class ElasticsearchDialect(Dialect):
         f: SearchFilter,
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
+        context: float = 0.0,
     ) -> dict:
         """One request through the `rrf` retriever (licensed; used only when the probe finds it usable)."""
         knn = self.knn_body(vector, size, f)["knn"]
@@ -157,7 +158,7 @@ class ElasticsearchDialect(Dialect):
             "size": size,
             "retriever": {
                 "rrf": {
-                    "retrievers": [{"standard": {"query": keyword_query(text, f, fields)}}, {"knn": knn}],
+                    "retrievers": [{"standard": {"query": keyword_query(text, f, fields, context)}}, {"knn": knn}],
                     "rank_constant": RRF_K,
                     "rank_window_size": size,
                 }

@@ -199,9 +199,10 @@ class OpenSearchDialect(Dialect):
         f: SearchFilter,
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
+        context: float = 0.0,
     ) -> dict:
         """The hybrid query; its branches are named `keyword` and `vector`, so each hit can tell its branch scores."""
-        keyword = keyword_query(text, f, fields)
+        keyword = keyword_query(text, f, fields, context)
         keyword["bool"]["_name"] = "keyword"
         knn = self.knn_query(vector, size, f, caps=caps)
         knn["knn"]["embedding"]["_name"] = "vector"

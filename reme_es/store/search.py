@@ -290,7 +290,8 @@ class SearchStore:
         """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""
         ix, dialect = self.indices, self.indices.dialect
         self.vectors.check(vector, "the query")
-        body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields, caps=ix.caps)
+        body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields, caps=ix.caps,
+                                   context=ix.context_boost)
         pipeline = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else {}
         params = {**pipeline, **dialect.hybrid_params(ix.caps)} or None
         try:

@@ -50,7 +50,9 @@ class DateContract:
         query, vector = "What did Rafa host for the neighbours two weeks after the move?", unit_vector(0.2, 0, 1)
         plain = await store.search(query, vector, 2, candidates=6)
         assert plain.hits[0].chunk.path == path["2026-08-20"]  # more of the question's words
-        store.indices.date_boost = 0.6
+        from ..store.search import ANCHORED_SHARE
+
+        store.indices.date_boost = 0.6 / ANCHORED_SHARE  # a window counted from an event gets that share: 0.6
         boosted = await store.search(query, vector, 2, candidates=6)
         assert boosted.hits[0].chunk.path == path["2026-04-15"]  # the move (04-01) + 14 days
 

@@ -47,8 +47,11 @@ def test_local_embeddings_are_computed_once(cli):
     assert _summary(edited) == "synced: 1 added, 1 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped"
     assert edited.stdout.splitlines()[-1].endswith("; 1 embedded, 3 vectors reused")
     after = _chunk_versions(cli, "digest/indexing.md")
-    # the modified file's unchanged chunks were not written again (same version), the new one was added
-    assert before and {cid: after[cid] for cid in before} == before and len(after) == len(before) + 1
+    # the new section was added; of the file's two earlier chunks, the first was not written again (same version) and
+    # the one now followed by the new section was, with its vector reused, because its `context` (its neighbours'
+    # text) changed
+    assert len(before) == 2 and len(after) == len(before) + 1 and set(before) < set(after)
+    assert sorted(after[cid] == before[cid] for cid in before) == [False, True]
 
     vector = cli.search("how long are daily notes kept", "--embedding", "local", "--mode", "vector")
     assert vector[0] == ("daily/2026-05-18.md", 1, 12)
@@ -75,7 +78,9 @@ def test_local_embeddings_are_computed_once(cli):
             "--workspace-key",
             cli.key,
         ],
-        env={"REME_ES_HYBRID": "client", "REME_ES_FUSION": "rrf", "REME_ES_HOME": str(cli.home)},
+        # the fusion's own score: the note boost (which re-scores the fused list) off
+        env={"REME_ES_HYBRID": "client", "REME_ES_FUSION": "rrf", "REME_ES_HOME": str(cli.home),
+             "REME_ES_NOTE_BOOST": "0"},
     )
     assert re.fullmatch(  # ReMe's weighted RRF client-side: top of both branches, 0.55/61 + 0.45/61
         r"========== digest/indexing\.md:40-41 \[score=0\.0164 keyword=\d+\.\d{4} vector=0\.\d{4}\] ==========",

@@ -48,17 +48,20 @@ async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_pr
 
 
 async def test_the_turns_of_the_speaker_a_question_names_come_first(server, es_prefix):
-    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, note_boost=0.0, context_boost=0.0)
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, note_boost=0.0,
+                             context_boost=0.0, speaker_boost=1.5)
     try:
         files, _ = _files()
         await store.upsert(files)
-        # "lovely" is said by Caroline in other.md, "big step" by Melanie: BM25 ranks Melanie's turn first (two of
-        # the question's words); the question names Caroline, whose turn leads with the boost
-        texts = await _ranked_texts(store, "Was Caroline's step big or lovely")
-        assert texts[0] == "Caroline: The weather was lovely."
+        # Melanie's "That sounds like a big step!" holds four of the question's words, Caroline's turns one or two:
+        # BM25 ranks Melanie's first; the question names Caroline, and with a boost above the fused range (1.5) her
+        # turns come first
+        query = "Did Caroline say that sounds like a big step or lovely?"
+        texts = await _ranked_texts(store, query)
+        assert texts[0].startswith("Caroline: ") and TURNS[2] in texts
+        assert [t.split(":")[0] for t in texts].index("Melanie") == len([t for t in texts if t.startswith("Caroline")])
         store.indices.speaker_boost = 0.0
-        texts = await _ranked_texts(store, "Was Caroline's step big or lovely")
-        assert texts[0] == TURNS[2]
+        assert (await _ranked_texts(store, query))[0] == TURNS[2]
     finally:
         await store.close()
 

@@ -30,7 +30,8 @@ class FaultyBulk:
     attempts); the rest go to the node in one real bulk request.
 
     opensearch-py's helper calls `client.bulk(body=<ndjson>)` and reads a dict; elasticsearch-py's calls
-    `client.options().bulk(operations=[<bytes>, ...])` on a copy of the client and reads `.body`.
+    `client.options().bulk(operations=[<bytes>, ...])` on a copy of the client (itself a copy with the bulk try
+    timeout) and reads `.body`.
     """
 
     def __init__(self, dialect, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]],
@@ -40,16 +41,22 @@ class FaultyBulk:
         self.attempts: Counter[str] = Counter()
         client = dialect.transport.client
         if dialect.engine == "elasticsearch":
-            real_options = client.options
-
-            def options(**kwargs):
-                copy = real_options(**kwargs)
-                self.real, copy.bulk = copy.bulk, self
-                return copy
-
-            client.options = options
+            self._wrap_options(client)
         else:
             self.real, client.bulk = client.bulk, self
+
+    def _wrap_options(self, client) -> None:
+        """Every copy `client.options(...)` makes (the store's copy with the bulk try timeout, the helper's copy of
+        that) bulks through this wrapper."""
+        real_options = client.options
+
+        def options(**kwargs):
+            copy = real_options(**kwargs)
+            self.real, copy.bulk = copy.bulk, self
+            self._wrap_options(copy)
+            return copy
+
+        client.options = options
 
     async def __call__(self, *args, body: str | None = None, operations: list | None = None, **kwargs):
         raw = operations if operations is not None else body.splitlines()

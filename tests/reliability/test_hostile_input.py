@@ -69,13 +69,13 @@ async def test_key_floods_do_not_grow_the_mapping(store_factory, server):
     assert await count(store, "chunks") == 2000
     after = {kind: await _mapping_fields(store, kind) for kind in ("chunks", "files")}
     assert after == before
-    assert before == {"chunks": 10, "files": 8}  # the template's fields, the workspace key among them
+    assert before == {"chunks": 12, "files": 8}  # the template's fields, the workspace key among them
     # The server's own field list: OpenSearch 2.19's flat_object adds one internal `<field>.` entry, OpenSearch 3's
     # and Elasticsearch's flattened none; none grows with the keys.
     flat = [".", ""] if server.flavour == "opensearch-2.19" else [""]
     assert {kind: await _user_fields(store, kind) for kind in ("chunks", "files")} == fields_before == {
-        "chunks": sorted(["chunk_id", "date", "end_line", "hash", "path", "start_line", "text", "text.cjk", "workspace"]
-                         + [f"metadata{x}" for x in flat]),
+        "chunks": sorted(["chunk_id", "context", "date", "end_line", "hash", "path", "speaker", "start_line", "text",
+                          "text.cjk", "workspace"] + [f"metadata{x}" for x in flat]),
         "files": sorted(["chunk_ids", "hash", "path", "size", "st_mtime", "workspace"]
                         + [f"front_matter{x}" for x in flat]),
     }
