@@ -48,18 +48,18 @@ REME_WEIGHTS = (0.7, 0.5, 0.3)
 # Rows of the drop-in with some search settings changed (IndexSet attributes, as SearchOptions names them).
 VARIANTS: dict[str, dict] = {
     "default (ranked_search)": {},
-    "before this round": {"note_boost": 0.0, "context_boost": 0.0, "speaker_boost": 0.0},
+    "before this round": {"note_boost": 0.0, "context_boost": 0.0, "speaker_boost": 0.0, "date_boost": 0.2},
     "context 0": {"context_boost": 0.0},
     "context 0.2": {"context_boost": 0.2},
     "context 0.6": {"context_boost": 0.6},
-    "note boost 0": {"note_boost": 0.0},
-    "note boost 0.25": {"note_boost": 0.25},
-    "note boost 1": {"note_boost": 1.0},
     "speaker boost 0": {"speaker_boost": 0.0},
     "speaker boost 0.1": {"speaker_boost": 0.1},
     "speaker boost 0.3": {"speaker_boost": 0.3},
+    "note boost 0": {"note_boost": 0.0},
+    "note boost 0.25": {"note_boost": 0.25},
+    "note boost 1": {"note_boost": 1.0},
     "date boost 0": {"date_boost": 0.0},
-    "date boost 0.5": {"date_boost": 0.5},
+    "date boost 0.2": {"date_boost": 0.2},
     "date boost 1": {"date_boost": 1.0},
     "feedback 0": {"feedback": 0},
     "vector weight 0.45": {"vector_weight": 0.45},
@@ -131,8 +131,10 @@ def conversation(path: Path) -> mq.Dataset:
 # ------------------------------------------------------------------------------------------ runs
 
 
-async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, variants: list[str]):
-    """Per conversation and row: the ranked chunk ids of every question; and the milliseconds per search."""
+async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, variants: list[str],
+                  today: dt.date | None = None):
+    """Per conversation and row: the ranked chunk ids of every question; and the milliseconds per search. `today`:
+    what the stores' date hints count from (None: the current date)."""
     runs: dict[str, dict[str, list[list[str]]]] = {}
     ms: dict[str, list[float]] = {}
     apps = []
@@ -149,6 +151,7 @@ async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, var
         for d, app in zip(sets, apps):
             fs = app.context.components["file_store"]["default"]
             ix = fs.store.indices
+            ix.today = today
             for q in d.queries:
                 t0 = time.perf_counter()
                 resp = await app.run_job("search_es", query=q, limit=LIMIT)
@@ -279,6 +282,36 @@ def finish(report: Report, runs: dict, ms: dict, sets: dict[str, mq.Dataset], ar
         plot([(label, w) for label, w, _, _ in rows if label in PLOTTED], Path(args.png))
 
 
+async def generated(args, report: Report) -> None:
+    """`--generated`: the drop-in's default and its state before this round, and ReMe's local store, on generated
+    sets (bench/heldout.py's, with their TODAY), recall@10 overall and per kind of question."""
+    import heldout
+    import memory_data2
+    import memory_data3
+
+    modules = {"memory2": memory_data2, "memory3": memory_data3}
+    mq.use_model("minilm")
+    for name in args.generated.split(","):
+        d = heldout.generated_set(name, modules[name])
+        texts = [t for cs in d.files.values() for _, _, t in cs]
+        mq.embed_all(texts + d.queries)
+        mq.embed_all(texts, side="passage")
+        work = Path(tempfile.mkdtemp(prefix="reme-es-locomo-"))
+        try:
+            runs, _ = await drop_in([d], args.url, args.prefix, work, ["before this round"], today=heldout.TODAY[name])
+            runs.update({f"ReMe local, {k}": v for k, v in (await reme_local([d], work)).items()})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        kinds = list(dict.fromkeys(d.kinds))
+        rows = []
+        for label, per in runs.items():
+            r10 = [mq.recall_at(r, g, LIMIT) for r, g in zip(per[d.name], d.gains)]
+            rows.append([label, f"{statistics.fmean(r10):.3f}", *(
+                f"{statistics.fmean(v for v, k in zip(r10, d.kinds) if k == kind):.3f}" for kind in kinds)])
+        report(table(["store, row", "R@10", *kinds], rows, title=f"\n## {name}: {len(d.queries)} questions"))
+    report.save(args.out, "locomo-generated", "opensearch")
+
+
 async def main() -> None:
     import argparse
 
@@ -289,10 +322,14 @@ async def main() -> None:
     p.add_argument("--conversations", default=",".join(CONVERSATIONS))
     p.add_argument("--variants", default=",".join(VARIANTS), help="rows of the drop-in with settings changed")
     p.add_argument("--no-local", action="store_true", help="leave ReMe's local store out")
+    p.add_argument("--generated", default="", help="instead of LoCoMo: bench/heldout.py's generated sets by name "
+                   "(memory2, memory3), whole, through the same runners (the default, 'before this round', ReMe local)")
     p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "locomo.png"))
     p.add_argument("--out", default=str(HERE / "results" / "locomo.txt"))
     args = p.parse_args()
     report = Report()
+    if args.generated:
+        return await generated(args, report)
     sets = {c: conversation(Path(args.data) / f"{c}.json") for c in args.conversations.split(",")}
     report(", ".join(f"{d.name}: {sum(len(c) for c in d.files.values())} turns in {len(d.files)} sessions, "
                      f"{len(d.queries)} questions" for d in sets.values()))
