@@ -31,9 +31,12 @@ async def _ranked_texts(store, query: str) -> list[str]:
 
 
 async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_prefix):
-    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
+    # collapse off: a hit of the twin (same text) would show as a second copy instead of being folded into one
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, collapse=False)
+    twin = await open_store(ClientSettings([server.url]), es_prefix, server.engine, workspace="twin")
     try:
         files, turns = _files()
+        await twin.upsert(_files()[0])  # another workspace of the set holds the same paths and texts
         await store.upsert(files)
         texts = await _ranked_texts(store, "researching")
         assert texts == [TURNS[0], TURNS[1]]  # the turn that says it first, then the one after it (by its context)
@@ -44,6 +47,7 @@ async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_pr
         assert stored[turns[0].id]["context"] == TURNS[1]
         assert [stored[t.id]["speaker"] for t in turns] == ["melanie", "caroline", "melanie"]
     finally:
+        await twin.close()
         await store.close()
 
 
