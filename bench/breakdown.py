@@ -59,8 +59,12 @@ def floor_ops(fs, corpus: Corpus) -> dict:
     raw, index = Raw(store.dialect), store.index("chunks")
 
     def match(q: str) -> dict:
-        return {"size": 50, "query": {"match": {"text": q}}, "_source": {"excludes": SOURCE_EXCLUDES},
-                "track_total_hits": False}
+        return {
+            "size": 50,
+            "query": {"match": {"text": q}},
+            "_source": {"excludes": SOURCE_EXCLUDES},
+            "track_total_hits": False,
+        }
 
     def knn(q: str) -> dict:
         return store.dialect.knn_body(corpus.embed_text(q).tolist(), 50, SearchFilter(), size=50, caps=store.caps)
@@ -104,8 +108,10 @@ async def profiled(bodies: dict, queries: list[str]) -> dict[str, float]:
     raw, index = bodies["raw"], bodies["index"]
     out = {}
     for kind in ("bare match", "bare k-NN"):
-        ms = [lucene_ms(await raw.request("POST", f"/{index}/_search", {**bodies[kind](q), "profile": True}))
-              for q in queries]
+        ms = [
+            lucene_ms(await raw.request("POST", f"/{index}/_search", {**bodies[kind](q), "profile": True}))
+            for q in queries
+        ]
         out[kind] = median(ms)
     return out
 
@@ -115,7 +121,7 @@ async def measure(kinds: dict, probe: Probe, queries: list[str], warmup: int) ->
     names = list(kinds)
     out: dict[str, list[Call]] = {n: [] for n in names}
     for i, q in enumerate(queries):
-        for name in names[i % len(names):] + names[: i % len(names)]:
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             probe.begin()
             await kinds[name](q)
             call = probe.end()
@@ -128,8 +134,14 @@ def row(name: str, calls: list[Call], lucene: float | None) -> list:
     walls = [c.wall for c in calls]
     parts = [median([getattr(c, p) for c in calls]) for p in PARTS]
     trips = median([c.trips for c in calls])
-    return [name, f"{median(walls):.2f}", f"{percentile(walls, 95):.2f}", f"{trips:g}",
-            *(f"{v:.2f}" for v in parts), "-" if lucene is None else f"{lucene:.2f}"]
+    return [
+        name,
+        f"{median(walls):.2f}",
+        f"{percentile(walls, 95):.2f}",
+        f"{trips:g}",
+        *(f"{v:.2f}" for v in parts),
+        "-" if lucene is None else f"{lucene:.2f}",
+    ]
 
 
 async def run_size(args, size: int, backend: str, report: Report) -> None:
@@ -138,14 +150,16 @@ async def run_size(args, size: int, backend: str, report: Report) -> None:
     try:
         spent = await load(app, backend, corpus, size, args.reuse)
         fs = file_store(app)
-        report(f"\n{size:,} chunks ({args.workload}): {fs.store.caps.engine} {fs.store.caps.version}, "
-               f"load {'reused' if not spent else f'{spent:.1f} s'}, set {args.prefix}")
+        report(
+            f"\n{size:,} chunks ({args.workload}): {fs.store.caps.engine} {fs.store.caps.version}, "
+            f"load {'reused' if not spent else f'{spent:.1f} s'}, set {args.prefix}"
+        )
         probe = Probe().install(fs.store.dialect.transport.client)
         floor, bodies = floor_ops(fs, corpus)
         kinds = {**ops(app, backend), "search job, feedback 0": without_feedback(app), **floor}
         queries = corpus.queries(args.warmup + args.queries)
         calls = await measure(kinds, probe, queries, args.warmup)
-        lucene = await profiled(bodies, queries[args.warmup:][:50])
+        lucene = await profiled(bodies, queries[args.warmup :][:50])
         headers = ["call", "wall p50", "p95", "trips", *PARTS[:-1], "wall - took", "Lucene"]
         rows = [row(name, calls[name], lucene.get(name)) for name in kinds]
         report(table(headers, rows, f"Where the time goes, ms (median of {args.queries} queries per part)"))

@@ -47,8 +47,18 @@ def main() -> None:
             for chunker, runs in seconds.items():
                 prefix = f"bench-chunkers-{uuid.uuid4().hex[:8]}"
                 started = time.perf_counter()
-                out = _cli("sync", str(workspace), "--chunker", chunker, "--json", "--hosts", host,
-                           "--index-prefix", prefix, home=home)
+                out = _cli(
+                    "sync",
+                    str(workspace),
+                    "--chunker",
+                    chunker,
+                    "--json",
+                    "--hosts",
+                    host,
+                    "--index-prefix",
+                    prefix,
+                    home=home,
+                )
                 runs.append(time.perf_counter() - started)
                 _cli("drop", "--yes", "--hosts", host, "--index-prefix", prefix, home=home)
                 if out.returncode:

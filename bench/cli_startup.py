@@ -23,9 +23,22 @@ import time
 from pathlib import Path
 
 PACKAGES = (
-    "reme_es.cli", "reme_es.core.options", "reme_es.core.models", "reme_es.store", "reme_es.adapters.engines",
-    "reme_es.sync", "reme_es.embeddings", "reme_es.server", "opensearchpy", "aiohttp", "requests", "pydantic",
-    "yaml", "click", "asyncio", "importlib.metadata",
+    "reme_es.cli",
+    "reme_es.core.options",
+    "reme_es.core.models",
+    "reme_es.store",
+    "reme_es.adapters.engines",
+    "reme_es.sync",
+    "reme_es.embeddings",
+    "reme_es.server",
+    "opensearchpy",
+    "aiohttp",
+    "requests",
+    "pydantic",
+    "yaml",
+    "click",
+    "asyncio",
+    "importlib.metadata",
 )
 
 
@@ -96,14 +109,18 @@ def main() -> None:
             wall, cpu, _ = _run_once(first, [], args.workspace, python=python)
             samples[floor, "-"].append((wall, cpu))
     load = os.getloadavg()
-    print(f"{args.rounds} interleaved rounds; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
-          f"{os.cpu_count()} cores; search: --mode {args.mode} against {args.hosts}")
+    print(
+        f"{args.rounds} interleaved rounds; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
+        f"{os.cpu_count()} cores; search: --mode {args.mode} against {args.hosts}"
+    )
     print("| command | tree | wall p50 s | wall min-max s | CPU p50 s |")
     print("|---|---|--:|--:|--:|")
     for (command, label), rows in samples.items():
         walls, cpus = [w for w, _ in rows], [c for _, c in rows]
-        print(f"| {command} | {label} | {statistics.median(walls):.3f} | {min(walls):.3f}-{max(walls):.3f} "
-              f"| {statistics.median(cpus):.3f} |")
+        print(
+            f"| {command} | {label} | {statistics.median(walls):.3f} | {min(walls):.3f}-{max(walls):.3f} "
+            f"| {statistics.median(cpus):.3f} |"
+        )
     print("\ncumulative import ms (one -X importtime run of `search` per tree)")
     search = commands["search"]
     found = {label: _imports(_run_once(tree, search, args.workspace, True)[2]) for label, tree in trees.items()}

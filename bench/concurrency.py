@@ -56,8 +56,13 @@ def serve(args) -> None:
     ws = Path(args.workdir) / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
     cfg = rb.app_config(ws, args.worker, args.url, args.prefix)
-    cfg["service"] = {**cfg["service"], "host": "127.0.0.1", "port": args.port, "web_enabled": False,
-                      "mcp_enabled": False}
+    cfg["service"] = {
+        **cfg["service"],
+        "host": "127.0.0.1",
+        "port": args.port,
+        "web_enabled": False,
+        "mcp_enabled": False,
+    }
     if args.worker in rb.FLAVOURS:  # the search job a reme-es deployment runs (reme_es/reme/README.md)
         search = cfg["jobs"]["search"]
         search["steps"] = [{**step, "backend": "es_search_step"} for step in search["steps"]]
@@ -70,8 +75,9 @@ def serve(args) -> None:
         fs = rb.file_store(app)
         if args.worker in rb.FLAVOURS:
             await fs.clear()
-        scratch = np.lib.format.open_memmap(Path(args.workdir) / "v.npy", mode="w+", dtype=np.float32,
-                                            shape=(args.size, DIMS))
+        scratch = np.lib.format.open_memmap(
+            Path(args.workdir) / "v.npy", mode="w+", dtype=np.float32, shape=(args.size, DIMS)
+        )
         upsert_s, dump_s = await rb.upsert_all(fs, corpus, args.size, scratch)
         merge_s = await rb.settle(fs) if args.worker in rb.FLAVOURS else 0.0
         await app.close()
@@ -131,8 +137,14 @@ async def load(url: str, queries: list[str], clients: int, seconds: float, warmu
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as session:
         await asyncio.gather(*(client(n, session) for n in range(clients)))
-    return {"clients": clients, "qps": len(latencies) / seconds, "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95), "n": len(latencies), "failed": failures}
+    return {
+        "clients": clients,
+        "qps": len(latencies) / seconds,
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+        "n": len(latencies),
+        "failed": failures,
+    }
 
 
 def cli_searches(url: str, prefix: str, queries: list[str], per_process: int) -> dict:
@@ -148,18 +160,38 @@ def cli_searches(url: str, prefix: str, queries: list[str], per_process: int) ->
         "    out.append((time.perf_counter() - t) * 1000)\n"
         "print(json.dumps(out))\n"
     )
-    cmd = [*rb.reme_es_cli(), "search", "--hosts", url, "--index-prefix", prefix, "--mode", "keyword",
-           "--limit", str(rb.JOB_LIMIT), "--json", "--no-links"]
+    cmd = [
+        *rb.reme_es_cli(),
+        "search",
+        "--hosts",
+        url,
+        "--index-prefix",
+        prefix,
+        "--mode",
+        "keyword",
+        "--limit",
+        str(rb.JOB_LIMIT),
+        "--json",
+        "--no-links",
+    ]
     t = time.perf_counter()
     procs = [
-        subprocess.Popen([sys.executable, "-c", script, json.dumps(queries[p::CLI_PROCESSES][:per_process]), *cmd],
-                         stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script, json.dumps(queries[p::CLI_PROCESSES][:per_process]), *cmd],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for p in range(CLI_PROCESSES)
     ]
     ms = [v for p in procs for v in json.loads(p.communicate()[0])]
     wall = time.perf_counter() - t
-    return {"processes": CLI_PROCESSES, "calls": len(ms), "calls_per_s": len(ms) / wall, "p50": percentile(ms, 50),
-            "p95": percentile(ms, 95)}
+    return {
+        "processes": CLI_PROCESSES,
+        "calls": len(ms),
+        "calls_per_s": len(ms) / wall,
+        "p50": percentile(ms, 50),
+        "p95": percentile(ms, 95),
+    }
 
 
 # ------------------------------------------------------------------------------------ driver
@@ -169,9 +201,24 @@ def run_backend(backend: str, args, url: str | None, work: Path) -> dict:
     port = free_port()
     result = work / f"{backend}-ingest.json"
     prefix = f"{rb.PREFIX}-conc-{backend.replace('.', '')}"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--size", str(args.size),
-           "--workload", args.workload, "--workdir", str(work / backend), "--result", str(result),
-           "--port", str(port), "--prefix", prefix]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        backend,
+        "--size",
+        str(args.size),
+        "--workload",
+        args.workload,
+        "--workdir",
+        str(work / backend),
+        "--result",
+        str(result),
+        "--port",
+        str(port),
+        "--prefix",
+        prefix,
+    ]
     if url:
         cmd += ["--url", url]
     print(f"# {rb.LABELS[backend]}: ingesting {args.size:,} chunks, then serving on :{port}", file=sys.stderr)
@@ -196,16 +243,39 @@ def run_backend(backend: str, args, url: str | None, work: Path) -> dict:
 def tables(results: list[dict]) -> str:
     from common import table
 
-    rows = [[rb.LABELS[r["backend"]], s["clients"], rb.fmt(s["qps"], 1), rb.fmt(s["p50"]), rb.fmt(s["p95"]),
-             s["failed"]] for r in results for s in r["service"]]
-    out = [table(["backend", "clients", "searches/s", "p50 ms", "p95 ms", "failed"], rows,
-                 title=f"ReMe's service (`reme start`), search job limit {rb.JOB_LIMIT}, "
-                       f"{results[0]['size']:,} chunks, workload {results[0]['workload']}")]
-    cli = [[rb.LABELS[r["backend"]], r["cli"]["processes"], r["cli"]["calls"], rb.fmt(r["cli"]["calls_per_s"], 1),
-            rb.fmt(r["cli"]["p50"]), rb.fmt(r["cli"]["p95"])] for r in results if "cli" in r]
+    rows = [
+        [rb.LABELS[r["backend"]], s["clients"], rb.fmt(s["qps"], 1), rb.fmt(s["p50"]), rb.fmt(s["p95"]), s["failed"]]
+        for r in results
+        for s in r["service"]
+    ]
+    out = [
+        table(
+            ["backend", "clients", "searches/s", "p50 ms", "p95 ms", "failed"],
+            rows,
+            title=f"ReMe's service (`reme start`), search job limit {rb.JOB_LIMIT}, "
+            f"{results[0]['size']:,} chunks, workload {results[0]['workload']}",
+        )
+    ]
+    cli = [
+        [
+            rb.LABELS[r["backend"]],
+            r["cli"]["processes"],
+            r["cli"]["calls"],
+            rb.fmt(r["cli"]["calls_per_s"], 1),
+            rb.fmt(r["cli"]["p50"]),
+            rb.fmt(r["cli"]["p95"]),
+        ]
+        for r in results
+        if "cli" in r
+    ]
     if cli:
-        out.append(table(["node", "processes", "calls", "calls/s", "p50 ms", "p95 ms"], cli,
-                         title="`reme-es search --mode keyword` from 4 processes at once (a new process per call)"))
+        out.append(
+            table(
+                ["node", "processes", "calls", "calls/s", "p50 ms", "p95 ms"],
+                cli,
+                title="`reme-es search --mode keyword` from 4 processes at once (a new process per call)",
+            )
+        )
     return "\n".join(out)
 
 

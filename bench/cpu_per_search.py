@@ -64,8 +64,10 @@ async def node_pid(fs) -> int:
     answer = await Raw(fs.store.dialect).request("GET", "/_nodes/_local/process")
     pid = int(next(iter(answer["nodes"].values()))["process"]["id"])
     if not os.path.exists(f"/proc/{pid}/stat"):
-        raise SystemExit(f"the node's pid {pid} is not a process of this machine: run the node here (node CPU is "
-                         "read from /proc/<pid>/stat), e.g. `reme-es server start --name perf --port 9470`")
+        raise SystemExit(
+            f"the node's pid {pid} is not a process of this machine: run the node here (node CPU is "
+            "read from /proc/<pid>/stat), e.g. `reme-es server start --name perf --port 9470`"
+        )
     return pid
 
 
@@ -112,8 +114,9 @@ async def gc_ms(fs) -> float:
     return float(sum(c.get("collection_time_in_millis", 0) for c in collectors.values()))
 
 
-async def per_call(kinds: dict, queries: list[str], warmup: int, pid: int | None, idle: float,
-                   fs=None) -> dict[str, dict]:
+async def per_call(
+    kinds: dict, queries: list[str], warmup: int, pid: int | None, idle: float, fs=None
+) -> dict[str, dict]:
     """CPU-ms per search of node and client, the node's GC ms per search, and wall p50 (ms), per call kind."""
     out = {}
     for name, op in kinds.items():
@@ -126,13 +129,18 @@ async def per_call(kinds: dict, queries: list[str], warmup: int, pid: int | None
                 await op(q)
                 walls.append((time.perf_counter() - t) * 1e3)
         n = len(walls)
-        out[name] = {"node": m.node / n, "client": m.client / n, "p50": median(walls),
-                     "gc": (await gc_ms(fs) - gc0) / n}
+        out[name] = {
+            "node": m.node / n,
+            "client": m.client / n,
+            "p50": median(walls),
+            "gc": (await gc_ms(fs) - gc0) / n,
+        }
     return out
 
 
-async def throughput(jobs: list, queries: list[str], clients: int, seconds: float, pid: int | None,
-                     idle: float) -> dict:
+async def throughput(
+    jobs: list, queries: list[str], clients: int, seconds: float, pid: int | None, idle: float
+) -> dict:
     """`clients` clients running jobs back to back for `seconds`: searches/s, p50 ms, CPU-ms per search."""
     walls: list[float] = []
     stop = time.perf_counter() + seconds
@@ -148,8 +156,13 @@ async def throughput(jobs: list, queries: list[str], clients: int, seconds: floa
     with Meter(pid, idle) as m:
         await asyncio.gather(*(client(i) for i in range(clients)))
     n = max(1, len(walls))
-    return {"per_s": len(walls) / m.wall, "p50": median(walls), "node": m.node / n, "client": m.client / n,
-            "busy": m.client / (m.wall * 1e3)}
+    return {
+        "per_s": len(walls) / m.wall,
+        "p50": median(walls),
+        "node": m.node / n,
+        "client": m.client / n,
+        "busy": m.client / (m.wall * 1e3),
+    }
 
 
 async def side(args, backend: str, size: int, corpus: Corpus, queries: list[str]) -> dict:
@@ -189,15 +202,40 @@ def report_size(report: Report, size: int, results: dict[str, dict], workspaces:
         for kind, c in r["calls"].items():
             total = c["node"] + c["client"]
             ratio = f"{total / (faiss['calls'][kind]['client'] or 1e-9):.2f}x" if faiss and backend != "faiss" else "-"
-            rows.append([backend, kind, f"{c['node']:.2f}", f"{c['gc']:.2f}", f"{c['client']:.2f}", f"{total:.2f}",
-                         ratio, f"{c['p50']:.2f}"])
+            rows.append(
+                [
+                    backend,
+                    kind,
+                    f"{c['node']:.2f}",
+                    f"{c['gc']:.2f}",
+                    f"{c['client']:.2f}",
+                    f"{total:.2f}",
+                    ratio,
+                    f"{c['p50']:.2f}",
+                ]
+            )
     headers = ["backend", "call", "node CPU-ms", "node GC ms", "client CPU-ms", "total", "total / faiss", "wall p50 ms"]
-    report(table(headers, rows,
-                 f"CPU per search at {size:,} chunks (node idle rate subtracted; faiss: its process)"))
-    rows = [[backend, c, f"{t['per_s']:.1f}", f"{t['p50']:.1f}", f"{t['node']:.2f}", f"{t['client']:.2f}",
-             f"{100 * t['busy']:.0f}%"] for backend, r in results.items() for c, t in r["throughput"].items()]
-    report(table(["backend", "clients", "searches/s", "p50 ms", "node CPU-ms", "client CPU-ms", "client busy"], rows,
-                 f"Search job throughput at {size:,} chunks (reme-es: {workspaces} workspaces in one set)"))
+    report(table(headers, rows, f"CPU per search at {size:,} chunks (node idle rate subtracted; faiss: its process)"))
+    rows = [
+        [
+            backend,
+            c,
+            f"{t['per_s']:.1f}",
+            f"{t['p50']:.1f}",
+            f"{t['node']:.2f}",
+            f"{t['client']:.2f}",
+            f"{100 * t['busy']:.0f}%",
+        ]
+        for backend, r in results.items()
+        for c, t in r["throughput"].items()
+    ]
+    report(
+        table(
+            ["backend", "clients", "searches/s", "p50 ms", "node CPU-ms", "client CPU-ms", "client busy"],
+            rows,
+            f"Search job throughput at {size:,} chunks (reme-es: {workspaces} workspaces in one set)",
+        )
+    )
     for backend, r in results.items():
         report(f"{backend}: load {r['load_s']:.1f} s" + (f", node idle {r['idle']:.1f} CPU-ms/s" if r["idle"] else ""))
 
@@ -222,8 +260,13 @@ def main() -> None:
     p.add_argument("--clients", default="1,4,16")
     p.add_argument("--seconds", type=float, default=None, help="per client count (default 10; --quick 5)")
     p.add_argument("--idle", type=float, default=3.0, help="seconds the node's idle CPU rate is measured")
-    p.add_argument("--warm", type=float, default=None, help="seconds of every call kind before measuring (default "
-                   "30; --quick 15): a node just started spends minutes compiling")
+    p.add_argument(
+        "--warm",
+        type=float,
+        default=None,
+        help="seconds of every call kind before measuring (default "
+        "30; --quick 15): a node just started spends minutes compiling",
+    )
     p.add_argument("--backends", default="faiss,reme-es", help="faiss and/or reme-es")
     p.add_argument("--reuse", action="store_true", help="skip loading workspaces the set already holds")
     p.add_argument("--keep", action="store_true", help="leave the indices (for --reuse)")

@@ -30,8 +30,9 @@ from heldout import halves, searching
 GRID: list[tuple[str, dict]] = [("default (z-score 0.55, feedback 1)", {})]
 GRID += [(f"vector weight {w}", {"vector_weight": w}) for w in (0.35, 0.45, 0.5, 0.6, 0.65, 0.75)]
 GRID += [(f"feedback {n}", {"feedback": n}) for n in (0, 2, 3)]
-GRID += [(f"vector weight {w}, feedback {n}", {"vector_weight": w, "feedback": n}) for w in (0.45, 0.65)
-         for n in (2, 3)]
+GRID += [
+    (f"vector weight {w}, feedback {n}", {"vector_weight": w, "feedback": n}) for w in (0.45, 0.65) for n in (2, 3)
+]
 GRID += [(f"fusion {k} (client)", {"pipeline_kind": k, "hybrid": "client"}) for k in ("minmax", "rrf")]
 GRID += [(f"proximity {p}", {"proximity": p}) for p in (0.1, 0.3)]
 
@@ -76,16 +77,20 @@ def main() -> None:
     half = halves(d)
     rows = []
     for name, r in runs.items():
-        score = {h: statistics.fmean(mq.ndcg_at(r[i], d.gains[i]) for i in range(len(r)) if half[i] == h)
-                 for h in ("tune", "report")}
+        score = {
+            h: statistics.fmean(mq.ndcg_at(r[i], d.gains[i]) for i in range(len(r)) if half[i] == h)
+            for h in ("tune", "report")
+        }
         rows.append((name, score["tune"], score["report"]))
     base = rows[0][1]
     best = max(rows, key=lambda x: round(x[1], 9))  # the first (the default) wins a tie
     print(f"| setting ({args.model}) | tune nDCG@10 (odd ids) | report nDCG@10 (even ids) |\n|---|--:|--:|")
     for name, t, r in rows:
         print(f"| {name} | {t:.3f} | {r:.3f} |")
-    print(f"\nchosen on the tuning half: {best[0]} ({best[1]:.3f}, {best[1] - base:+.3f} against the default); "
-          f"its reporting half {best[2]:.3f} (default {rows[0][2]:.3f})")
+    print(
+        f"\nchosen on the tuning half: {best[0]} ({best[1]:.3f}, {best[1] - base:+.3f} against the default); "
+        f"its reporting half {best[2]:.3f} (default {rows[0][2]:.3f})"
+    )
 
 
 if __name__ == "__main__":

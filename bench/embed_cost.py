@@ -38,8 +38,9 @@ def encoders(threads: int) -> dict:
         model._load()
         options = ort.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-        model._session = ort.InferenceSession(str(model._resolve_paths()[0]), sess_options=options,
-                                              providers=["CPUExecutionProvider"])
+        model._session = ort.InferenceSession(
+            str(model._resolve_paths()[0]), sess_options=options, providers=["CPUExecutionProvider"]
+        )
         return model.embed
 
     def e5():
@@ -78,8 +79,13 @@ def main() -> None:
             words = sum(len(t.split()) for t in texts) / len(texts)
             rows.append([name, label, f"{words:.0f}", f"{min(times):.2f}", f"{median(times):.2f}", f"{max(times):.2f}"])
             print(f"{name} {label}: {median(times):.2f} s per 1,000", file=sys.stderr)
-    print(table(["model", "texts", "words/text", "min s/1,000", "median s/1,000", "max s/1,000"], rows,
-                title=f"embedding cost, {args.threads} threads, batches of 64, {args.runs} runs of {args.n} texts"))
+    print(
+        table(
+            ["model", "texts", "words/text", "min s/1,000", "median s/1,000", "max s/1,000"],
+            rows,
+            title=f"embedding cost, {args.threads} threads, batches of 64, {args.runs} runs of {args.n} texts",
+        )
+    )
 
 
 if __name__ == "__main__":

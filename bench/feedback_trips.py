@@ -57,8 +57,13 @@ async def run_workload(args, workload: str) -> list:
         def share(k: int) -> str:
             return f"{k / len(queries):.2f}"
 
-        return [workload, len(queries), share(fired), *(share(chunks_in[n]) for n in HEADS),
-                *(share(files_in[n]) for n in HEADS)]
+        return [
+            workload,
+            len(queries),
+            share(fired),
+            *(share(chunks_in[n]) for n in HEADS),
+            *(share(files_in[n]) for n in HEADS),
+        ]
     finally:
         if not args.keep:
             await file_store(app).clear()
@@ -75,8 +80,13 @@ def main() -> None:
     args = p.parse_args()
     args.size = parse_size(args.size)
     rows = [asyncio.run(run_workload(args, w)) for w in args.workloads.split(",")]
-    headers = ["workload", "queries", "feedback changed the top 10",
-               *(f"top 10 in first {n}" for n in HEADS), *(f"its files in first {n}" for n in HEADS)]
+    headers = [
+        "workload",
+        "queries",
+        "feedback changed the top 10",
+        *(f"top 10 in first {n}" for n in HEADS),
+        *(f"its files in first {n}" for n in HEADS),
+    ]
     report = Report()
     report(
         f"{args.size:,} chunks per workload, limit {LIMIT}, depth {DEPTH}, the drop-in's defaults; shares of queries"

@@ -48,8 +48,12 @@ POOL = 50
 PREFIX = ["bench-heldout"]  # --prefix
 POOLS: dict[str, list[list[str]]] = {}  # set -> per question: the pool's ids (saved with the runs, to look into)
 MULTI_HOP = {"memory": "update", "memory2": "multi-hop", "memory3": "multi-hop"}  # evidence in two notes, two days
-TODAY = {"memory": dt.date(2026, 11, 1), "memory2": memory_data2.TODAY, "memory3": memory_data3.TODAY,
-         "cranfield": dt.date(2026, 12, 1)}
+TODAY = {
+    "memory": dt.date(2026, 11, 1),
+    "memory2": memory_data2.TODAY,
+    "memory3": memory_data3.TODAY,
+    "cranfield": dt.date(2026, 12, 1),
+}
 SETS = ("memory", "memory2", "memory3", "cranfield")
 REPORT_ONLY = {"memory3"}  # never split, never in the choice
 PREVIOUS = {"date_boost": 0.0, "relation_vector_weight": None}  # the search defaults before this round
@@ -61,8 +65,13 @@ def generated_set(name: str, module) -> mq.Dataset:
     files: dict = {}
     for cid, path, line, text in data.chunks:
         files.setdefault(path, []).append((cid, line, text))
-    return mq.Dataset(name, files, [q["question"] for q in data.questions],
-                      [{c: 1 for c in q["evidence"]} for q in data.questions], [q["kind"] for q in data.questions])
+    return mq.Dataset(
+        name,
+        files,
+        [q["question"] for q in data.questions],
+        [{c: 1 for c in q["evidence"]} for q in data.questions],
+        [q["kind"] for q in data.questions],
+    )
 
 
 def halves(d: mq.Dataset) -> list[str]:
@@ -83,10 +92,15 @@ def part(d: mq.Dataset, runs: list[list[str]], which: str) -> dict:
         return {}
     r10 = [mq.recall_at(runs[i], d.gains[i], 10) for i in idx]
     hop = [r10[j] for j, i in enumerate(idx) if d.kinds[i] == MULTI_HOP.get(d.name)]
-    return {"R@10": statistics.fmean(r10), "nDCG@10": statistics.fmean(mq.ndcg_at(runs[i], d.gains[i]) for i in idx),
-            "hop": statistics.fmean(hop) if hop else float("nan"),
-            "kinds": {k: statistics.fmean(mq.recall_at(runs[i], d.gains[i], 10) for i in idx if d.kinds[i] == k)
-                      for k in dict.fromkeys(d.kinds[i] for i in idx)}}
+    return {
+        "R@10": statistics.fmean(r10),
+        "nDCG@10": statistics.fmean(mq.ndcg_at(runs[i], d.gains[i]) for i in idx),
+        "hop": statistics.fmean(hop) if hop else float("nan"),
+        "kinds": {
+            k: statistics.fmean(mq.recall_at(runs[i], d.gains[i], 10) for i in idx if d.kinds[i] == k)
+            for k in dict.fromkeys(d.kinds[i] for i in idx)
+        },
+    }
 
 
 async def drop_in(d: mq.Dataset, url: str, work: Path, encoder: opt.Encoder) -> tuple[dict, dict]:
@@ -173,9 +187,11 @@ TUNED_ON = (("memory", "R@10"), ("memory2", "R@10"), ("cranfield", "nDCG@10"))
 def choose(results: dict) -> dict[str, str]:
     """Per family, the setting with the best summed change on the tuning halves (memory and memory2 R@10, Cranfield
     nDCG@10) against the previous default; the first of the grid (the mildest) wins a tie."""
+
     def gain(name: str) -> float:
-        return round(sum(results[s][name]["tune"][m] - results[s]["previous default"]["tune"][m]
-                         for s, m in TUNED_ON), 9)
+        return round(
+            sum(results[s][name]["tune"][m] - results[s]["previous default"]["tune"][m] for s, m in TUNED_ON), 9
+        )
 
     return {family: max((opt.label(family, p) for p in grid), key=gain) for family, grid in opt.GRID.items()}
 
@@ -200,9 +216,12 @@ async def main() -> None:
         return finish(report, saved["results"], saved["costs"], args)
     mq.use_model("minilm")
     wanted = args.sets.split(",")
-    makers = (("memory", mq.memory_set), ("memory2", lambda: generated_set("memory2", memory_data2)),
-              ("memory3", lambda: generated_set("memory3", memory_data3)),
-              ("cranfield", lambda: mq.cranfield_set(Path(args.cranfield))))
+    makers = (
+        ("memory", mq.memory_set),
+        ("memory2", lambda: generated_set("memory2", memory_data2)),
+        ("memory3", lambda: generated_set("memory3", memory_data3)),
+        ("cranfield", lambda: mq.cranfield_set(Path(args.cranfield))),
+    )
     sets = [make() for name, make in makers if name in wanted]
     encoder = opt.Encoder()
     results: dict = {}
@@ -225,8 +244,9 @@ async def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).with_suffix(".json").write_text(json.dumps({"results": results, "costs": costs, "runs": every,
-                                                                 "pools": POOLS}))
+    Path(args.out).with_suffix(".json").write_text(
+        json.dumps({"results": results, "costs": costs, "runs": every, "pools": POOLS})
+    )
     if set(results) == set(SETS):
         finish(report, results, costs, args)
 
@@ -236,11 +256,21 @@ def finish(report: Report, results: dict, costs: dict, args) -> None:
     chosen = choose(results)
     names = list(results["memory"])
     tune = [(s, m) for s, m in TUNED_ON]
-    report(table(["option (tuning halves)", "memory R@10", "memory2 R@10", "memory2 multi-hop R@10",
-                  "cranfield nDCG@10"],
-                 [[n, *(results[s][n]["tune"][m] for s, m in tune[:2]), results["memory2"][n]["tune"]["hop"],
-                   results["cranfield"][n]["tune"]["nDCG@10"]] for n in names],
-                 title="\n## tuning halves: every setting tried"))
+    report(
+        table(
+            ["option (tuning halves)", "memory R@10", "memory2 R@10", "memory2 multi-hop R@10", "cranfield nDCG@10"],
+            [
+                [
+                    n,
+                    *(results[s][n]["tune"][m] for s, m in tune[:2]),
+                    results["memory2"][n]["tune"]["hop"],
+                    results["cranfield"][n]["tune"]["nDCG@10"],
+                ]
+                for n in names
+            ],
+            title="\n## tuning halves: every setting tried",
+        )
+    )
     report("chosen on the tuning halves: " + "; ".join(f"{f}: {n}" for f, n in chosen.items()))
     rows = [n for n in names if n.startswith("ReMe")] + ["default", "previous default"] + list(chosen.values())
     third = "memory3" in results  # a run saved before the third set has none
@@ -250,21 +280,56 @@ def finish(report: Report, results: dict, costs: dict, args) -> None:
         m3 = [results["memory3"][n]["report"][k] for k in ("R@10", "hop")] if third else []
         family = next((f for f, c_ in chosen.items() if c_ == n), None)
         ms = costs["memory2"].get(f"{n} (es_search_step)" if "default" in n else n, float("nan"))
-        cols.append([n, m["R@10"], m["hop"], m2["R@10"], m2["hop"], m2["kinds"].get("month", float("nan")),
-                     results["memory2"][n]["all"]["R@10"], *m3, c["nDCG@10"],
-                     opt.TRIPS.get(family, "") if family else "", ms])
-    report(table(["mode (reporting halves)", "memory R@10", "memory update R@10", "memory2 R@10",
-                  "memory2 multi-hop R@10", "memory2 month R@10", "memory2 all R@10",
-                  *(["memory3 R@10 (all)", "memory3 multi-hop R@10"] if third else []), "cranfield nDCG@10",
-                  "+ round trips", "ms p50 (memory2; options: added)"], cols,
-                 title="\n## held out: reporting halves"))
+        cols.append(
+            [
+                n,
+                m["R@10"],
+                m["hop"],
+                m2["R@10"],
+                m2["hop"],
+                m2["kinds"].get("month", float("nan")),
+                results["memory2"][n]["all"]["R@10"],
+                *m3,
+                c["nDCG@10"],
+                opt.TRIPS.get(family, "") if family else "",
+                ms,
+            ]
+        )
+    report(
+        table(
+            [
+                "mode (reporting halves)",
+                "memory R@10",
+                "memory update R@10",
+                "memory2 R@10",
+                "memory2 multi-hop R@10",
+                "memory2 month R@10",
+                "memory2 all R@10",
+                *(["memory3 R@10 (all)", "memory3 multi-hop R@10"] if third else []),
+                "cranfield nDCG@10",
+                "+ round trips",
+                "ms p50 (memory2; options: added)",
+            ],
+            cols,
+            title="\n## held out: reporting halves",
+        )
+    )
     for s in ("memory2", "memory3") if third else ("memory2",):
         kinds = list(results[s]["default"]["report"]["kinds"])
-        report(table([f"mode ({s} reporting {'half' if s not in REPORT_ONLY else 'set: all of it'}, by kind)",
-                      *kinds], [[n, *(results[s][n]["report"]["kinds"][k] for k in kinds)] for n in rows],
-                     title=f"\n## {s} by kind of question"))
-    report(table(["set", *costs["memory"]], [[s, *(c.get(k, float("nan")) for k in costs["memory"])]
-                                             for s, c in costs.items()], title="\n## p50 ms per search, same run"))
+        report(
+            table(
+                [f"mode ({s} reporting {'half' if s not in REPORT_ONLY else 'set: all of it'}, by kind)", *kinds],
+                [[n, *(results[s][n]["report"]["kinds"][k] for k in kinds)] for n in rows],
+                title=f"\n## {s} by kind of question",
+            )
+        )
+    report(
+        table(
+            ["set", *costs["memory"]],
+            [[s, *(c.get(k, float("nan")) for k in costs["memory"])] for s, c in costs.items()],
+            title="\n## p50 ms per search, same run",
+        )
+    )
     report(targets(results, costs))
     plot(results, rows, Path(args.png))
     report.save(args.out, "heldout", "opensearch")
@@ -272,6 +337,7 @@ def finish(report: Report, results: dict, costs: dict, args) -> None:
 
 def targets(results: dict, costs: dict) -> str:
     """The issue's targets against the default, on the reporting halves."""
+
     def best(s: str, key: str = "R@10") -> tuple[str, float]:
         return max(((n, r["report"][key]) for n, r in results[s].items() if n.startswith("ReMe")), key=lambda x: x[1])
 
@@ -280,18 +346,24 @@ def targets(results: dict, costs: dict) -> str:
     for s in memories:
         name, value = best(s)
         ours, before = (results[s][n]["report"]["R@10"] for n in ("default", "previous default"))
-        lines.append(f"{s}: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x (target 1.25x); "
-                     f"previous default {before:.3f}")
+        lines.append(
+            f"{s}: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x (target 1.25x); "
+            f"previous default {before:.3f}"
+        )
     for s in memories[1:]:
         name, value = best(s, "hop")
         ours, before = (results[s][n]["report"]["hop"] for n in ("default", "previous default"))
-        lines.append(f"{s} multi-hop: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x "
-                     f"(target 1.2x); previous default {before:.3f}")
+        lines.append(
+            f"{s} multi-hop: {ours:.3f} against ReMe's best {value:.3f} ({name}): {ours / value:.2f}x "
+            f"(target 1.2x); previous default {before:.3f}"
+        )
     lines.append(f"cranfield nDCG@10: {results['cranfield']['default']['report']['nDCG@10']:.3f} (target 0.45)")
     for s, c in costs.items():
         ratio = c["default (es_search_step)"] / c["previous default (es_search_step)"]
-        lines.append(f"{s}: es_search_step p50 {c['default (es_search_step)']:.1f} ms, previous default "
-                     f"{c['previous default (es_search_step)']:.1f} ms ({ratio:.2f}x; limit 2x)")
+        lines.append(
+            f"{s}: es_search_step p50 {c['default (es_search_step)']:.1f} ms, previous default "
+            f"{c['previous default (es_search_step)']:.1f} ms ({ratio:.2f}x; limit 2x)"
+        )
     return "\n".join(lines)
 
 
@@ -302,8 +374,11 @@ def plot(results: dict, rows: list[str], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(s, m) for s, m in (("memory", "R@10"), ("memory2", "R@10"), ("memory3", "R@10"),
-                                  ("cranfield", "nDCG@10")) if s in results]
+    panels = [
+        (s, m)
+        for s, m in (("memory", "R@10"), ("memory2", "R@10"), ("memory3", "R@10"), ("cranfield", "nDCG@10"))
+        if s in results
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 1.5 + 0.35 * len(rows)))
     for ax, (s, metric) in zip(axes, panels):
         vals = [results[s][n]["report"][metric] for n in rows]

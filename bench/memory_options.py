@@ -21,11 +21,15 @@ OPTIONS = (
     + [f"{m} w_v={w} + feedback" for m in ("rrf", "zscore") for w in FEEDBACK_WEIGHTS]
     + [f"{base} + proximity {b}" for base in ("rrf w_v=0.5", "minmax w_v=0.5", "zscore w_v=0.5") for b in (0.1, 0.3)]
 )
-NATIVE = (("native rrf (pipeline)", "rrf", 0.7), ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
-          ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5))
+NATIVE = (
+    ("native rrf (pipeline)", "rrf", 0.7),
+    ("native minmax w_v=0.7 (pipeline)", "minmax", 0.7),
+    ("native minmax w_v=0.5 (pipeline)", "minmax", 0.5),
+)
 OPTIONS += [name for name, *_ in NATIVE]
 COLLAPSED = (  # options also run with repeated texts kept once (reme_es.store.fusion.collapse_repeats)
-    ["keyword only", "vector only", "rrf w_v=0.7", "minmax w_v=0.7"] + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
+    ["keyword only", "vector only", "rrf w_v=0.7", "minmax w_v=0.7"]
+    + [f"zscore w_v={w}" for w in CONVEX_WEIGHTS]
     + [f"zscore w_v={w} + feedback" for w in FEEDBACK_WEIGHTS]
 )
 OPTIONS += [f"{name} + collapse" for name in COLLAPSED] + [f"{name} + collapse" for name, *_ in NATIVE]
@@ -47,8 +51,16 @@ def client_options(vector: list, keyword: list, query: str) -> dict[str, list]:
     return out
 
 
-async def native(store, kind: str, weight: float, queries: list[str], vectors: list, candidates: int, limit: int,
-                 collapse: bool = False):
+async def native(
+    store,
+    kind: str,
+    weight: float,
+    queries: list[str],
+    vectors: list,
+    candidates: int,
+    limit: int,
+    collapse: bool = False,
+):
     """The server-fused ranking of each query through a search pipeline of `kind` (None when it cannot); `collapse`:
     repeated texts kept once (the store's `collapse`)."""
     ix = store.indices
@@ -123,14 +135,20 @@ def bm25_index_body() -> dict:
     from reme_es.adapters.templates import load_template
 
     analysis = load_template("chunks")["settings"]["analysis"]
-    analysis["filter"]["bench_shingle"] = {"type": "shingle", "min_shingle_size": 2, "max_shingle_size": 2,
-                                           "output_unigrams": False}
+    analysis["filter"]["bench_shingle"] = {
+        "type": "shingle",
+        "min_shingle_size": 2,
+        "max_shingle_size": 2,
+        "output_unigrams": False,
+    }
     for name, filters in ANALYZERS.items():
         analysis["analyzer"][f"bench_{name}"] = {"type": "custom", "tokenizer": "standard", "filter": filters}
     fields = {name: {"type": "text", "analyzer": f"bench_{name}"} for name in ANALYZERS}
     fields["cjk"] = {"type": "text", "analyzer": "reme_cjk"}
-    return {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "analysis": analysis},
-            "mappings": {"properties": {"t": {"type": "text", "analyzer": "standard", "fields": fields}}}}
+    return {
+        "settings": {"number_of_shards": 1, "number_of_replicas": 0, "analysis": analysis},
+        "mappings": {"properties": {"t": {"type": "text", "analyzer": "standard", "fields": fields}}},
+    }
 
 
 def bm25_query(variant: str, q: str, limit: int) -> dict:
@@ -145,8 +163,13 @@ def bm25_query(variant: str, q: str, limit: int) -> dict:
         should.append({"match_phrase": {f"t.{field}": {"query": q, "slop": 3}}})
     if extra == "shingles":
         should.append({"match": {"t.shingles": q}})
-    return {"size": limit, "_source": False, "query": {"bool": {
-        "must": [{"multi_match": {"query": q, "fields": fields, "type": "most_fields"}}], "should": should}}}
+    return {
+        "size": limit,
+        "_source": False,
+        "query": {
+            "bool": {"must": [{"multi_match": {"query": q, "fields": fields, "type": "most_fields"}}], "should": should}
+        },
+    }
 
 
 async def bm25_variants(raw, index: str, chunks: list[tuple[str, str]], queries: list[str], limit: int) -> dict:

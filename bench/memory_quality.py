@@ -53,10 +53,23 @@ LIMIT = 10
 CANDIDATES = 50  # what ReMe's search step asks each branch for at limit 10
 BACKENDS = ("local", "faiss", "opensearch")
 LABELS = {"local": "ReMe local", "faiss": "ReMe faiss", "opensearch": "reme-es (OpenSearch)"}
-MODES = ("keyword", "vector", "ReMe fusion", "reme-es fusion", "reme-es fusion, feedback off",
-         "reme-es fusion, collapse off", "vector, repeats collapsed by the bench")
-WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
-            "optimize_index_cron"]
+MODES = (
+    "keyword",
+    "vector",
+    "ReMe fusion",
+    "reme-es fusion",
+    "reme-es fusion, feedback off",
+    "reme-es fusion, collapse off",
+    "vector, repeats collapsed by the bench",
+)
+WATCHERS = [
+    "index_update_loop",
+    "resource_watch_loop",
+    "digest_watch_loop",
+    "dream_cron",
+    "proactive_refresh_cron",
+    "optimize_index_cron",
+]
 VECTORS: dict[str, list[float]] = {}  # text -> vector through ReMe's interface (the bench's as_embedding backend)
 PASSAGE_VECTORS: dict[str, list[float]] = {}  # stored text -> its passage-side vector (e5; else VECTORS')
 EMPTY = {"R@5": math.nan, "R@10": math.nan, "nDCG@10": math.nan}  # a set not run
@@ -80,8 +93,13 @@ def memory_set() -> Dataset:
     files: dict[str, list[tuple[str, int, str]]] = {}
     for cid, path, line, text in data.chunks:
         files.setdefault(path, []).append((cid, line, text))
-    return Dataset("memory", files, [q["question"] for q in data.questions],
-                   [{c: 1 for c in q["evidence"]} for q in data.questions], [q["kind"] for q in data.questions])
+    return Dataset(
+        "memory",
+        files,
+        [q["question"] for q in data.questions],
+        [{c: 1 for c in q["evidence"]} for q in data.questions],
+        [q["kind"] for q in data.questions],
+    )
 
 
 def cranfield_set(root: Path) -> Dataset:
@@ -185,11 +203,19 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
     jobs: dict = {name: {"enabled": False} for name in WATCHERS}
     jobs["search_es"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}
     return resolve_app_config(
-        log_config=False, workspace_dir=str(ws), enable_logo=False, log_to_file=False, log_to_console=False,
+        log_config=False,
+        workspace_dir=str(ws),
+        enable_logo=False,
+        log_to_file=False,
+        log_to_console=False,
         plugins=["reme-es"],
         components={
-            "as_embedding": {"default": {"backend": "bench-cached-passage-side" if passage_side() else "bench-cached",
-                                         "dimensions": 384}},
+            "as_embedding": {
+                "default": {
+                    "backend": "bench-cached-passage-side" if passage_side() else "bench-cached",
+                    "dimensions": 384,
+                }
+            },
             "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
             "file_store": {"default": store},
         },
@@ -238,8 +264,17 @@ async def index(fs, data: Dataset, vectors: dict[str, list[float]]) -> None:
 
     files = []
     for n, (path, chunks) in enumerate(data.files.items()):
-        fcs = [FileChunk(id=cid, path=path, start_line=line, end_line=line, text=text,
-                         embedding=np.asarray(vectors[text], dtype=np.float32)) for cid, line, text in chunks]
+        fcs = [
+            FileChunk(
+                id=cid,
+                path=path,
+                start_line=line,
+                end_line=line,
+                text=text,
+                embedding=np.asarray(vectors[text], dtype=np.float32),
+            )
+            for cid, line, text in chunks
+        ]
         files.append((FileNode(path=path, st_mtime=1_780_000_000.0 + n, chunk_ids=[c.id for c in fcs]), fcs))
     for i in range(0, len(files), 50):
         await fs.upsert(files[i : i + 50])
@@ -270,8 +305,10 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: b
             if backend == "opensearch":
                 resp = await app.run_job("search_es", query=q, limit=LIMIT)
                 runs["reme-es fusion"].append([r["id"] for r in resp.metadata.get("results", [])])
-                for setting, mode in (("feedback", "reme-es fusion, feedback off"),
-                                      ("collapse", "reme-es fusion, collapse off")):  # the same step without it
+                for setting, mode in (
+                    ("feedback", "reme-es fusion, feedback off"),
+                    ("collapse", "reme-es fusion, collapse off"),
+                ):  # the same step without it
                     saved = getattr(fs.store.indices, setting)
                     setattr(fs.store.indices, setting, type(saved)(0))
                     resp = await app.run_job("search_es", query=q, limit=LIMIT)
@@ -281,8 +318,11 @@ async def run_backend(backend: str, data: Dataset, url: str, work: Path, bm25: b
             swept = await sweep(fs.store, data.queries, [VECTORS[q] for q in data.queries], CANDIDATES, LIMIT)
             chunks = [(cid, text) for cs in data.files.values() for cid, _, text in cs]
             if bm25:
-                swept.update(await bm25_variants(Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks,
-                                                 data.queries, LIMIT))
+                swept.update(
+                    await bm25_variants(
+                        Raw(fs.store.dialect), f"bench-memq-bm25-{data.name}", chunks, data.queries, LIMIT
+                    )
+                )
     finally:
         if backend == "opensearch":
             await fs.clear()
@@ -308,12 +348,15 @@ def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, max(4.5, 1.5 + 0.24 * len(rows))))
-    for ax, (metric, key, title) in zip(axes, (("R@10", 0, "conversational memory: recall@10"),
-                                               ("nDCG@10", 1, "Cranfield: nDCG@10"))):
+    for ax, (metric, key, title) in zip(
+        axes, (("R@10", 0, "conversational memory: recall@10"), ("nDCG@10", 1, "Cranfield: nDCG@10"))
+    ):
         labels = [f"{b}\n{m}" for b, m, *_ in rows]
         values = [r[2 + key][metric] for r in rows]
-        colors = ["#bbbbbb" if "by the bench" in m else "#c44e52" if b.startswith("reme-es") else "#4c72b0"
-                  for b, m, *_ in rows]
+        colors = [
+            "#bbbbbb" if "by the bench" in m else "#c44e52" if b.startswith("reme-es") else "#4c72b0"
+            for b, m, *_ in rows
+        ]
         ax.barh(range(len(rows)), values, color=colors)
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
@@ -321,8 +364,10 @@ def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
         for i, v in enumerate(values):
             ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
         ax.set_xlim(0, (np.nanmax(values) if not np.all(np.isnan(values)) else 1.0) * 1.18)
-    fig.suptitle("ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/memory_quality.py)\n"
-                 "grey: no store's mode, the vector branch with repeats collapsed by the bench")
+    fig.suptitle(
+        "ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/memory_quality.py)\n"
+        "grey: no store's mode, the vector branch with repeats collapsed by the bench"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -341,8 +386,11 @@ async def main() -> None:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--cranfield", default="/work/shared/data/cranfield", help="Cranfield's folder; 'none': skip it")
     p.add_argument("--sets", default="memory,cranfield", help="which sets to run (default both)")
-    p.add_argument("--model", default=",".join(MODELS),
-                   help=f"the encoders, each a run of every store and set (default {','.join(MODELS)})")
+    p.add_argument(
+        "--model",
+        default=",".join(MODELS),
+        help=f"the encoders, each a run of every store and set (default {','.join(MODELS)})",
+    )
     p.add_argument("--png", default=str(HERE / "memory_quality.png"))
     p.add_argument("--out", default=str(HERE / "results" / "memory_quality.txt"))
     p.add_argument("--merge", nargs="+", help="no run: tables and plot from these runs' saved JSON (out .json)")
@@ -358,9 +406,15 @@ async def main() -> None:
     report(f"embedding models: {', '.join(models)}")
     wanted = args.sets.split(",")
     sets = ([memory_set()] if "memory" in wanted else []) + (
-        [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted and args.cranfield != "none" else [])
-    report(", ".join(f"{d.name}: {sum(len(c) for c in d.files.values())} chunks in {len(d.files)} files, "
-                     f"{len(d.queries)} questions" for d in sets))
+        [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted and args.cranfield != "none" else []
+    )
+    report(
+        ", ".join(
+            f"{d.name}: {sum(len(c) for c in d.files.values())} chunks in {len(d.files)} files, "
+            f"{len(d.queries)} questions"
+            for d in sets
+        )
+    )
     work = Path(tempfile.mkdtemp(prefix="reme-es-memq-"))
     results: dict[tuple[str, str], dict[str, dict]] = {}
     sweeps: dict[str, dict] = {}
@@ -384,9 +438,15 @@ async def main() -> None:
                     if swept:
                         sweeps.setdefault(model, {})[d.name] = {name: scores(r, d) for name, r in swept.items()}
                     print(f"{model} {backend} {d.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-                    Path(args.out).with_suffix(".json").write_text(json.dumps(  # what is measured so far, as it goes
-                        {"results": [[k, v] for k, v in results.items()], "sweeps": sweeps,
-                         "kinds": [[k, v] for k, v in kinds.items()]}))
+                    Path(args.out).with_suffix(".json").write_text(
+                        json.dumps(  # what is measured so far, as it goes
+                            {
+                                "results": [[k, v] for k, v in results.items()],
+                                "sweeps": sweeps,
+                                "kinds": [[k, v] for k, v in kinds.items()],
+                            }
+                        )
+                    )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     finish(report, results, kinds, sweeps, args)
@@ -417,20 +477,41 @@ def merged(paths: list[str]) -> tuple[dict, dict, dict]:
 def finish(report: Report, results: dict, kinds: dict, sweeps: dict, args) -> None:
     """Print the tables, draw the plot, save the report."""
     rows = [(b, m, v.get("memory", EMPTY), v.get("cranfield", EMPTY)) for (b, m), v in results.items()]
-    report(table(["store", "mode", "mem R@5", "mem R@10", "mem nDCG@10", "cran R@5", "cran R@10", "cran nDCG@10"],
-                 [[b, m, mem["R@5"], mem["R@10"], mem["nDCG@10"], cr["R@5"], cr["R@10"], cr["nDCG@10"]]
-                  for b, m, mem, cr in rows], title="\n## top 10 per query, every store and mode"))
+    report(
+        table(
+            ["store", "mode", "mem R@5", "mem R@10", "mem nDCG@10", "cran R@5", "cran R@10", "cran nDCG@10"],
+            [
+                [b, m, mem["R@5"], mem["R@10"], mem["nDCG@10"], cr["R@5"], cr["R@10"], cr["nDCG@10"]]
+                for b, m, mem, cr in rows
+            ],
+            title="\n## top 10 per query, every store and mode",
+        )
+    )
     names = list(next(iter(kinds.values()), {}))
-    report(table(["store", "mode", *names], [[b, m, *(v[k] for k in names)] for (b, m), v in kinds.items()],
-                 title="\n## conversational memory, recall@10 by question kind"))
+    report(
+        table(
+            ["store", "mode", *names],
+            [[b, m, *(v[k] for k in names)] for (b, m), v in kinds.items()],
+            title="\n## conversational memory, recall@10 by question kind",
+        )
+    )
     cols = ["mem R@10", "mem nDCG@10", "cran R@10", "cran nDCG@10"]
     for model, swept in sweeps.items():
-        report(table([f"fusion, {model} (reme-es candidates, 50 per branch)", *cols],
-                     [_sweep_row(swept, name) for name in OPTIONS], title=f"\n## fusion options, {model}"))
+        report(
+            table(
+                [f"fusion, {model} (reme-es candidates, 50 per branch)", *cols],
+                [_sweep_row(swept, name) for name in OPTIONS],
+                title=f"\n## fusion options, {model}",
+            )
+        )
     if sweeps:  # BM25 does not depend on the model: the first model's run
-        report(table(["BM25 variant (scratch index, top 10)", *cols],
-                     [_sweep_row(next(iter(sweeps.values())), name) for name in BM25_VARIANTS],
-                     title="\n## BM25 variants"))
+        report(
+            table(
+                ["BM25 variant (scratch index, top 10)", *cols],
+                [_sweep_row(next(iter(sweeps.values())), name) for name in BM25_VARIANTS],
+                title="\n## BM25 variants",
+            )
+        )
     plot(rows, Path(args.png))
     report.save(args.out, "memory_quality", "opensearch")
 

@@ -34,9 +34,14 @@ WARMUP = 20  # a node just started answers its first queries slowly (JIT): 5 lef
 MONTH = {"start_date": "2026-03-01", "end_date": "2026-03-31"}
 MODES = ("keyword", "vector", "hybrid", "keyword filtered", "vector filtered", "search job")
 PREFIX = "perf-bench"
-WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
-            "optimize_index_cron"]
-
+WATCHERS = [
+    "index_update_loop",
+    "resource_watch_loop",
+    "digest_watch_loop",
+    "dream_cron",
+    "proactive_refresh_cron",
+    "optimize_index_cron",
+]
 
 
 # ------------------------------------------------------------------------------------ ReMe application
@@ -47,8 +52,12 @@ def app_config(ws: Path, backend: str, url: str | None, prefix: str, refresh_aft
 
     store: dict = {"backend": backend, "embedding_store": "default"}
     if backend in FLAVOURS:
-        store = {"backend": "elasticsearch" if backend.startswith("elasticsearch") else "opensearch",
-                 "embedding_store": "default", "hosts": url, "index_prefix": prefix}
+        store = {
+            "backend": "elasticsearch" if backend.startswith("elasticsearch") else "opensearch",
+            "embedding_store": "default",
+            "hosts": url,
+            "index_prefix": prefix,
+        }
         if refresh_after is not None:
             store["refresh_after"] = refresh_after
     jobs: dict = {name: {"enabled": False} for name in WATCHERS}
@@ -181,8 +190,13 @@ async def reupsert_unchanged(fs, corpus: Corpus, files: int = REUPSERT_FILES) ->
     for fid in range(files):
         path = file_path(fid)
         chunks = [
-            FileChunk(id=chunk_id(fid * PER_FILE + j), path=path, start_line=j * 10 + 1, end_line=j * 10 + 10,
-                      text=texts[fid * PER_FILE + j])
+            FileChunk(
+                id=chunk_id(fid * PER_FILE + j),
+                path=path,
+                start_line=j * 10 + 1,
+                end_line=j * 10 + 10,
+                text=texts[fid * PER_FILE + j],
+            )
             for j in range(PER_FILE)
         ]
         batch.append((FileNode(path=path, st_mtime=1_790_000_000.0 + fid, chunk_ids=[c.id for c in chunks]), chunks))
@@ -249,11 +263,14 @@ def raw_ops(fs, corpus: Corpus, queries: list[str]) -> dict:
     for mode, f in (("keyword", None), ("vector", None), ("keyword filtered", MONTH), ("vector filtered", MONTH)):
         sf = SearchFilter.parse(f)
         if mode.startswith("keyword"):
+
             async def op(q, sf=sf):
                 return await raw.request("POST", index, keyword_body(q, LIMIT, sf))
         else:
+
             async def op(q, sf=sf):
                 return await raw.request("POST", index, store.dialect.knn_body(vecs[q], LIMIT, sf, size=LIMIT))
+
         out[mode] = op
     return out
 
@@ -320,6 +337,7 @@ async def run_worker(args) -> dict:
             else:
                 latency[mode] = summarise(await timed(ops[mode], queries[WARMUP:]))
         if backend in FLAVOURS:
+
             async def es_job(q):
                 return await app.run_job("search_es", query=q, limit=JOB_LIMIT)
 

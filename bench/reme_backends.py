@@ -108,8 +108,20 @@ def reme_es_cli() -> list[str]:
 def start_node(flavour: str, heap: str) -> str:
     """Start this bench's own managed node of one flavour; its URL."""
     name = f"{PREFIX}-{flavour.replace('.', '')}"
-    cmd = [*reme_es_cli(), "server", "start", "--flavour", flavour, "--name", name, "--port", str(PORTS[flavour]),
-           "--heap", heap, "--json"]
+    cmd = [
+        *reme_es_cli(),
+        "server",
+        "start",
+        "--flavour",
+        flavour,
+        "--name",
+        name,
+        "--port",
+        str(PORTS[flavour]),
+        "--heap",
+        heap,
+        "--json",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"could not start a {flavour} node: {out.stderr.strip() or out.stdout.strip()}")
@@ -126,9 +138,24 @@ def stop_node(flavour: str) -> None:
 
 def run_one(backend: str, size: int, workload: str, url: str | None, args, work: Path) -> dict | None:
     out = work / f"{backend}-{size}-{workload}.json"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--size", str(size),
-           "--queries", str(args.queries), "--workdir", str(work / backend), "--result", str(out),
-           "--prefix", args.prefix, "--workload", workload]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        backend,
+        "--size",
+        str(size),
+        "--queries",
+        str(args.queries),
+        "--workdir",
+        str(work / backend),
+        "--result",
+        str(out),
+        "--prefix",
+        args.prefix,
+        "--workload",
+        workload,
+    ]
     if args.refresh_after is not None:
         cmd += ["--refresh-after", str(args.refresh_after)]
     if url:
@@ -167,47 +194,96 @@ def tables(results: list[dict]) -> str:
             lat = r["latency"]
             ingest = r["upsert_s"] + r.get("dump_s", 0.0)
             steady = ingest + r.get("merge_s", 0.0)
-            rows.append([
-                LABELS[r["backend"]], fmt(ingest), fmt(r.get("merge_s")), fmt(steady), fmt(size / steady, 0),
-                fmt(r.get("reupsert_s")),
-                fmt(r["restart_s"], 2),
-                *(f"{fmt(lat[m]['p50'])} / {fmt(lat[m]['p95'])}" for m in MODES),
-                fmt(r["recall_at_10"], 3), fmt(r["client_rss_mib"], 0), fmt(r.get("client_anon_mib"), 0),
-                fmt(r.get("node_heap_mib"), 0),
-            ])
-        lines.append(table(
-            ["backend", "upsert + dump s", "merging after s", "ingest to steady state s", "chunks/s",
-             f"re-upsert {REUPSERT_FILES * PER_FILE:,} unchanged s",
-             "restart s", *(f"{m} p50/p95 ms" for m in MODES), "recall@10",
-             "client peak RSS MiB", "client anon RSS MiB", "node heap MiB"],
-            rows, title=f"{size:,} chunks, workload {workload}, limit {LIMIT} (search job: limit {JOB_LIMIT})",
-        ))
+            rows.append(
+                [
+                    LABELS[r["backend"]],
+                    fmt(ingest),
+                    fmt(r.get("merge_s")),
+                    fmt(steady),
+                    fmt(size / steady, 0),
+                    fmt(r.get("reupsert_s")),
+                    fmt(r["restart_s"], 2),
+                    *(f"{fmt(lat[m]['p50'])} / {fmt(lat[m]['p95'])}" for m in MODES),
+                    fmt(r["recall_at_10"], 3),
+                    fmt(r["client_rss_mib"], 0),
+                    fmt(r.get("client_anon_mib"), 0),
+                    fmt(r.get("node_heap_mib"), 0),
+                ]
+            )
+        lines.append(
+            table(
+                [
+                    "backend",
+                    "upsert + dump s",
+                    "merging after s",
+                    "ingest to steady state s",
+                    "chunks/s",
+                    f"re-upsert {REUPSERT_FILES * PER_FILE:,} unchanged s",
+                    "restart s",
+                    *(f"{m} p50/p95 ms" for m in MODES),
+                    "recall@10",
+                    "client peak RSS MiB",
+                    "client anon RSS MiB",
+                    "node heap MiB",
+                ],
+                rows,
+                title=f"{size:,} chunks, workload {workload}, limit {LIMIT} (search job: limit {JOB_LIMIT})",
+            )
+        )
         raws = [r for r in group if "raw" in r]
         if raws:
             rows = [
-                [LABELS[r["backend"]], *(f"{fmt(r['raw'][m]['p50'])} / {fmt(r['latency'][m]['p50'])}"
-                                         for m in ("keyword", "vector", "keyword filtered", "vector filtered"))]
+                [
+                    LABELS[r["backend"]],
+                    *(
+                        f"{fmt(r['raw'][m]['p50'])} / {fmt(r['latency'][m]['p50'])}"
+                        for m in ("keyword", "vector", "keyword filtered", "vector filtered")
+                    ),
+                ]
                 for r in raws
             ]
-            lines.append(table(
-                ["node", *(f"{m} raw / reme-es p50 ms" for m in ("keyword", "vector", "keyword filtered",
-                                                               "vector filtered"))],
-                rows,
-                title=f"{size:,} chunks, workload {workload}: the same queries sent raw to the node (the ceiling)",
-            ))
-            rows = [[LABELS[r["backend"]], *(f"{fmt(r['latency'][m]['p50'])} / {fmt(r['latency'][m]['p95'])}"
-                                             for m in ("search job", "search job, es_search_step")
-                                             if m in r["latency"]),
-                     _p50s(r["latency"].get("search job, es_search_step, feedback 0")),
-                     "yes" if r.get("native_hybrid") else "no"]
-                    for r in raws if "search job, es_search_step" in r["latency"]]
+            lines.append(
+                table(
+                    [
+                        "node",
+                        *(
+                            f"{m} raw / reme-es p50 ms"
+                            for m in ("keyword", "vector", "keyword filtered", "vector filtered")
+                        ),
+                    ],
+                    rows,
+                    title=f"{size:,} chunks, workload {workload}: the same queries sent raw to the node (the ceiling)",
+                )
+            )
+            rows = [
+                [
+                    LABELS[r["backend"]],
+                    *(
+                        f"{fmt(r['latency'][m]['p50'])} / {fmt(r['latency'][m]['p95'])}"
+                        for m in ("search job", "search job, es_search_step")
+                        if m in r["latency"]
+                    ),
+                    _p50s(r["latency"].get("search job, es_search_step, feedback 0")),
+                    "yes" if r.get("native_hybrid") else "no",
+                ]
+                for r in raws
+                if "search job, es_search_step" in r["latency"]
+            ]
             if rows:
-                lines.append(table(
-                    ["node", "search job, ReMe's search_step p50/p95 ms", "search job, es_search_step p50/p95 ms",
-                     "es_search_step, feedback 0 p50/p95 ms", "native hybrid"],
-                    rows, title=f"{size:,} chunks, workload {workload}: ReMe's search job (limit {JOB_LIMIT}) with "
-                    "reme-es' own step",
-                ))
+                lines.append(
+                    table(
+                        [
+                            "node",
+                            "search job, ReMe's search_step p50/p95 ms",
+                            "search job, es_search_step p50/p95 ms",
+                            "es_search_step, feedback 0 p50/p95 ms",
+                            "native hybrid",
+                        ],
+                        rows,
+                        title=f"{size:,} chunks, workload {workload}: ReMe's search job (limit {JOB_LIMIT}) with "
+                        "reme-es' own step",
+                    )
+                )
     return "\n".join(lines)
 
 
@@ -216,8 +292,11 @@ def _series(results: list[dict], backend: str, value) -> list[tuple[int, float]]
 
 
 PANELS = [(m, f"{m} p50 ms", lambda r, m=m: r["latency"][m]["p50"]) for m in MODES] + [
-    ("client RSS (own: anonymous)", "client anon RSS MiB",
-     lambda r: r.get("client_anon_mib", r["client_rss_mib"] - r["size"] * DIMS * 4 / (1 << 20))),
+    (
+        "client RSS (own: anonymous)",
+        "client anon RSS MiB",
+        lambda r: r.get("client_anon_mib", r["client_rss_mib"] - r["size"] * DIMS * 4 / (1 << 20)),
+    ),
     ("ingest to steady state", "s", lambda r: r["upsert_s"] + r.get("dump_s", 0.0) + r.get("merge_s", 0.0)),
 ]
 
@@ -259,8 +338,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sizes", default="10k,100k", help="chunk counts, e.g. 10k,100k,300k,1m")
     p.add_argument("--backends", default=",".join(BACKENDS), help=f"any of {', '.join(BACKENDS)}")
-    p.add_argument("--workload", default="topics,hash", help=f"workload shapes, any of {', '.join(SHAPES)} "
-                   "(see bench/workloads.py)")
+    p.add_argument(
+        "--workload",
+        default="topics,hash",
+        help=f"workload shapes, any of {', '.join(SHAPES)} (see bench/workloads.py)",
+    )
     p.add_argument("--queries", type=int, default=40, help="measured queries per mode (after 20 warm-up ones)")
     p.add_argument("--url", action="append", default=[], help="flavour=URL: use this node instead of starting one")
     p.add_argument("--heap", default="2g", help="heap of the nodes this bench starts (default 2g)")
@@ -268,8 +350,12 @@ def main() -> None:
     p.add_argument("--json", default=str(HERE / "results" / "reme_backends.json"), help="where the results go")
     p.add_argument("--timeout", type=float, default=7200, help="seconds one backend at one size may take")
     p.add_argument("--keep", action="store_true", help="keep the indices (worker)")
-    p.add_argument("--refresh-after", type=float, default=None,
-                   help="reme-es: the file store's refresh_after (default: its own, 1 s; 0 = refresh after every call)")
+    p.add_argument(
+        "--refresh-after",
+        type=float,
+        default=None,
+        help="reme-es: the file store's refresh_after (default: its own, 1 s; 0 = refresh after every call)",
+    )
     p.add_argument("--prefix", default=PREFIX, help=f"index prefix of the reme-es backends (default {PREFIX})")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -314,6 +400,7 @@ def main() -> None:
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(out.read_text()) if out.exists() else []
+
     def key(r: dict) -> tuple:
         return r["backend"], r["size"], r.get("workload", "topics")
 

@@ -81,5 +81,16 @@ def ops(app, backend: str) -> dict:
     }
 
 
-__all__ = ["FLAVOURS", "SIZES", "Corpus", "chunk_count", "engine_label", "file_store", "load", "open_app", "ops",
-           "parse_size", "set_corpus"]
+__all__ = [
+    "FLAVOURS",
+    "SIZES",
+    "Corpus",
+    "chunk_count",
+    "engine_label",
+    "file_store",
+    "load",
+    "open_app",
+    "ops",
+    "parse_size",
+    "set_corpus",
+]

@@ -76,8 +76,18 @@ async def index(store, data) -> None:
 
     files = []
     for path, chunks in data.files.items():
-        cs = [Chunk(id=cid, path=path, start_line=line, end_line=line, text=text, embedding=PASSAGE_VECTORS[text],
-                    hash=hashlib.sha256(text.encode()).hexdigest()) for cid, line, text in chunks]
+        cs = [
+            Chunk(
+                id=cid,
+                path=path,
+                start_line=line,
+                end_line=line,
+                text=text,
+                embedding=PASSAGE_VECTORS[text],
+                hash=hashlib.sha256(text.encode()).hexdigest(),
+            )
+            for cid, line, text in chunks
+        ]
         files.append((FileDoc(path=path, chunk_ids=[c.id for c in cs]), cs))
     for i in range(0, len(files), 200):
         await store.upsert(files[i : i + 200])
@@ -124,17 +134,33 @@ async def main() -> None:
     use_model("minilm")
     wanted = args.sets.split(",")
     sets = ([memory_set()] if "memory" in wanted else []) + (
-        [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted else [])
+        [cranfield_set(Path(args.cranfield))] if "cranfield" in wanted else []
+    )
     rows, lengths, engine = [], [], "?"
     for data in sets:
         texts = [t for chunks in data.files.values() for _, _, t in chunks]
         n = [len(fusion.terms(t)) for t in texts]
-        lengths.append([data.name, len(n), min(n), f"{percentile(n, 1):.0f}", f"{percentile(n, 50):.0f}", max(n),
-                        f"{sum(x >= fusion.FEEDBACK_MIN_TERMS for x in n) / len(n):.3f}"])
+        lengths.append(
+            [
+                data.name,
+                len(n),
+                min(n),
+                f"{percentile(n, 1):.0f}",
+                f"{percentile(n, 50):.0f}",
+                max(n),
+                f"{sum(x >= fusion.FEEDBACK_MIN_TERMS for x in n) / len(n):.3f}",
+            ]
+        )
         embed_all(texts + data.queries)
         embed_all(texts, side="passage")
-        store = await connect(args.url, f"{PREFIX}-{data.name}", dims=len(VECTORS[data.queries[0]]), hybrid="client",
-                              fusion="zscore", vector_weight=SearchOptions().vector_weight)
+        store = await connect(
+            args.url,
+            f"{PREFIX}-{data.name}",
+            dims=len(VECTORS[data.queries[0]]),
+            hybrid="client",
+            fusion="zscore",
+            vector_weight=SearchOptions().vector_weight,
+        )
         try:
             if not rows:
                 report(environment(store, args.url))
@@ -147,14 +173,32 @@ async def main() -> None:
         for name, m in got.items():
             recall = sum(recall_at(r, g, LIMIT) for r, g in zip(m["ranked"], data.gains)) / len(data.gains)
             ndcg = sum(ndcg_at(r, g, LIMIT) for r, g in zip(m["ranked"], data.gains)) / len(data.gains)
-            rows.append([data.name, name, f"{percentile(m['times'], 50) * 1000:.2f}",
-                         f"{percentile(m['times'], 95) * 1000:.2f}", f"{sum(m['trips']) / len(m['trips']):.2f}",
-                         f"{recall:.3f}", f"{ndcg:.3f}"])
-    report(table(["set", "variant", "p50 ms", "p95 ms", "round trips", "R@10", "nDCG@10"], rows,
-                 title=f"\n## SearchStore.ranked, {CANDIDATES} candidates per branch, limit {LIMIT}, MiniLM, "
-                       f"{args.rounds} rounds"))
-    report(table(["set", "chunks", "min", "p1", "median", "max", f"share >= {fusion.FEEDBACK_MIN_TERMS}"], lengths,
-                 title="\n## terms per chunk (fusion.terms), what the feedback gate counts"))
+            rows.append(
+                [
+                    data.name,
+                    name,
+                    f"{percentile(m['times'], 50) * 1000:.2f}",
+                    f"{percentile(m['times'], 95) * 1000:.2f}",
+                    f"{sum(m['trips']) / len(m['trips']):.2f}",
+                    f"{recall:.3f}",
+                    f"{ndcg:.3f}",
+                ]
+            )
+    report(
+        table(
+            ["set", "variant", "p50 ms", "p95 ms", "round trips", "R@10", "nDCG@10"],
+            rows,
+            title=f"\n## SearchStore.ranked, {CANDIDATES} candidates per branch, limit {LIMIT}, MiniLM, "
+            f"{args.rounds} rounds",
+        )
+    )
+    report(
+        table(
+            ["set", "chunks", "min", "p1", "median", "max", f"share >= {fusion.FEEDBACK_MIN_TERMS}"],
+            lengths,
+            title="\n## terms per chunk (fusion.terms), what the feedback gate counts",
+        )
+    )
     report.save(args.out, "search_cost", engine)
 
 

@@ -84,8 +84,11 @@ def bound_bulk(transport, chunk_bytes: int) -> None:
 
 async def chunks_stats(raw, index: str) -> dict:
     stats = (await raw.request("GET", f"/{index}/_stats/merge,segments,docs"))["_all"]["primaries"]
-    return {"segments": stats["segments"]["count"], "docs": stats["docs"]["count"],
-            "merge_total_s": stats["merges"]["total_time_in_millis"] / 1000}
+    return {
+        "segments": stats["segments"]["count"],
+        "docs": stats["docs"]["count"],
+        "merge_total_s": stats["merges"]["total_time_in_millis"] / 1000,
+    }
 
 
 async def measure(fs, corpus: Corpus, queries: list[str], vectors) -> dict:
@@ -98,8 +101,9 @@ async def measure(fs, corpus: Corpus, queries: list[str], vectors) -> dict:
     for mode in MODES:
         await rb.timed(ops[mode], queries[: rb.WARMUP])
         out[mode] = rb.summarise(await rb.timed(ops[mode], queries[rb.WARMUP :]))["p50"]
-    ann = [[int(c.id.split("-")[1]) for c in await fs.vector_search(q, rb.LIMIT, {})][:10]
-           for q in queries[rb.WARMUP :]]
+    ann = [
+        [int(c.id.split("-")[1]) for c in await fs.vector_search(q, rb.LIMIT, {})][:10] for q in queries[rb.WARMUP :]
+    ]
     exact = rb.exact_top(vectors, np.stack([corpus.embed_text(q) for q in queries[rb.WARMUP :]]))
     out["recall_at_10"] = float(np.mean([len(set(a) & set(e)) / 10 for a, e in zip(ann, exact)]))
     return out
@@ -112,8 +116,13 @@ async def run(strategy: str, args, work: Path) -> dict:
     corpus = rb.set_corpus(Corpus(args.workload))
     ws = work / strategy
     ws.mkdir(parents=True)
-    cfg = rb.app_config(ws, "opensearch-3" if "opensearch" in args.engine else "elasticsearch-9", args.url,
-                        f"{args.prefix}-{strategy.replace('+', '-')}", spec.get("refresh_after"))
+    cfg = rb.app_config(
+        ws,
+        "opensearch-3" if "opensearch" in args.engine else "elasticsearch-9",
+        args.url,
+        f"{args.prefix}-{strategy.replace('+', '-')}",
+        spec.get("refresh_after"),
+    )
     vectors = np.lib.format.open_memmap(ws / "vectors.npy", mode="w+", dtype=np.float32, shape=(args.size, DIMS))
     app = rb.make_app(cfg)
     await app.start()
@@ -159,21 +168,42 @@ def table(results: list[dict]) -> str:
     from common import table as render
 
     def row(r: dict, name: str, fm: float, m: dict) -> list[str]:
-        return [name, rb.fmt(r["upsert_s"] + r["dump_s"]), str(r["rejected_items"]), rb.fmt(r["merge_s"]), rb.fmt(fm),
-                rb.fmt(r["upsert_s"] + r["dump_s"] + r["merge_s"] + fm), str(m["segments"]),
-                rb.fmt(m["merge_total_s"]), *(rb.fmt(m[x]) for x in MODES), rb.fmt(m["recall_at_10"], 3)]
+        return [
+            name,
+            rb.fmt(r["upsert_s"] + r["dump_s"]),
+            str(r["rejected_items"]),
+            rb.fmt(r["merge_s"]),
+            rb.fmt(fm),
+            rb.fmt(r["upsert_s"] + r["dump_s"] + r["merge_s"] + fm),
+            str(m["segments"]),
+            rb.fmt(m["merge_total_s"]),
+            *(rb.fmt(m[x]) for x in MODES),
+            rb.fmt(m["recall_at_10"], 3),
+        ]
 
     rows = []
     for r in results:
         if "before" in r:  # the same load before its force-merge: the default
             rows.append(row(r, "default (that load, before its force-merge)", 0.0, r["before"]))
         rows.append(row(r, r["strategy"], r["forcemerge_s"], r))
-    head = ["strategy", "upsert + dump s", "429-retried items", "merging after s", "force-merge s",
-            "ingest to steady state s",
-            "segments", "node merge time s", *(f"{m} p50 ms" for m in MODES), "recall@10"]
+    head = [
+        "strategy",
+        "upsert + dump s",
+        "429-retried items",
+        "merging after s",
+        "force-merge s",
+        "ingest to steady state s",
+        "segments",
+        "node merge time s",
+        *(f"{m} p50 ms" for m in MODES),
+        "recall@10",
+    ]
     r0 = results[0]
-    return render(head, rows, title=f"{r0['size']:,} chunks, workload {r0['workload']}, {r0['engine']}, limit "
-                  f"{rb.LIMIT}: load strategies")
+    return render(
+        head,
+        rows,
+        title=f"{r0['size']:,} chunks, workload {r0['workload']}, {r0['engine']}, limit {rb.LIMIT}: load strategies",
+    )
 
 
 async def engine_of(url: str) -> str:

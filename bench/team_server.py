@@ -117,8 +117,14 @@ class Corpus:
         for f, start in enumerate(range(0, chunks, CHUNKS_PER_FILE)):
             path = file_path(f, i)
             cs = [
-                Chunk(id=f"{path}#{j}", path=path, start_line=(j - start) * 5 + 1, end_line=(j - start) * 5 + 5,
-                      text=texts[j], embedding=vecs[j])
+                Chunk(
+                    id=f"{path}#{j}",
+                    path=path,
+                    start_line=(j - start) * 5 + 1,
+                    end_line=(j - start) * 5 + 5,
+                    text=texts[j],
+                    embedding=vecs[j],
+                )
                 for j in range(start, min(chunks, start + CHUNKS_PER_FILE))
             ]
             out.append((FileDoc(path=path, chunk_ids=[c.id for c in cs]), cs))
@@ -152,8 +158,9 @@ def scoped(base: MemoryStore, key: str) -> MemoryStore:
     return store
 
 
-async def load(base: MemoryStore, corpus: Corpus, start: int, stop: int, chunks: int, streams: int, say,
-               state: bool = True) -> float:
+async def load(
+    base: MemoryStore, corpus: Corpus, start: int, stop: int, chunks: int, streams: int, say, state: bool = True
+) -> float:
     """Workspaces start..stop-1, one upsert per workspace, `streams` in flight (`state`: progress kept for --resume);
     returns seconds."""
     queue: asyncio.Queue = asyncio.Queue(maxsize=streams * 2)
@@ -199,12 +206,19 @@ async def new_workspace(url: str, engine: str, prefix: str, key: str, files: lis
         t4 = time.perf_counter()
     finally:
         await store.close()
-    return {"open": t1 - t0, "write": t2 - t1, "refresh": t3 - t2, "search": t4 - t3, "total": t4 - t0,
-            "hits": len(hits)}
+    return {
+        "open": t1 - t0,
+        "write": t2 - t1,
+        "refresh": t3 - t2,
+        "search": t4 - t3,
+        "total": t4 - t0,
+        "hits": len(hits),
+    }
 
 
-async def new_workspaces(url: str, engine: str, prefixes: dict[str, str], corpus: Corpus, dims: int, label: int,
-                         n: int) -> dict[str, list]:
+async def new_workspaces(
+    url: str, engine: str, prefixes: dict[str, str], corpus: Corpus, dims: int, label: int, n: int
+) -> dict[str, list]:
     """`n` fresh workspaces in each set of `prefixes` (side -> prefix), one at a time, the sides alternating which
     goes first: seconds of each step."""
     out: dict[str, list] = {side: [] for side in prefixes}
@@ -219,7 +233,9 @@ async def new_workspaces(url: str, engine: str, prefixes: dict[str, str], corpus
 def steps(rows: list[dict]) -> dict:
     """p50 and p95 of each step, the fewest hits and the samples."""
     return {s: {"p50": median([r[s] for r in rows]), "p95": percentile([r[s] for r in rows], 95)} for s in STEPS} | {
-        "hits_min": min(r["hits"] for r in rows), "samples": len(rows)}
+        "hits_min": min(r["hits"] for r in rows),
+        "samples": len(rows),
+    }
 
 
 async def compare(shared: MemoryStore, alone: MemoryStore, queries: list, warmup: int) -> dict:
@@ -292,8 +308,13 @@ def restart_node(name: str, heap: str, url: str, engine: str, prefix: str, dims:
         return tg, time.perf_counter(), len(hits)
 
     tg, ta, hits = asyncio.run(green_and_answer())
-    return {"stop": t1 - t0, "start_to_healthy": t2 - t1, "start_to_green": tg - t1, "start_to_first_answer": ta - t1,
-            "first_answer_hits": hits}
+    return {
+        "stop": t1 - t0,
+        "start_to_healthy": t2 - t1,
+        "start_to_green": tg - t1,
+        "start_to_first_answer": ta - t1,
+        "first_answer_hits": hits,
+    }
 
 
 def store_first_words() -> str:
@@ -314,7 +335,8 @@ async def memory_recall(url: str, engine: str, big_prefix: str, big_dims: int) -
     for cid, path, line, text in data.chunks:
         conv = path.rsplit("/", 1)[-1].removesuffix(".md")
         convs.setdefault(conv, {}).setdefault(path, []).append(
-            Chunk(id=cid, path=path, start_line=line, end_line=line, text=text))
+            Chunk(id=cid, path=path, start_line=line, end_line=line, text=text)
+        )
     names = sorted(convs)
     key = {c: f"mem-{i:02d}" for i, c in enumerate(names)}
     of_question = [key[q["evidence"][0].rsplit("/", 1)[-1].split("#")[0].removesuffix(".md")] for q in data.questions]
@@ -384,8 +406,14 @@ def plot(results: dict, path: Path) -> None:
         a.plot(n, [c["new_workspace"][step]["p50"] * 1000 for c in cps], marker="o", color=colour, label=step)
         with_ten = [(x, c) for x, c in zip(n, cps) if c.get("new_workspace_in_ten")]
         if step == "total" and with_ten:
-            a.plot([x for x, _ in with_ten], [c["new_workspace_in_ten"]["total"]["p50"] * 1000 for _, c in with_ten],
-                   marker="x", ls="--", color=colour, label="total, in a 10-workspace set (same moment)")
+            a.plot(
+                [x for x, _ in with_ten],
+                [c["new_workspace_in_ten"]["total"]["p50"] * 1000 for _, c in with_ten],
+                marker="x",
+                ls="--",
+                color=colour,
+                label="total, in a 10-workspace set (same moment)",
+            )
     a.set_xscale("log")
     a.set_xlabel("workspaces in the set")
     a.set_ylabel("ms (median of 20 new workspaces)")
@@ -393,8 +421,9 @@ def plot(results: dict, path: Path) -> None:
     a.legend(fontsize=7)
     for mode, colour in zip(MODES, ("C0", "C1", "C2")):
         b.plot(n, [c["search"][mode]["shared_p50"] for c in cps], marker="o", color=colour, label=f"{mode}, among N")
-        b.plot(n, [c["search"][mode]["alone_p50"] for c in cps], marker="x", ls="--", color=colour,
-               label=f"{mode}, alone")
+        b.plot(
+            n, [c["search"][mode]["alone_p50"] for c in cps], marker="x", ls="--", color=colour, label=f"{mode}, alone"
+        )
     b.set_xscale("log")
     b.set_xlabel("workspaces in the set")
     b.set_ylabel("p50 ms")
@@ -404,8 +433,9 @@ def plot(results: dict, path: Path) -> None:
     ratios = [c["new_workspace"]["total"]["p50"] / c["new_workspace_in_ten"]["total"]["p50"] for _, c in with_ten]
     r.plot([x for x, _ in with_ten], ratios, marker="s", color="k", label="new workspace / in a set of 10")
     for mode, colour in zip(MODES, ("C0", "C1", "C2")):
-        r.plot(n, [c["search"][mode]["ratio_p50"] for c in cps], marker="o", color=colour,
-               label=f"{mode} among N / alone")
+        r.plot(
+            n, [c["search"][mode]["ratio_p50"] for c in cps], marker="o", color=colour, label=f"{mode} among N / alone"
+        )
     r.axhline(TARGET, color="red", ls=":", label=f"target {TARGET}x")
     r.set_xscale("log")
     r.set_ylim(0, max(2.0, TARGET + 0.2))
@@ -442,23 +472,29 @@ async def run(args, report: Report, results: dict) -> None:
         await drop_prefix(raw0, args.prefix)
         await drop_prefix(raw0, f"{args.prefix}-alone")
     await dialect.transport.close()
-    base = await open_store(settings, args.prefix, engine, IndexOptions(dims=args.dims), workspace=TARGET_KEY,
-                            hybrid="client")
+    base = await open_store(
+        settings, args.prefix, engine, IndexOptions(dims=args.dims), workspace=TARGET_KEY, hybrid="client"
+    )
     raw = Raw(base.dialect)
-    alone = await open_store(settings, f"{args.prefix}-alone", engine, IndexOptions(dims=args.dims),
-                             workspace=TARGET_KEY, hybrid="client")
+    alone = await open_store(
+        settings, f"{args.prefix}-alone", engine, IndexOptions(dims=args.dims), workspace=TARGET_KEY, hybrid="client"
+    )
     try:
         caps = base.caps
-        env = (f"{caps.engine} {caps.version} at {args.url} | reme-es {git_commit()} | python "
-               f"{platform.python_version()} | {os.cpu_count()} cpu | "
-               f"{dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}")
+        env = (
+            f"{caps.engine} {caps.version} at {args.url} | reme-es {git_commit()} | python "
+            f"{platform.python_version()} | {os.cpu_count()} cpu | "
+            f"{dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}"
+        )
         results["environment"] = env
         report(env)
-        report(f"{args.workspaces:,} workspaces x {args.chunks} chunks ({args.workspaces * args.chunks:,} chunks) in "
-               f"one set `{args.prefix}`; {args.words}-word chunks, Zipf over 5,000 pseudo-words; {args.dims}-d "
-               f"vectors (random projection of each chunk's words: small so the ingest fits on {os.cpu_count()} "
-               f"cores; real embeddings are 384-d); search at limit {LIMIT}, {CANDIDATES} candidates per branch, "
-               f"hybrid fused {'natively' if base.native_hybrid_available() else 'on the client (RRF)'}")
+        report(
+            f"{args.workspaces:,} workspaces x {args.chunks} chunks ({args.workspaces * args.chunks:,} chunks) in "
+            f"one set `{args.prefix}`; {args.words}-word chunks, Zipf over 5,000 pseudo-words; {args.dims}-d "
+            f"vectors (random projection of each chunk's words: small so the ingest fits on {os.cpu_count()} "
+            f"cores; real embeddings are 384-d); search at limit {LIMIT}, {CANDIDATES} candidates per branch, "
+            f"hybrid fused {'natively' if base.native_hybrid_available() else 'on the client (RRF)'}"
+        )
         if have:
             report(f"resuming: {have:,} workspaces already loaded")
         if not await alone.count("chunks"):
@@ -478,14 +514,17 @@ async def run(args, report: Report, results: dict) -> None:
                 continue
             if cp > have:
                 seconds = await load(base, corpus, have, cp, args.chunks, args.streams, report)
-                report(f"\n## {cp:,} workspaces ({cp * args.chunks:,} chunks): loaded {cp - have:,} in {seconds:.0f} s "
-                       f"({(cp - have) * args.chunks / seconds:,.0f} chunks/s)")
+                report(
+                    f"\n## {cp:,} workspaces ({cp * args.chunks:,} chunks): loaded {cp - have:,} in {seconds:.0f} s "
+                    f"({(cp - have) * args.chunks / seconds:,.0f} chunks/s)"
+                )
                 have = cp
                 keep_state(args.prefix, args.chunks, args.dims, have)
             else:
                 report(f"\n## {cp:,} workspaces ({cp * args.chunks:,} chunks)")
-            new = await new_workspaces(args.url, engine, {"set": args.prefix, "ten": ten_prefix}, corpus, args.dims, cp,
-                                       args.new)
+            new = await new_workspaces(
+                args.url, engine, {"set": args.prefix, "ten": ten_prefix}, corpus, args.dims, cp, args.new
+            )
             node = await node_state(raw, args.prefix)
             cmp = await compare(base, alone, queries, args.warmup)
             entry = {
@@ -496,10 +535,13 @@ async def run(args, report: Report, results: dict) -> None:
                 "node": node,
                 "search": {
                     mode: {
-                        "shared_p50": median(m["shared"]), "shared_p95": percentile(m["shared"], 95),
-                        "alone_p50": median(m["alone"]), "alone_p95": percentile(m["alone"], 95),
+                        "shared_p50": median(m["shared"]),
+                        "shared_p95": percentile(m["shared"], 95),
+                        "alone_p50": median(m["alone"]),
+                        "alone_p95": percentile(m["alone"], 95),
                         "ratio_p50": median(m["shared"]) / median(m["alone"]),
-                        "overlap": sum(m["overlap"]) / len(m["overlap"]), "hits": median(m["hits"]),
+                        "overlap": sum(m["overlap"]) / len(m["overlap"]),
+                        "hits": median(m["hits"]),
                     }
                     for mode, m in cmp.items()
                 },
@@ -507,24 +549,51 @@ async def run(args, report: Report, results: dict) -> None:
             results["checkpoints"].append(entry)
             nw = entry["new_workspace"]
             nt = entry["new_workspace_in_ten"]
-            report(table(["step", "in this set p50", "p95", "in a 10-workspace set p50", "p95", "ratio p50"],
-                         [[s, ms(nw[s]["p50"]), ms(nw[s]["p95"]), ms(nt[s]["p50"]), ms(nt[s]["p95"]),
-                           f"{nw[s]['p50'] / nt[s]['p50']:.2f}x"] for s in STEPS],
-                         title=f"new workspace (open_store + 1 file upsert (write, then its refresh) + 1 keyword "
-                               f"search), ms, {nw['samples']} in this set and {nt['samples']} in `{ten_prefix}` "
-                               f"(10 workspaces), alternating; fewest hits {min(nw['hits_min'], nt['hits_min'])}"))
-            report(table(["mode", "among N p50", "among N p95", "alone p50", "alone p95", "ratio p50",
-                          "top-10 overlap"],
-                         [[mode, f"{s['shared_p50']:.1f}", f"{s['shared_p95']:.1f}", f"{s['alone_p50']:.1f}",
-                           f"{s['alone_p95']:.1f}", f"{s['ratio_p50']:.2f}x", f"{s['overlap']:.2f}"]
-                          for mode, s in entry["search"].items()],
-                         title=f"{TARGET_KEY} among {cp:,} workspaces vs alone in its own set, ms, {args.queries} "
-                               "queries each (alternating)"))
-            report(f"node: {node['shards']} shards, heap {node['heap_used_percent']}% "
-                   f"({node['heap_used_bytes'] / 2**20:,.0f} of {node['heap_max_bytes'] / 2**20:,.0f} MiB); set: "
-                   f"{node['set_docs']:,} docs, {node['set_bytes'] / 2**20:,.1f} MiB; the old layout (3 single-shard "
-                   f"indices per workspace) would need {cp * OLD_SHARDS_PER_WORKSPACE:,} shards (limit "
-                   f"{SHARD_LIMIT:,} per node: {SHARD_LIMIT // OLD_SHARDS_PER_WORKSPACE} workspaces)")
+            report(
+                table(
+                    ["step", "in this set p50", "p95", "in a 10-workspace set p50", "p95", "ratio p50"],
+                    [
+                        [
+                            s,
+                            ms(nw[s]["p50"]),
+                            ms(nw[s]["p95"]),
+                            ms(nt[s]["p50"]),
+                            ms(nt[s]["p95"]),
+                            f"{nw[s]['p50'] / nt[s]['p50']:.2f}x",
+                        ]
+                        for s in STEPS
+                    ],
+                    title=f"new workspace (open_store + 1 file upsert (write, then its refresh) + 1 keyword "
+                    f"search), ms, {nw['samples']} in this set and {nt['samples']} in `{ten_prefix}` "
+                    f"(10 workspaces), alternating; fewest hits {min(nw['hits_min'], nt['hits_min'])}",
+                )
+            )
+            report(
+                table(
+                    ["mode", "among N p50", "among N p95", "alone p50", "alone p95", "ratio p50", "top-10 overlap"],
+                    [
+                        [
+                            mode,
+                            f"{s['shared_p50']:.1f}",
+                            f"{s['shared_p95']:.1f}",
+                            f"{s['alone_p50']:.1f}",
+                            f"{s['alone_p95']:.1f}",
+                            f"{s['ratio_p50']:.2f}x",
+                            f"{s['overlap']:.2f}",
+                        ]
+                        for mode, s in entry["search"].items()
+                    ],
+                    title=f"{TARGET_KEY} among {cp:,} workspaces vs alone in its own set, ms, {args.queries} "
+                    "queries each (alternating)",
+                )
+            )
+            report(
+                f"node: {node['shards']} shards, heap {node['heap_used_percent']}% "
+                f"({node['heap_used_bytes'] / 2**20:,.0f} of {node['heap_max_bytes'] / 2**20:,.0f} MiB); set: "
+                f"{node['set_docs']:,} docs, {node['set_bytes'] / 2**20:,.1f} MiB; the old layout (3 single-shard "
+                f"indices per workspace) would need {cp * OLD_SHARDS_PER_WORKSPACE:,} shards (limit "
+                f"{SHARD_LIMIT:,} per node: {SHARD_LIMIT // OLD_SHARDS_PER_WORKSPACE} workspaces)"
+            )
             save(results)
     finally:
         await base.close()
@@ -537,7 +606,8 @@ async def run(args, report: Report, results: dict) -> None:
         save(results)
     if args.node and not args.no_restart:
         results["restart"] = await asyncio.to_thread(
-            restart_node, args.node, args.heap, args.url, engine, args.prefix, args.dims)
+            restart_node, args.node, args.heap, args.url, engine, args.prefix, args.dims
+        )
         save(results)
 
 
@@ -565,44 +635,104 @@ def summary(results: dict, args, report: Report) -> None:
     if not cps:
         return
     first = cps[0]["new_workspace"]["total"]["p50"]
-    report(table(
-        ["workspaces", "chunks", "open p50", "write p50", "refresh p50", "search p50", "total p50", "total p95",
-         "growth", "total p50 in a 10-workspace set", "side by side", "shards", "old-layout shards", "heap %",
-         "heap MiB"],
-        [[f"{c['workspaces']:,}", f"{c['chunks']:,}", ms(c["new_workspace"]["open"]["p50"]),
-          ms(c["new_workspace"]["write"]["p50"]), ms(c["new_workspace"]["refresh"]["p50"]),
-          ms(c["new_workspace"]["search"]["p50"]),
-          ms(c["new_workspace"]["total"]["p50"]), ms(c["new_workspace"]["total"]["p95"]),
-          f"{c['new_workspace']['total']['p50'] / first:.2f}x", ten_total(c, "p50"), ten_ratio(c), c["node"]["shards"],
-          f"{c['workspaces'] * OLD_SHARDS_PER_WORKSPACE:,}", c["node"]["heap_used_percent"],
-          f"{c['node']['heap_used_bytes'] / 2**20:,.0f}"] for c in cps],
-        title=f"\n## summary: a new workspace (ms, median of {args.new}) as the set grows; growth against "
-              f"{cps[0]['workspaces']:,} workspaces, and side by side against a new workspace in a set of 10 measured "
-              f"alternately at the same checkpoint (target <= {TARGET}x); shards now vs the old layout (limit "
-              f"{SHARD_LIMIT:,}/node)"))
-    report(table(
-        ["workspaces"] + [f"{m} among N / alone p50" for m in MODES] + [f"{m} p95 among N / alone" for m in MODES],
-        [[f"{c['workspaces']:,}"]
-         + [f"{c['search'][m]['shared_p50']:.1f} / {c['search'][m]['alone_p50']:.1f} = "
-            f"{c['search'][m]['ratio_p50']:.2f}x" for m in MODES]
-         + [f"{c['search'][m]['shared_p95']:.1f} / {c['search'][m]['alone_p95']:.1f}" for m in MODES] for c in cps],
-        title=f"\n## summary: {TARGET_KEY}'s search among N against alone, ms (target ratio <= {TARGET}x)"))
+    report(
+        table(
+            [
+                "workspaces",
+                "chunks",
+                "open p50",
+                "write p50",
+                "refresh p50",
+                "search p50",
+                "total p50",
+                "total p95",
+                "growth",
+                "total p50 in a 10-workspace set",
+                "side by side",
+                "shards",
+                "old-layout shards",
+                "heap %",
+                "heap MiB",
+            ],
+            [
+                [
+                    f"{c['workspaces']:,}",
+                    f"{c['chunks']:,}",
+                    ms(c["new_workspace"]["open"]["p50"]),
+                    ms(c["new_workspace"]["write"]["p50"]),
+                    ms(c["new_workspace"]["refresh"]["p50"]),
+                    ms(c["new_workspace"]["search"]["p50"]),
+                    ms(c["new_workspace"]["total"]["p50"]),
+                    ms(c["new_workspace"]["total"]["p95"]),
+                    f"{c['new_workspace']['total']['p50'] / first:.2f}x",
+                    ten_total(c, "p50"),
+                    ten_ratio(c),
+                    c["node"]["shards"],
+                    f"{c['workspaces'] * OLD_SHARDS_PER_WORKSPACE:,}",
+                    c["node"]["heap_used_percent"],
+                    f"{c['node']['heap_used_bytes'] / 2**20:,.0f}",
+                ]
+                for c in cps
+            ],
+            title=f"\n## summary: a new workspace (ms, median of {args.new}) as the set grows; growth against "
+            f"{cps[0]['workspaces']:,} workspaces, and side by side against a new workspace in a set of 10 measured "
+            f"alternately at the same checkpoint (target <= {TARGET}x); shards now vs the old layout (limit "
+            f"{SHARD_LIMIT:,}/node)",
+        )
+    )
+    report(
+        table(
+            ["workspaces"] + [f"{m} among N / alone p50" for m in MODES] + [f"{m} p95 among N / alone" for m in MODES],
+            [
+                [f"{c['workspaces']:,}"]
+                + [
+                    f"{c['search'][m]['shared_p50']:.1f} / {c['search'][m]['alone_p50']:.1f} = "
+                    f"{c['search'][m]['ratio_p50']:.2f}x"
+                    for m in MODES
+                ]
+                + [f"{c['search'][m]['shared_p95']:.1f} / {c['search'][m]['alone_p95']:.1f}" for m in MODES]
+                for c in cps
+            ],
+            title=f"\n## summary: {TARGET_KEY}'s search among N against alone, ms (target ratio <= {TARGET}x)",
+        )
+    )
     if r := results.get("restart"):
-        report(table(["stop s", "start to healthy s", "start to green s", "start to first answer s", "hits"],
-                     [[f"{r['stop']:.2f}", f"{r['start_to_healthy']:.2f}", f"{r['start_to_green']:.2f}",
-                       f"{r['start_to_first_answer']:.2f}", r["first_answer_hits"]]],
-                     title=f"\n## node restart with {cps[-1]['workspaces']:,} workspaces ({cps[-1]['chunks']:,} chunks,"
-                           f" {cps[-1]['node']['shards']} shards)"))
+        report(
+            table(
+                ["stop s", "start to healthy s", "start to green s", "start to first answer s", "hits"],
+                [
+                    [
+                        f"{r['stop']:.2f}",
+                        f"{r['start_to_healthy']:.2f}",
+                        f"{r['start_to_green']:.2f}",
+                        f"{r['start_to_first_answer']:.2f}",
+                        r["first_answer_hits"],
+                    ]
+                ],
+                title=f"\n## node restart with {cps[-1]['workspaces']:,} workspaces ({cps[-1]['chunks']:,} chunks,"
+                f" {cps[-1]['node']['shards']} shards)",
+            )
+        )
     if m := results.get("memory"):
         layouts = [k for k in m if isinstance(m[k], dict)]
         base = m[layouts[0]]["recall@10"]
-        report(table(["layout", "keyword recall@10", "difference", "questions changed"],
-                     [[k, f"{m[k]['recall@10']:.4f}", f"{m[k]['recall@10'] - base:+.4f}",
-                       sum(a != b for a, b in zip(m[k]["per_question"], m[layouts[0]]["per_question"]))]
-                      for k in layouts],
-                     title=f"\n## conversational memory set ({m['conversations']} conversations, {m['questions']} "
-                           "questions), one workspace per conversation, keyword search (BM25 statistics are per "
-                           "shard, shared by the workspaces of a set)"))
+        report(
+            table(
+                ["layout", "keyword recall@10", "difference", "questions changed"],
+                [
+                    [
+                        k,
+                        f"{m[k]['recall@10']:.4f}",
+                        f"{m[k]['recall@10'] - base:+.4f}",
+                        sum(a != b for a, b in zip(m[k]["per_question"], m[layouts[0]]["per_question"])),
+                    ]
+                    for k in layouts
+                ],
+                title=f"\n## conversational memory set ({m['conversations']} conversations, {m['questions']} "
+                "questions), one workspace per conversation, keyword search (BM25 statistics are per "
+                "shard, shared by the workspaces of a set)",
+            )
+        )
 
 
 async def main() -> None:

@@ -71,8 +71,9 @@ async def load(dialect, raw: Raw, index: str, corpus: Corpus, size: int, vectors
     for first in range(0, size, BLOCK):
         _, vecs = corpus.chunk_batch(first, min(BLOCK, size - first))
         vectors[first : first + len(vecs)] = vecs
-        actions = [{"_index": index, "_id": str(first + i), "_source": {"embedding": v.tolist()}}
-                   for i, v in enumerate(vecs)]
+        actions = [
+            {"_index": index, "_id": str(first + i), "_source": {"embedding": v.tolist()}} for i, v in enumerate(vecs)
+        ]
         half = len(actions) // 2
         outcomes = await asyncio.gather(dialect.transport.bulk(actions[:half]), dialect.transport.bulk(actions[half:]))
         for outcome in outcomes:
@@ -94,8 +95,10 @@ async def run_option(args, engine: str, option: str, corpus: Corpus, queries: li
         body_settings = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"}
         if engine == "opensearch":
             body_settings["knn"] = True
-        body = {"settings": {"index": body_settings},
-                "mappings": {"properties": {"embedding": mapping(engine, option, args.m, args.ef_construction)}}}
+        body = {
+            "settings": {"index": body_settings},
+            "mappings": {"properties": {"embedding": mapping(engine, option, args.m, args.ef_construction)}},
+        }
         await drop(raw, index)
         await raw.request("PUT", f"/{index}", body)
         vectors = np.zeros((args.size, DIMS), dtype=np.float32)
@@ -131,10 +134,22 @@ async def sweep(args, engine, option, raw, index, queries, exact, loaded, merged
             ms.append((time.perf_counter() - t) * 1000)
             ids.append([int(h["_id"]) for h in resp["hits"]["hits"][:10]])
         recall = float(np.mean([len(set(a) & set(e)) / 10 for a, e in zip(ids, exact)]))
-        out.append({"engine": engine, "option": option, "size": args.size, "workload": args.workload,
-                    "m": args.m, "ef_construction": args.ef_construction, "width": width,
-                    "load_s": loaded, "merge_s": merged, "segments": segments,
-                    "p50_ms": rb.summarise(ms)["p50"], "recall_at_10": recall})
+        out.append(
+            {
+                "engine": engine,
+                "option": option,
+                "size": args.size,
+                "workload": args.workload,
+                "m": args.m,
+                "ef_construction": args.ef_construction,
+                "width": width,
+                "load_s": loaded,
+                "merge_s": merged,
+                "segments": segments,
+                "p50_ms": rb.summarise(ms)["p50"],
+                "recall_at_10": recall,
+            }
+        )
         print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     return out
 
@@ -150,14 +165,31 @@ async def drop(raw: Raw, index: str) -> None:
 def table(results: list[dict]) -> str:
     from common import table as render
 
-    rows = [[f"{r['option']} (m {r['m']}, ef_construction {r['ef_construction']})", str(r["width"]),
-             rb.fmt(r["load_s"]), rb.fmt(r["merge_s"]), str(r["segments"]), rb.fmt(r["p50_ms"]),
-             rb.fmt(r["recall_at_10"], 3)] for r in results]
+    rows = [
+        [
+            f"{r['option']} (m {r['m']}, ef_construction {r['ef_construction']})",
+            str(r["width"]),
+            rb.fmt(r["load_s"]),
+            rb.fmt(r["merge_s"]),
+            str(r["segments"]),
+            rb.fmt(r["p50_ms"]),
+            rb.fmt(r["recall_at_10"], 3),
+        ]
+        for r in results
+    ]
     r0 = results[0]
-    head = ["option", "ef_search / num_candidates", "load s", "merging after (1 segment: force-merge) s", "segments",
-            f"k-NN k {K} p50 ms", "recall@10"]
-    return render(head, rows,
-                  title=f"{r0['size']:,} vectors, workload {r0['workload']}, {r0['engine']} {r0.get('version', '')}")
+    head = [
+        "option",
+        "ef_search / num_candidates",
+        "load s",
+        "merging after (1 segment: force-merge) s",
+        "segments",
+        f"k-NN k {K} p50 ms",
+        "recall@10",
+    ]
+    return render(
+        head, rows, title=f"{r0['size']:,} vectors, workload {r0['workload']}, {r0['engine']} {r0.get('version', '')}"
+    )
 
 
 async def main_async(args) -> list[dict]:
@@ -199,8 +231,19 @@ def main() -> None:
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(out.read_text()) if out.exists() else []
-    key = lambda r: (r["engine"], r.get("version"), r["option"], r["size"], r["workload"], r["m"],  # noqa: E731
-                     r["ef_construction"], r["width"])
+
+    def key(r: dict) -> tuple:
+        return (
+            r["engine"],
+            r.get("version"),
+            r["option"],
+            r["size"],
+            r["workload"],
+            r["m"],
+            r["ef_construction"],
+            r["width"],
+        )
+
     out.write_text(json.dumps([r for r in previous if key(r) not in {key(x) for x in results}] + results, indent=1))
 
 

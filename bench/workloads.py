@@ -30,8 +30,9 @@ FILES_PER_CALL = {"topics": 100, "hash": 500}
 class Corpus:
     """Deterministic chunk texts, query texts and the fake embedding model they share, for one workload shape."""
 
-    def __init__(self, shape: str = "topics", dims: int = DIMS, vocab_size: int = 20_000, topics: int = 400,
-                 seed: int = 7):
+    def __init__(
+        self, shape: str = "topics", dims: int = DIMS, vocab_size: int = 20_000, topics: int = 400, seed: int = 7
+    ):
         from common import vocabulary
 
         if shape not in SHAPES:
@@ -131,8 +132,14 @@ def file_batches(corpus: Corpus, size: int, vectors_out=None):
             fid = (first // PER_FILE) + f
             path = file_path(fid)
             chunks = [
-                FileChunk(id=chunk_id(first + f * PER_FILE + j), path=path, start_line=j * 10 + 1,
-                          end_line=j * 10 + 10, text=texts[f * PER_FILE + j], embedding=vecs[f * PER_FILE + j])
+                FileChunk(
+                    id=chunk_id(first + f * PER_FILE + j),
+                    path=path,
+                    start_line=j * 10 + 1,
+                    end_line=j * 10 + 10,
+                    text=texts[f * PER_FILE + j],
+                    embedding=vecs[f * PER_FILE + j],
+                )
                 for j in range(PER_FILE)
             ]
             node = FileNode(path=path, st_mtime=1_780_000_000.0 + fid, chunk_ids=[c.id for c in chunks])

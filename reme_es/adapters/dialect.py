@@ -100,26 +100,43 @@ def keyword_body(
 ) -> dict:
     """A complete keyword search request body (`keyword_query`); it counts no hits beyond those returned
     (`track_total_hits: false` lets BM25 skip whole blocks of documents that cannot make the top `size`)."""
-    return {"size": size, "query": keyword_query(text, f, fields, context), "_source": {"excludes": SOURCE_EXCLUDES},
-            "track_total_hits": False}
+    return {
+        "size": size,
+        "query": keyword_query(text, f, fields, context),
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
 
 
 def feedback_keyword_body(
-    index: str, text: str, like: list[tuple[str, str]], size: int, f: SearchFilter,
-    fields: tuple[str, ...] | None = None, terms: int = 10, boost: float = 0.5, context: float = 0.0,
+    index: str,
+    text: str,
+    like: list[tuple[str, str]],
+    size: int,
+    f: SearchFilter,
+    fields: tuple[str, ...] | None = None,
+    terms: int = 10,
+    boost: float = 0.5,
+    context: float = 0.0,
 ) -> dict:
     """`keyword_body`'s BM25 query OR-ed with pseudo-relevance feedback: a `more_like_this` of the `like` chunks
     ((doc id, routing path) of the top keyword hits), their `terms` most distinctive terms at `boost`; a hit matches
     either, and the filter holds for both."""
     fields = keyword_fields_for(text, fields)
     query = keyword_query(text, f, fields, context)["bool"]
-    mlt = {"more_like_this": {
-        "fields": list(fields), "like": [{"_index": index, "_id": i, "routing": r} for i, r in like],
-        "min_term_freq": 1, "min_doc_freq": 1, "max_query_terms": terms, "include": True, "boost": boost,
-    }}
+    mlt = {
+        "more_like_this": {
+            "fields": list(fields),
+            "like": [{"_index": index, "_id": i, "routing": r} for i, r in like],
+            "min_term_freq": 1,
+            "min_doc_freq": 1,
+            "max_query_terms": terms,
+            "include": True,
+            "boost": boost,
+        }
+    }
     query = {"should": [*query.pop("must"), mlt], "minimum_should_match": 1, **query}
-    return {"size": size, "query": {"bool": query}, "_source": {"excludes": SOURCE_EXCLUDES},
-            "track_total_hits": False}
+    return {"size": size, "query": {"bool": query}, "_source": {"excludes": SOURCE_EXCLUDES}, "track_total_hits": False}
 
 
 def candidates_only(body: dict, with_hash: bool = False) -> dict:

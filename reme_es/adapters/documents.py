@@ -62,8 +62,13 @@ class Candidate(NamedTuple):
 
 def _candidate(hit: dict) -> Candidate:
     fields = hit["fields"]
-    return Candidate(float(hit["_score"]), fields["chunk_id"][0], fields["path"][0], (fields.get("hash") or [""])[0],
-                     (fields.get("speaker") or [""])[0])
+    return Candidate(
+        float(hit["_score"]),
+        fields["chunk_id"][0],
+        fields["path"][0],
+        (fields.get("hash") or [""])[0],
+        (fields.get("speaker") or [""])[0],
+    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,10 @@ def _note_partial(index: str, answer: dict) -> None:
         log.warning(
             "search of %s answered by %s of %s shards (%s failed or unassigned): results are partial until the "
             "missing shards are assigned again (`reme-es status` shows the cluster's health)",
-            index, answered, total, total - answered,
+            index,
+            answered,
+            total,
+            total - answered,
         )
 
 

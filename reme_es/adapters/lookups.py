@@ -86,7 +86,10 @@ def mget_routed(docs: list[tuple[str, str]]) -> dict:
 
 
 def link_expansion_msearch(
-    index: str, paths: list[str], per_direction: int, scoped: Callable[[dict], dict] | None = None,
+    index: str,
+    paths: list[str],
+    per_direction: int,
+    scoped: Callable[[dict], dict] | None = None,
     routing: str | None = None,
 ) -> bytes:
     """The `_msearch` body of link expansion: for each path its first outlinks (by position), then for each path

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 REFRESH_WAIT = 10.0  # seconds a refresh may take before the port asks whether an index lost its primary shards
 SEARCH_WAIT = 1.0  # the same for a search, which the shared policy retries on 503
 
+
 class IndexPort:
     """Typed index operations over one dialect's transport, on the cluster `identity` recorded (see `identity`), for
     the documents of one workspace (`scope`: ids, routing and look-up queries; see `reme_es.adapters.scope`)."""
@@ -79,8 +80,9 @@ class IndexPort:
 
     async def search(self, index: str, body: dict, params: dict | None = None) -> list[dict]:
         """The hits of one search (routed to this workspace's shard)."""
-        answer = await self._unless_unavailable([index], self.transport.request("POST", f"/{index}/_search", body,
-                                                                     self.scope.params(params)))
+        answer = await self._unless_unavailable(
+            [index], self.transport.request("POST", f"/{index}/_search", body, self.scope.params(params))
+        )
         documents._note_partial(index, answer)
         return answer["hits"]["hits"]
 

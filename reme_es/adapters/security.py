@@ -240,19 +240,22 @@ class SecurityAdmin:
         await self.check()
         role = role_name(self.prefix, workspace)
         if self.opensearch:
-            await self.transport.request("PUT", f"/_plugins/_security/api/roles/{role}", opensearch_role(
-                self.prefix, workspace, write))
+            await self.transport.request(
+                "PUT", f"/_plugins/_security/api/roles/{role}", opensearch_role(self.prefix, workspace, write)
+            )
             stored = (await self._get(f"/_plugins/_security/api/rolesmapping/{role}") or {}).get(role)
             body = mapping_with(stored, users, backend_roles)
             await self.transport.request("PUT", f"/_plugins/_security/api/rolesmapping/{role}", body)
             return Grant(role, self.prefix, workspace, write, body["users"], body["backend_roles"])
-        await self.transport.request("PUT", f"/_security/role/{role}", elasticsearch_role(self.prefix, workspace,
-                                                                                           write))
+        await self.transport.request(
+            "PUT", f"/_security/role/{role}", elasticsearch_role(self.prefix, workspace, write)
+        )
         stored = (await self._get(f"/_security/role_mapping/{role}") or {}).get(role) or {}
         old_users, old_groups = mapped_of_elasticsearch(stored)
         all_users, groups = _merged(old_users, users), _merged(old_groups, backend_roles)
-        await self.transport.request("PUT", f"/_security/role_mapping/{role}",
-                                     elasticsearch_role_mapping(role, all_users, groups))
+        await self.transport.request(
+            "PUT", f"/_security/role_mapping/{role}", elasticsearch_role_mapping(role, all_users, groups)
+        )
         for user in users:  # a native user's roles are its own: role mappings do not reach it
             await self._native_roles(user, add=role)
         return Grant(role, self.prefix, workspace, write, all_users, groups)
@@ -289,8 +292,9 @@ class SecurityAdmin:
             body = mapping_without(stored, users, backend_roles)
             await self.transport.request("PUT", f"/_plugins/_security/api/rolesmapping/{role}", body)
         else:
-            await self.transport.request("PUT", f"/_security/role_mapping/{role}",
-                                         elasticsearch_role_mapping(role, left_users, left_roles))
+            await self.transport.request(
+                "PUT", f"/_security/role_mapping/{role}", elasticsearch_role_mapping(role, left_users, left_roles)
+            )
         return Grant(role, self.prefix, workspace, grant.write, left_users, left_roles)
 
     async def list(self) -> list[Grant]:
@@ -304,8 +308,9 @@ class SecurityAdmin:
                 if found is None or found[0] != self.prefix:
                     continue
                 mapped = mappings.get(name) or {}
-                grants.append(Grant(name, *found, list(mapped.get("users") or []),
-                                    list(mapped.get("backend_roles") or [])))
+                grants.append(
+                    Grant(name, *found, list(mapped.get("users") or []), list(mapped.get("backend_roles") or []))
+                )
             return grants
         roles = await self._get("/_security/role") or {}
         mappings = await self._get("/_security/role_mapping") or {}

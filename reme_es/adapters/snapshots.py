@@ -42,8 +42,15 @@ class SnapshotInfo:
 
     def as_dict(self) -> dict:
         """A plain description (the CLI's --json)."""
-        return {"snapshot": self.name, "state": self.state, "indices": self.indices, "start": self.start,
-                "seconds": self.seconds, "shards": self.shards, "failures": self.failures}
+        return {
+            "snapshot": self.name,
+            "state": self.state,
+            "indices": self.indices,
+            "start": self.start,
+            "seconds": self.seconds,
+            "shards": self.shards,
+            "failures": self.failures,
+        }
 
 
 def _info(answer: dict) -> SnapshotInfo:
@@ -89,8 +96,9 @@ class Snapshots:
 
     async def path_repo(self) -> dict[str, list[str]]:
         """Each node's `path.repo` folders (node name -> folders; [] for a node without one)."""
-        answer = await self.transport.request("GET", "/_nodes/settings", params={"filter_path": "nodes.*.name,"
-                                                                                 "nodes.*.settings.path.repo"})
+        answer = await self.transport.request(
+            "GET", "/_nodes/settings", params={"filter_path": "nodes.*.name,nodes.*.settings.path.repo"}
+        )
         out = {}
         for node in (answer.get("nodes") or {}).values():
             repo = ((node.get("settings") or {}).get("path") or {}).get("repo") or []
@@ -161,8 +169,9 @@ class Snapshots:
         await self.require(repo)
         body = {"indices": ",".join(indices), "include_global_state": False}
         try:
-            await self.transport.request("PUT", f"/_snapshot/{_q(repo)}/{_q(name)}", body,
-                                         params={"wait_for_completion": "false"})
+            await self.transport.request(
+                "PUT", f"/_snapshot/{_q(repo)}/{_q(name)}", body, params={"wait_for_completion": "false"}
+            )
         except RequestFailed as exc:
             if exc.type == "invalid_snapshot_name_exception":
                 raise ConfigError(f"cannot take snapshot {name!r} in {repo!r}: {exc.reason or exc}") from None
@@ -173,15 +182,23 @@ class Snapshots:
             if info.state not in ("IN_PROGRESS", "STARTED", "INIT"):
                 return info
             if time.monotonic() > until:
-                raise RequestFailed(f"snapshot {name!r} of {repo!r} still running after {timeout:g} s; it goes on in "
-                                    f"the cluster: `reme-es snapshot list --repo {repo}` shows when it has ended",
-                                    type="timeout")
+                raise RequestFailed(
+                    f"snapshot {name!r} of {repo!r} still running after {timeout:g} s; it goes on in "
+                    f"the cluster: `reme-es snapshot list --repo {repo}` shows when it has ended",
+                    type="timeout",
+                )
             await asyncio.sleep(delay)
             delay = min(POLL_MAX, delay * 2)
 
     async def restore(
-        self, repo: str, name: str, indices: list[str], rename: tuple[str, str] | None, aliases: bool,
-        settings: dict | None = None, ignore_settings: list[str] | None = None,
+        self,
+        repo: str,
+        name: str,
+        indices: list[str],
+        rename: tuple[str, str] | None,
+        aliases: bool,
+        settings: dict | None = None,
+        ignore_settings: list[str] | None = None,
     ) -> None:
         """Start restoring `indices` of a snapshot (their global state left out), under new names when `rename`
         (rename_pattern, rename_replacement), with their aliases when `aliases`; `settings` replace index settings of
@@ -194,11 +211,16 @@ class Snapshots:
         if ignore_settings:
             body["ignore_index_settings"] = ignore_settings
         try:
-            await self.transport.send_once("POST", f"/_snapshot/{_q(repo)}/{_q(name)}/_restore", body,
-                                           params={"wait_for_completion": "false"})
+            await self.transport.send_once(
+                "POST", f"/_snapshot/{_q(repo)}/{_q(name)}/_restore", body, params={"wait_for_completion": "false"}
+            )
         except RequestFailed as exc:
-            raise RequestFailed(f"restore of snapshot {name!r} from {repo!r} refused: {exc.reason or exc}",
-                                status=exc.status, reason=exc.reason, type=exc.type) from exc
+            raise RequestFailed(
+                f"restore of snapshot {name!r} from {repo!r} refused: {exc.reason or exc}",
+                status=exc.status,
+                reason=exc.reason,
+                type=exc.type,
+            ) from exc
 
     async def wait_restored(self, indices: list[str], timeout: float) -> None:
         """Wait until every primary shard of `indices` is restored (health yellow or green), up to `timeout` s."""
@@ -206,11 +228,14 @@ class Snapshots:
         names = ",".join(indices)
         while True:
             left = max(1, min(20, int(until - time.monotonic())))
-            health = await self.transport.request("GET", f"/_cluster/health/{names}",
-                                                  params={"wait_for_status": "yellow", "timeout": f"{left}s"})
+            health = await self.transport.request(
+                "GET", f"/_cluster/health/{names}", params={"wait_for_status": "yellow", "timeout": f"{left}s"}
+            )
             if not health.get("timed_out"):
                 return
             if time.monotonic() > until:
-                raise RequestFailed(f"the restore of {names} had not ended after {timeout:g} s (health "
-                                    f"{health.get('status')}); `GET _cat/recovery/{names}` shows where it is",
-                                    type="timeout")
+                raise RequestFailed(
+                    f"the restore of {names} had not ended after {timeout:g} s (health "
+                    f"{health.get('status')}); `GET _cat/recovery/{names}` shows where it is",
+                    type="timeout",
+                )

@@ -115,4 +115,3 @@ def _fit_analysis(analysis: dict, caps: Capabilities) -> dict[str, str]:
     if "filter" in analysis and not filters:
         del analysis["filter"]
     return fallbacks
-

@@ -43,7 +43,6 @@ BULK_REQUEST_BYTES = 4 << 20
 REFUSED, UNKNOWN_HOST, TLS, TIMEOUT, UNREACHABLE = "refused", "unknown host", "tls", "timeout", "unreachable"
 
 
-
 @dataclass
 class ClientSettings:
     """Connection settings; secrets are kept out of repr and never logged."""
@@ -162,7 +161,11 @@ def connection_kind(exc: BaseException) -> str:
     causes = _causes(exc)
     names = {type(c).__name__ for c in causes}
     if any(isinstance(c, ssl.SSLError | ssl.CertificateError) for c in causes) or names & {
-        "ClientConnectorCertificateError", "ClientConnectorSSLError", "ClientSSLError", "TlsError", "SSLError",
+        "ClientConnectorCertificateError",
+        "ClientConnectorSSLError",
+        "ClientSSLError",
+        "TlsError",
+        "SSLError",
     }:
         return TLS
     if any(isinstance(c, socket.gaierror) for c in causes) or "ClientConnectorDNSError" in names:
@@ -365,4 +368,3 @@ class Transport(ABC):
             return [item async for item in stream]
         except Exception as exc:
             raise self.map_error(exc, "bulk") from exc
-

@@ -28,14 +28,20 @@ def access() -> None:
 def _target(f):
     f = common(with_workspace=False)(f)
     return click.option(
-        "-w", "--workspace", type=click.Path(file_okay=False, path_type=Path),
+        "-w",
+        "--workspace",
+        type=click.Path(file_okay=False, path_type=Path),
         help="Workspace folder whose key to grant (or give the key with --workspace-key).",
     )(f)
 
 
 def _who(f):
-    f = click.option("--backend-role", "backend_roles", multiple=True,
-                     help="A backend role (Elasticsearch: a realm's group); repeat for several.")(f)
+    f = click.option(
+        "--backend-role",
+        "backend_roles",
+        multiple=True,
+        help="A backend role (Elasticsearch: a realm's group); repeat for several.",
+    )(f)
     return click.option("--user", "users", multiple=True, help="A user name; repeat for several.")(f)
 
 
@@ -66,8 +72,12 @@ def _line(grant) -> str:
 
 
 @access.command("grant")
-@click.option("--write", is_flag=True, help="Also let them index and delete documents in the set (document-level "
-              "security does not confine writes: any workspace of the set, by id).")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Also let them index and delete documents in the set (document-level "
+    "security does not confine writes: any workspace of the set, by id).",
+)
 @_who
 @_target
 def grant(write, users, backend_roles, workspace, config_file, **flags):

@@ -55,7 +55,9 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, as_json) -> 
 
 @click.command()
 @click.option(
-    "--workspaces", "list_workspaces", is_flag=True,
+    "--workspaces",
+    "list_workspaces",
+    is_flag=True,
     help="Also list every workspace the index set records: key, folder, host, since (an admin's view: it shows other "
     "users' folders).",
 )
@@ -71,8 +73,10 @@ async def _cluster(store: MemoryStore) -> dict:
     health = await store.cluster_health() or {}
     unassigned = await store.unassigned_shards() if health.get("status") != "green" else []
     return {
-        "status": health.get("status"), "nodes": health.get("number_of_nodes"),
-        "unassigned_shards": health.get("unassigned_shards"), "set_unassigned": unassigned,
+        "status": health.get("status"),
+        "nodes": health.get("number_of_nodes"),
+        "unassigned_shards": health.get("unassigned_shards"),
+        "set_unassigned": unassigned,
     }
 
 
@@ -86,8 +90,10 @@ def _echo_cluster(cluster: dict) -> None:
         kind = "primary" if row.get("prirep") == "p" else "replica"
         click.echo(f"  unassigned {kind} {row.get('index')}[{row.get('shard')}] ({row.get('unassigned.reason')})")
     if any(r.get("prirep") == "p" for r in cluster["set_unassigned"]):
-        click.echo("  an index with an unassigned primary cannot answer: restart the node that held it, or restore "
-                   "the index from a snapshot")
+        click.echo(
+            "  an index with an unassigned primary cannot answer: restart the node that held it, or restore "
+            "the index from a snapshot"
+        )
 
 
 def _size(n: int) -> str:
@@ -153,8 +159,10 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
         cluster["workspaces_in_set"] = None if records is None else len(records)
         recorded = store.legacy or await store.workspace_record() is not None
         if not recorded and not as_json:
-            _err(f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
-                 "or dropped): name a synced folder with -w FOLDER (--workspaces lists the recorded ones)")
+            _err(
+                f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
+                "or dropped): name a synced folder with -w FOLDER (--workspaces lists the recorded ones)"
+            )
     finally:
         await store.close()
     return caps, workspace, cluster, stats, counts, records
@@ -289,8 +297,10 @@ async def _reindex(settings: Options, workspace=None) -> int:
                 f"as {describe_model(embedder.identity)}: reindex would keep them. `reme-es drop --yes` and sync again"
             )
         if not store.legacy:
-            _err(f"rebuilding index set {store.prefix}: every one of its {len(await store.workspaces())} recorded "
-                 "workspace(s), not only this one")
+            _err(
+                f"rebuilding index set {store.prefix}: every one of its {len(await store.workspaces())} recorded "
+                "workspace(s), not only this one"
+            )
         for r in await run_reindex(store, target):
             vectors = "" if r["vectors"] == "none" else f", vectors {r['vectors']}"
             click.echo(f"{r['alias']}: {r['old']} -> {r['new']} ({r['docs']} docs{vectors})")

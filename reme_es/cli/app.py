@@ -108,7 +108,8 @@ def common(with_workspace: bool = True):
     def decorate(f):
         f = click.option("--shards", type=click.IntRange(1, 1024), help="Primary shards of new indices (default 1).")(f)
         f = click.option(
-            "--replicas", type=click.IntRange(0),
+            "--replicas",
+            type=click.IntRange(0),
             help="Replicas of new indices (default: 1 where a second node exists).",
         )(f)
         f = click.option(
@@ -298,8 +299,10 @@ def _confirm(plan: str, action: str, yes: bool) -> None:
     if yes:
         return
     if not _interactive():
-        raise ConfigError(f"{plan}. Nothing was written or deleted: run again with --yes to {action} (stdin is not a "
-                          "terminal, so reme-es cannot ask)")
+        raise ConfigError(
+            f"{plan}. Nothing was written or deleted: run again with --yes to {action} (stdin is not a "
+            "terminal, so reme-es cannot ask)"
+        )
     if not click.confirm(f"{plan}.\n{action[0].upper()}{action[1:]}?", default=False, err=True):
         raise ConfigError(f"not confirmed: nothing was written or deleted (--yes would {action} without asking)")
 

@@ -49,15 +49,15 @@ if TYPE_CHECKING:
 @click.option(
     "--date-boost",
     type=click.FloatRange(0, 10),
-    help="Lift hits whose note is dated where the question points (\"last June\", \"two weeks after the move\") by "
-    "this much of the fused score range, for a question about the past (\"what did ...\"; setting date_boost; "
+    help='Lift hits whose note is dated where the question points ("last June", "two weeks after the move") by '
+    'this much of the fused score range, for a question about the past ("what did ..."; setting date_boost; '
     "default 0.5, 0.4 of it for a window counted from an event; 0: off).",
 )
 @click.option(
     "--relation-vector-weight",
     type=click.FloatRange(0, 1),
     help="Vector weight of client fusion for a question naming someone through a named person (\"Kwame's "
-    "stepsister\"; setting relation_vector_weight; default 0.1, the vector_weight: off).",
+    'stepsister"; setting relation_vector_weight; default 0.1, the vector_weight: off).',
 )
 @click.option("--json", "as_json", is_flag=True)
 @common()

@@ -37,8 +37,11 @@ def _node_view(name: str) -> dict:
 
 
 @server.command("start")
-@click.option("--flavour", type=_FLAVOURS, help="Default: the node's own flavour if it was started before, else "
-              f"{DEFAULT_FLAVOUR}.")
+@click.option(
+    "--flavour",
+    type=_FLAVOURS,
+    help=f"Default: the node's own flavour if it was started before, else {DEFAULT_FLAVOUR}.",
+)
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
@@ -46,9 +49,13 @@ def _node_view(name: str) -> dict:
     "9200).",
 )
 @click.option("--heap", default=DEFAULT_HEAP, show_default=True)
-@click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots (the node's path.repo, "
-              "where `fs` snapshot repositories may be registered); created and made writable for the node. Default: "
-              "the node's folder of its last start, if any.")
+@click.option(
+    "--snapshot-repo",
+    type=click.Path(file_okay=False),
+    help="Folder for snapshots (the node's path.repo, "
+    "where `fs` snapshot repositories may be registered); created and made writable for the node. Default: "
+    "the node's folder of its last start, if any.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @_server_cmd
 def server_start(flavour, port, heap, snapshot_repo, as_json, name):
@@ -150,15 +157,26 @@ def _echo_cluster(view: dict) -> None:
 
 
 @cluster.command("start")
-@click.option("--flavour", type=_FLAVOURS, help="Default: the cluster's own flavour if it was started before, else "
-              f"{DEFAULT_FLAVOUR}.")
+@click.option(
+    "--flavour",
+    type=_FLAVOURS,
+    help=f"Default: the cluster's own flavour if it was started before, else {DEFAULT_FLAVOUR}.",
+)
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Members of a new cluster.")
-@click.option("--port", type=click.IntRange(1, 65535), help="HTTP port of the first member (the others follow it; "
-              "default: the cluster's ports of its last start, else the first free run from 9200).")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="HTTP port of the first member (the others follow it; "
+    "default: the cluster's ports of its last start, else the first free run from 9200).",
+)
 @click.option("--heap", help=f"Heap of each member (default: as last started, else {DEFAULT_HEAP}).")
-@click.option("--snapshot-repo", type=click.Path(file_okay=False), help="Folder for snapshots shared by every member "
-              "(their path.repo); created and made writable for the nodes. Default: the cluster's folder of its last "
-              "start, if any.")
+@click.option(
+    "--snapshot-repo",
+    type=click.Path(file_okay=False),
+    help="Folder for snapshots shared by every member "
+    "(their path.repo); created and made writable for the nodes. Default: the cluster's folder of its last "
+    "start, if any.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @_cluster_cmd
 def cluster_start(flavour, nodes, port, heap, snapshot_repo, as_json, name):

@@ -74,8 +74,9 @@ def snapshot_create(name, repo, location, timeout, as_json, workspace, config_fi
     _run(lambda: _create(_settings(workspace, config_file, **flags), name, repo, location, timeout, as_json))
 
 
-async def _create(settings: Options, name: str | None, repo: str, location: str | None, timeout: float,
-                  as_json: bool) -> int:
+async def _create(
+    settings: Options, name: str | None, repo: str, location: str | None, timeout: float, as_json: bool
+) -> int:
     from ..core.errors import ConfigError
 
     port, snaps = await _connect(settings)
@@ -92,9 +93,11 @@ async def _create(settings: Options, name: str | None, repo: str, location: str 
         click.echo(json.dumps({"repo": repo, "index_prefix": prefix, **info.as_dict()}))
     else:
         shards = info.shards
-        click.echo(f"snapshot {info.name} of index set {prefix} in repository {repo}: {info.state}, "
-                   f"{', '.join(info.indices)} ({shards.get('successful', 0)} of {shards.get('total', 0)} shards) "
-                   f"in {info.seconds:.2f} s")
+        click.echo(
+            f"snapshot {info.name} of index set {prefix} in repository {repo}: {info.state}, "
+            f"{', '.join(info.indices)} ({shards.get('successful', 0)} of {shards.get('total', 0)} shards) "
+            f"in {info.seconds:.2f} s"
+        )
         for failure in info.failures:
             click.echo(f"  failed: {failure}", err=True)
     return 0 if info.state == "SUCCESS" else 1
@@ -128,8 +131,12 @@ async def _list(settings: Options, repo: str, location: str | None, as_json: boo
 @snapshot.command("restore")
 @click.argument("name")
 @_repo_options
-@click.option("--all", "whole_set", is_flag=True,
-              help="Restore the whole index set (every workspace of it, rolled back to the snapshot).")
+@click.option(
+    "--all",
+    "whole_set",
+    is_flag=True,
+    help="Restore the whole index set (every workspace of it, rolled back to the snapshot).",
+)
 @click.option("--yes", is_flag=True, help="Really restore (without it: what it would replace, and exit 2).")
 @click.option("--timeout", type=float, default=1800.0, show_default=True, help="Seconds to wait for the restore.")
 @click.option("--json", "as_json", is_flag=True)
@@ -137,12 +144,23 @@ async def _list(settings: Options, repo: str, location: str | None, as_json: boo
 def snapshot_restore(name, repo, location, whole_set, yes, timeout, as_json, workspace, config_file, **flags):
     """Restore one workspace (-w FOLDER or --workspace-key KEY) from snapshot NAME: its documents in the set are
     replaced by the snapshot's, every other workspace and its later writes are untouched. --all restores the set."""
-    _run(lambda: _restore(_settings(workspace, config_file, **flags), name, repo, location, whole_set, yes, timeout,
-                          as_json))
+    _run(
+        lambda: _restore(
+            _settings(workspace, config_file, **flags), name, repo, location, whole_set, yes, timeout, as_json
+        )
+    )
 
 
-async def _restore(settings: Options, name: str, repo: str, location: str | None, whole_set: bool, yes: bool,
-                   timeout: float, as_json: bool) -> int:
+async def _restore(
+    settings: Options,
+    name: str,
+    repo: str,
+    location: str | None,
+    whole_set: bool,
+    yes: bool,
+    timeout: float,
+    as_json: bool,
+) -> int:
     from ..store.restore import restore_set, restore_workspace
     from ..sync.state import state_path
 
@@ -153,12 +171,20 @@ async def _restore(settings: Options, name: str, repo: str, location: str | None
         await snaps.snapshot(repo, name)  # exists, before asking anything
         if whole_set:
             live = await _live_indices(port, prefix)
-            _confirm(f"restore would delete index set {prefix} ({', '.join(live) or 'no index'}): every workspace of "
-                     f"it goes back to snapshot {name}", "restore it", yes)
+            _confirm(
+                f"restore would delete index set {prefix} ({', '.join(live) or 'no index'}): every workspace of "
+                f"it goes back to snapshot {name}",
+                "restore it",
+                yes,
+            )
             result = await restore_set(port, snaps, repo, name, prefix, live, timeout)
         else:
-            _confirm(f"restore would replace workspace {key} of index set {prefix} by its state in snapshot {name} "
-                     "(other workspaces are untouched)", "restore it", yes)
+            _confirm(
+                f"restore would replace workspace {key} of index set {prefix} by its state in snapshot {name} "
+                "(other workspaces are untouched)",
+                "restore it",
+                yes,
+            )
             result = await restore_workspace(port, snaps, repo, name, prefix, key, timeout)
         # the local sync state describes what the index held before: the next sync compares with the index instead
         hosts = port.dialect.settings.hosts
@@ -169,12 +195,16 @@ async def _restore(settings: Options, name: str, repo: str, location: str | None
     if as_json:
         click.echo(json.dumps(result))
     elif whole_set:
-        click.echo(f"restored index set {prefix} from snapshot {name} of {repo}: {', '.join(result['restored'])} "
-                   f"with their aliases in {result['seconds']:.2f} s")
+        click.echo(
+            f"restored index set {prefix} from snapshot {name} of {repo}: {', '.join(result['restored'])} "
+            f"with their aliases in {result['seconds']:.2f} s"
+        )
     else:
         r, d = result["restored"], result["replaced"]
         kinds = ", ".join(f"{n} {kind}" for kind, n in r.items())
-        click.echo(f"restored workspace {key} of index set {prefix} from snapshot {name} of {repo}: {kinds} "
-                   f"(replacing {sum(d.values())} current documents) in {result['seconds']:.2f} s; other workspaces "
-                   "untouched")
+        click.echo(
+            f"restored workspace {key} of index set {prefix} from snapshot {name} of {repo}: {kinds} "
+            f"(replacing {sum(d.values())} current documents) in {result['seconds']:.2f} s; other workspaces "
+            "untouched"
+        )
     return 0

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     help="auto (default): ReMe's own chunkers when reme-ai is installed, else the built-in ones.",
 )
 @click.option(
-    "--take-over", is_flag=True,
+    "--take-over",
+    is_flag=True,
     help="Write this workspace key even though another folder or host wrote it (the same workspace, moved): names "
     "its writer and what this folder's sync would delete of it, then asks (--yes: without asking).",
 )
@@ -58,8 +59,19 @@ if TYPE_CHECKING:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @common(with_workspace=False)
 def sync(
-    workspace: Path, watch: bool, dirs, suffixes, full, dry_run, embedding, chunker, take_over, yes, as_json,
-    config_file, **flags,
+    workspace: Path,
+    watch: bool,
+    dirs,
+    suffixes,
+    full,
+    dry_run,
+    embedding,
+    chunker,
+    take_over,
+    yes,
+    as_json,
+    config_file,
+    **flags,
 ):
     """Index the workspace's Markdown files as ReMe's file store does (only what changed since the last sync)."""
     _run(
@@ -204,7 +216,13 @@ async def _take_over(store: MemoryStore, workspace: Path, settings: Options, ful
 
 
 async def _sync(
-    workspace: Path, watch: bool, full: bool, dry_run: bool, as_json: bool, take_over: bool, yes: bool,
+    workspace: Path,
+    watch: bool,
+    full: bool,
+    dry_run: bool,
+    as_json: bool,
+    take_over: bool,
+    yes: bool,
     settings: Options,
 ) -> int:
     from ..sync.workspace import State, WorkspaceSync, state_path

@@ -97,8 +97,10 @@ async def _drop_workspace(
             x = result["expunged"]
             merged = f"; merged {', '.join(x['merged']) or 'nothing'} in {x['seconds']:.1f} s" + (
                 f", {sum(x['left'].values())} deleted docs still held in {', '.join(sorted(x['left']))} (the shards' "
-                "retention leases): run `reme-es optimize --deleted-ratio 0` later" if x["left"] else
-                f", no deleted document left in {', '.join(x['checked'])} (the workspace registry included)")
+                "retention leases): run `reme-es optimize --deleted-ratio 0` later"
+                if x["left"]
+                else f", no deleted document left in {', '.join(x['checked'])} (the workspace registry included)"
+            )
         click.echo(f"dropped {what}: {result['deleted']} documents in {result['seconds']:.1f} s{merged}")
     return 0
 
@@ -136,8 +138,12 @@ async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> 
 
 
 @click.command()
-@click.option("--from", "source", help="The index set to move from (default: the folder's own set from before shared "
-              "sets, reme-<folder name>-<hash>).")
+@click.option(
+    "--from",
+    "source",
+    help="The index set to move from (default: the folder's own set from before shared "
+    "sets, reme-<folder name>-<hash>).",
+)
 @click.option("--from-key", help="The workspace key in --from, when it is a shared set (default: this workspace's).")
 @click.option("--keep-source", is_flag=True, help="Copy only: leave the source as it is.")
 @click.option("--json", "as_json", is_flag=True)
@@ -145,8 +151,9 @@ async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> 
 def migrate(source, from_key, keep_source, as_json, workspace, config_file, **flags):
     """Move the workspace into a shared index set (default: reme) without loss: copy its files, chunks, vectors and
     links, check the counts, then drop the source. Stop other writers (sync --watch, ReMe) while it runs."""
-    _run(lambda: _migrate(_settings(workspace, config_file, **flags), workspace, source, from_key, keep_source,
-                          as_json))
+    _run(
+        lambda: _migrate(_settings(workspace, config_file, **flags), workspace, source, from_key, keep_source, as_json)
+    )
 
 
 async def _migrate(settings: Options, workspace: Path, source: str | None, from_key, keep_source, as_json) -> int:
@@ -183,8 +190,14 @@ async def _migrate(settings: Options, workspace: Path, source: str | None, from_
             await (old.drop() if old.legacy else old.drop_workspace())
     finally:
         await old.close()
-    result = {"from": source, "to": settings.index.index_prefix, "workspace": settings.index.workspace_key,
-              "copied": copied, "seconds": seconds, "source_dropped": not keep_source}
+    result = {
+        "from": source,
+        "to": settings.index.index_prefix,
+        "workspace": settings.index.workspace_key,
+        "copied": copied,
+        "seconds": seconds,
+        "source_dropped": not keep_source,
+    }
     if as_json:
         click.echo(json.dumps(result))
     else:

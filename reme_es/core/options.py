@@ -205,7 +205,10 @@ class SyncOptions(_Section):
 
 
 SECTIONS: dict[str, type[_Section]] = {
-    "connection": ConnectionOptions, "index": IndexOptions, "search": SearchOptions, "sync": SyncOptions,
+    "connection": ConnectionOptions,
+    "index": IndexOptions,
+    "search": SearchOptions,
+    "sync": SyncOptions,
 }
 # Every flat option name, and the section it is filed into.
 SECTION_OF: dict[str, str] = {name: section for section, cls in SECTIONS.items() for name in cls.model_fields}
@@ -363,8 +366,11 @@ class Runtime(BaseModel):
 def runtime(environ: Mapping[str, str] | None = None) -> Runtime:
     """The process-wide `REME_ES_*` variables now."""
     environ = os.environ if environ is None else environ
-    values = {name: environ[ENV_PREFIX + name.upper()] for name in Runtime.model_fields
-              if environ.get(ENV_PREFIX + name.upper())}
+    values = {
+        name: environ[ENV_PREFIX + name.upper()]
+        for name in Runtime.model_fields
+        if environ.get(ENV_PREFIX + name.upper())
+    }
     try:
         return Runtime(**values)
     except ValidationError as exc:
@@ -372,6 +378,17 @@ def runtime(environ: Mapping[str, str] | None = None) -> Runtime:
 
 
 __all__ = [
-    "CONFIG_NAME", "SHARED_SET", "ConnectionOptions", "IndexOptions", "Options", "Runtime", "SearchOptions",
-    "SyncOptions", "build_options", "default_prefix", "default_workspace_key", "load_options", "runtime",
+    "CONFIG_NAME",
+    "SHARED_SET",
+    "ConnectionOptions",
+    "IndexOptions",
+    "Options",
+    "Runtime",
+    "SearchOptions",
+    "SyncOptions",
+    "build_options",
+    "default_prefix",
+    "default_workspace_key",
+    "load_options",
+    "runtime",
 ]

@@ -145,5 +145,11 @@ def make_embedder(
 
 
 __all__ = [
-    "Embedder", "OpenAIEmbedder", "describe_model", "embedder_for", "local_identity", "make_embedder", "same_model",
+    "Embedder",
+    "OpenAIEmbedder",
+    "describe_model",
+    "embedder_for",
+    "local_identity",
+    "make_embedder",
+    "same_model",
 ]

@@ -63,15 +63,23 @@ class EsFileStore(BaseFileStore):
         self.store: MemoryStore | None = None
         self._views: list[BaseComponent] = []
         self.refresher = DeferredRefresh(
-            self._refresh_store, self.options.search.refresh_after, recount=self.refresh_counts, logger=self.logger,
+            self._refresh_store,
+            self.options.search.refresh_after,
+            recount=self.refresh_counts,
+            logger=self.logger,
             name=self.name,
         )
         self.pending = PendingChanges(self._apply_pending, logger=self.logger, name=self.name)
         self.health = HealthCounts(self.logger, self.name)
         self._bind_components(embedding_store, tag_index)
         self.vectors = Embeddings(
-            lambda: self.embedding_store, lambda: self.store, self.refresher.visible, self.refresh_counts,
-            self._maintenance_guard, self.logger, self.name,
+            lambda: self.embedding_store,
+            lambda: self.store,
+            self.refresher.visible,
+            self.refresh_counts,
+            self._maintenance_guard,
+            self.logger,
+            self.name,
         )
         self.tags = TagIndexSync(lambda: self.tag_index, self._tagged_files, self.logger, self.name)
         self.file_graph = EsFileGraph(store=self)
@@ -102,7 +110,8 @@ class EsFileStore(BaseFileStore):
     file_chunks = property(lambda self: self.health.file_chunks, doc="What ReMe's health_check counts as chunks.")
     pending_changes = property(lambda self: self.pending.paths(), doc="Kept upserts and deletes, by path.")
     refresh_after = property(
-        lambda self: self.refresher.refresh_after, lambda self, s: setattr(self.refresher, "refresh_after", float(s)),
+        lambda self: self.refresher.refresh_after,
+        lambda self, s: setattr(self.refresher, "refresh_after", float(s)),
         doc="Seconds after the last write that the background refresh runs (0: at the end of every write).",
     )
 
@@ -139,8 +148,15 @@ class EsFileStore(BaseFileStore):
         if self.embedding_store is not None and not dims:
             self.logger.warning(f"{self.name}: the embedding store reports no dimension; vectors are off")
         self.store = await open_matching(
-            settings, index.index_prefix, self.engine, index.model_copy(update={"dims": dims}), self.logger,
-            self.name, folder=self.workspace_path, search=self.options.search, workspace=key,
+            settings,
+            index.index_prefix,
+            self.engine,
+            index.model_copy(update={"dims": dims}),
+            self.logger,
+            self.name,
+            folder=self.workspace_path,
+            search=self.options.search,
+            workspace=key,
         )
         try:  # before ReMe's start-up scan writes or deletes anything: another folder's workspace is never touched
             await self.store.claim(str(Path(self.workspace_path).resolve()), self.options.index.take_over)

@@ -32,8 +32,14 @@ async def resolve_hosts(
 
 
 async def open_matching(
-    settings: Any, prefix: str | None, engine: str, options: IndexOptions, logger: Any, name: str,
-    folder: Any = None, **kwargs: Any,
+    settings: Any,
+    prefix: str | None,
+    engine: str,
+    options: IndexOptions,
+    logger: Any,
+    name: str,
+    folder: Any = None,
+    **kwargs: Any,
 ) -> MemoryStore:
     """Open the store (`prefix` None: the set `choose_set` finds for `folder`); when the stored vector dimension
     differs from the model's and no other workspace uses the set, drop and recreate it.
@@ -48,7 +54,13 @@ async def open_matching(
         if not options.dims:
             raise
         probe = await open_store(
-            settings, prefix, engine, IndexOptions(), create=False, folder=folder, hybrid="client",
+            settings,
+            prefix,
+            engine,
+            IndexOptions(),
+            create=False,
+            folder=folder,
+            hybrid="client",
             workspace=kwargs.get("workspace"),
         )
         try:

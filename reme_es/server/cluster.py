@@ -279,11 +279,25 @@ def local_status(name: str = "cluster") -> dict:
     for member in cluster.names:
         info = node.read_node(member)
         running = info is not None and node._alive(info.pid)
-        members.append({"name": member, "running": running, "pid": info.pid if running else None,
-                        "http_port": cluster.http_ports[member], "url": cluster.url(member)})
+        members.append(
+            {
+                "name": member,
+                "running": running,
+                "pid": info.pid if running else None,
+                "http_port": cluster.http_ports[member],
+                "url": cluster.url(member),
+            }
+        )
     up = [m["name"] for m in members if m["running"]]
-    view = {"name": name, "flavour": cluster.flavour, "running": bool(up), "cluster_name": cluster.cluster_name,
-            "snapshot_repo": cluster.snapshot_repo, "urls": cluster.urls, "nodes": members}
+    view = {
+        "name": name,
+        "flavour": cluster.flavour,
+        "running": bool(up),
+        "cluster_name": cluster.cluster_name,
+        "snapshot_repo": cluster.snapshot_repo,
+        "urls": cluster.urls,
+        "nodes": members,
+    }
     if up:
         try:
             view["health"] = cluster.get("/_cluster/health", up)

@@ -51,7 +51,6 @@ class NodeSecurity:
     password: str = field(repr=False)
 
 
-
 def node_dir(name: str) -> Path:
     """Folder of the node called `name`."""
     return reme_es_home() / "nodes" / name
@@ -63,7 +62,6 @@ def read_node(name: str) -> NodeInfo | None:
     if not path.is_file():
         return None
     return NodeInfo(**json.loads(path.read_text()))
-
 
 
 def write_node(info: NodeInfo) -> None:

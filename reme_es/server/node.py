@@ -191,7 +191,6 @@ def stop(name: str = "default", timeout: float = 60.0) -> bool:
     return True
 
 
-
 def status(name: str = "default") -> dict:
     """Version, modules, plugins and capability flags of a running node."""
     info = read_node(name)

@@ -36,7 +36,6 @@ def _node_settings(
     return "".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items())
 
 
-
 def _write_node_config(
     flavour: Flavour,
     folder: Path,

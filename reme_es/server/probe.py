@@ -35,7 +35,6 @@ def _http_json(url: str, timeout: float = 5.0, security: NodeSecurity | None = N
         return json.loads(resp.read())
 
 
-
 def _cluster_health(url: str, security: NodeSecurity | None) -> dict:
     """The cluster health at `url` (a 408, not yellow within the wait, still carries the health)."""
     try:
@@ -118,8 +117,11 @@ def _unassigned_reason(info: NodeInfo, index: str, security: NodeSecurity | None
     """Why `index`'s first unassigned primary is unassigned (allocation explain, else the shard's reason)."""
     reason = "a primary shard is unassigned"
     try:
-        shards = _http_json(f"{info.url}/_cat/shards/{index}?format=json&h=shard,prirep,state,unassigned.reason",
-                            timeout=5, security=security)
+        shards = _http_json(
+            f"{info.url}/_cat/shards/{index}?format=json&h=shard,prirep,state,unassigned.reason",
+            timeout=5,
+            security=security,
+        )
         shard = next((s for s in shards if s.get("prirep") == "p" and s.get("state") == "UNASSIGNED"), None)
         if shard is not None:
             explain = _post_json(

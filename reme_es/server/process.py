@@ -58,7 +58,6 @@ def _make_traversable(path: Path) -> None:
     subprocess.run(["chmod", "-R", "o+rX", str(path)], check=True)
 
 
-
 def _launch(command: list[str], folder: Path, home: Path, env: dict[str, str]) -> subprocess.Popen:
     """Start the node in its own session from `folder`, output to stdout.log; as root, as the run user."""
     user = _run_user()
@@ -96,7 +95,6 @@ def _alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
-
 
 
 def _reap(pid: int) -> None:

@@ -86,6 +86,7 @@ class MemoryStore:
     def workspace(self) -> str | None:
         """The workspace key this store reads and writes (None: a set from before workspaces)."""
         return None if self.indices.legacy else self.indices.workspace
+
     options = property(lambda self: self.indices.options, doc="The index options the store creates indices with.")
 
     @property

@@ -21,19 +21,42 @@ from dataclasses import dataclass
 
 from ..core.models import Hit
 
-MONTHS = {m: i + 1 for i, m in enumerate(
-    "january february march april may june july august september october november december".split())}
+MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split()
+    )
+}
 MONTHS.update({m[:3]: i for m, i in list(MONTHS.items()) if m != "may"})
 MONTHS["sept"] = 9
-NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3}
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple of": 2,
+    "few": 3,
+}
 UNITS = {"day": 1, "week": 7, "fortnight": 14, "month": 30}
 SLACK = 3  # days either side of a day that an offset from an event lands on
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _NUM = r"\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True))
 _UNIT = r"day|week|fortnight|month"
-_RELATIVE = re.compile(rf"\b(?:(?P<n>{_NUM})\s+(?P<unit>{_UNIT})s?|the\s+(?P<the>{_UNIT}))\s+"
-                       rf"(?P<dir>after|before|since)\s+(?P<anchor>[^?.!,;]+)", re.I)
+_RELATIVE = re.compile(
+    rf"\b(?:(?P<n>{_NUM})\s+(?P<unit>{_UNIT})s?|the\s+(?P<the>{_UNIT}))\s+"
+    rf"(?P<dir>after|before|since)\s+(?P<anchor>[^?.!,;]+)",
+    re.I,
+)
 _AGO = re.compile(rf"\b(?P<n>{_NUM})\s+(?P<unit>{_UNIT})s?\s+ago\b", re.I)
 _LAST_SPAN = re.compile(rf"\blast\s+(?P<unit>{_UNIT})\b", re.I)
 _YEAR = r"(?:,?\s+(?P<year>\d{4}))?"
@@ -106,8 +129,11 @@ def query_dates(query: str, today: dt.date | None = None) -> DateHint | None:
             return DateHint(day - dt.timedelta(days=1), day + dt.timedelta(days=1))
     for m in _MONTH_ONLY.finditer(query):
         word = m["month"].lower()
-        if word in ("may", "mar", "march") and not (m["last"] or m["year"]) and \
-                (m.start() == 0 or not m["month"][0].isupper()):
+        if (
+            word in ("may", "mar", "march")
+            and not (m["last"] or m["year"])
+            and (m.start() == 0 or not m["month"][0].isupper())
+        ):
             continue  # "may" and "march" the verbs: a month only when capitalised inside the question, or dated
         month = MONTHS[word]
         year = int(m["year"]) if m["year"] else _latest_year(month, today, bool(m["last"]))
@@ -128,8 +154,10 @@ def note_date(path: str) -> dt.date | None:
 
 _PAST = re.compile(r"\b(?:did|was|were|had|ago|happened|said|told|mentioned|yesterday)\b", re.IGNORECASE)
 _NAME = re.compile(r"\b[A-Z][\w'-]{2,}")
-_ASKING = frozenset("What When Where Which Who Whom Whose Why How Did Does Do Was Were Is Are Has Have Had Can Could "
-                    "Will Would Should".split())
+_ASKING = frozenset(
+    "What When Where Which Who Whom Whose Why How Did Does Do Was Were Is Are Has Have Had Can Could "
+    "Will Would Should".split()
+)
 
 
 def about_the_past(query: str) -> bool:

@@ -147,8 +147,9 @@ def fuse(vector: list[Hit], keyword: list[Hit], method: str, vector_weight: floa
 # A person named through another ("Kwame's stepsister", "Maya's optician"): a capitalised possessive that is not a
 # question word or pronoun ("What's", "It's").
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]*)['\u2019]s\b")
-_NOT_NAMES = frozenset({"It", "What", "Who", "Where", "When", "How", "Why", "That", "There", "Here", "Let", "He", "She",
-                        "This", "Today"})
+_NOT_NAMES = frozenset(
+    {"It", "What", "Who", "Where", "When", "How", "Why", "That", "There", "Here", "Let", "He", "She", "This", "Today"}
+)
 
 
 def names_relation(query: str) -> bool:
@@ -223,15 +224,20 @@ def proximity_rescore(hits: list[Hit], query: str, top: int = 20, boost: float =
 
 
 _CAPITALISED = re.compile(r"\b[^\W\d_][\w-]*")
-_QUESTION_WORDS = frozenset("what when where which who whom whose why how did does do was were is are has have had can "
-                            "could will would should i in on at the a an and or if".split())
+_QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how did does do was were is are has have had can "
+    "could will would should i in on at the a an and or if".split()
+)
 
 
 def query_names(query: str) -> set[str]:
     """The capitalised words of a question, lower-cased, possessives cut ("Caroline's" -> "caroline"), question words
     and "I" left out: who the question may name."""
-    return {w.lower() for w in _CAPITALISED.findall(query.replace("\u2019", "'"))
-            if w[0].isupper() and w.lower() not in _QUESTION_WORDS}
+    return {
+        w.lower()
+        for w in _CAPITALISED.findall(query.replace("\u2019", "'"))
+        if w[0].isupper() and w.lower() not in _QUESTION_WORDS
+    }
 
 
 # Who a person is named through ("Rafa's stepsister", "Melanie's kids"): the question is about someone else, whom any
@@ -240,7 +246,8 @@ _RELATIVE = re.compile(
     r"\b([^\W\d_][\w-]*)['\u2019]s\s+(?:\w+\s+)?(?:mother|father|mom|mum|dad|parents?|(?:step|half-?)?(?:sister|brother)s?|"
     r"siblings?|sons?|daughters?|kids?|child(?:ren)?|wife|husband|partner|(?:boy|girl)friend|friends?|roommates?|"
     r"colleagues?|co-?workers?|boss|neighbou?rs?|cousins?|aunt|uncle|niece|nephew|grand\w+|god\w+|family|in-laws?)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def speaker_rescore(hits: list[Hit], query: str, boost: float) -> list[Hit]:
@@ -302,6 +309,7 @@ def feeds_back(text: str) -> bool:
 def rocchio(query: list[float], feedback: list[list[float]], beta: float = FEEDBACK_BETA) -> list[float]:
     """The query vector moved toward its feedback vectors: unit(unit(q) + beta x mean of unit(v)); with no feedback
     (or beta 0) the query itself."""
+
     def unit(v: list[float]) -> list[float]:
         n = sum(x * x for x in v) ** 0.5
         return [x / n for x in v] if n > 0 else list(v)

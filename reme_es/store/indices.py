@@ -181,8 +181,12 @@ class IndexSet:
         query, the index has vectors, and hybrid is not `client`. (`native_hybrid` also asks whether the server's
         pipeline can fuse the configured kind.)"""
         return bool(
-            self.hybrid != "client" and self.dialect.uses_search_pipeline and self.caps and self.caps.hybrid_query
-            and self.dims and self.dialect.native_hybrid(self.caps, self.pipeline_kind)
+            self.hybrid != "client"
+            and self.dialect.uses_search_pipeline
+            and self.caps
+            and self.caps.hybrid_query
+            and self.dims
+            and self.dialect.native_hybrid(self.caps, self.pipeline_kind)
         )
 
     def native_hybrid(self) -> bool:
@@ -247,8 +251,12 @@ class IndexSet:
                 await self.port.refresh(checked)  # the registry's delete too: `Registry.release` does not refresh
             left = {kind: s["deleted"] for kind, s in (await self.stats(SET_KINDS)).items() if s["deleted"]}
             if not left or time.monotonic() - started > timeout:
-                return {"checked": checked, "merged": sorted(merged), "seconds": round(time.monotonic() - started, 1),
-                        "left": left}
+                return {
+                    "checked": checked,
+                    "merged": sorted(merged),
+                    "seconds": round(time.monotonic() - started, 1),
+                    "left": left,
+                }
             for kind in left:
                 if kind not in merged:  # else segments under 10% deleted (one workspace of many) are never merged
                     await self.port.put_settings(self.index(kind), {"index.merge.policy.expunge_deletes_allowed": 0})

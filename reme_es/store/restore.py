@@ -55,13 +55,17 @@ def set_indices(snapshot_indices: list[str], prefix: str) -> dict[str, str]:
     twice = {kind: names for kind, names in found.items() if len(names) > 1}
     if twice:
         listed = "; ".join(f"{kind}: {', '.join(sorted(names))}" for kind, names in sorted(twice.items()))
-        raise ConfigError(f"the snapshot holds more than one index of a kind of set {prefix} ({listed}): restore it "
-                          "with the snapshot API by index name")
+        raise ConfigError(
+            f"the snapshot holds more than one index of a kind of set {prefix} ({listed}): restore it "
+            "with the snapshot API by index name"
+        )
     missing = [kind for kind in INDEX_KINDS if kind not in found]
     if missing:
         held = ", ".join(snapshot_indices) or "no index"
-        raise ConfigError(f"the snapshot holds no {', '.join(f'{prefix}-{k}' for k in missing)} index of set "
-                          f"{prefix} (it holds {held}). Nothing was changed")
+        raise ConfigError(
+            f"the snapshot holds no {', '.join(f'{prefix}-{k}' for k in missing)} index of set "
+            f"{prefix} (it holds {held}). Nothing was changed"
+        )
     return {kind: names[0] for kind, names in sorted(found.items(), key=lambda kv: SET_KINDS.index(kv[0]))}
 
 
@@ -127,8 +131,14 @@ async def _dims(port: IndexPort, index: str) -> int | None:
 
 
 async def restore_workspace(
-    port: IndexPort, snaps: Snapshots, repo: str, snapshot: str, prefix: str, workspace: str,
-    timeout: float = DEFAULT_TIMEOUT, token: str | None = None,
+    port: IndexPort,
+    snaps: Snapshots,
+    repo: str,
+    snapshot: str,
+    prefix: str,
+    workspace: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
 ) -> dict:
     """Restore one workspace of set `prefix` from `snapshot` of repository `repo` (see the module's docstring);
     `port` reaches the cluster (its scope is replaced). Returns what was restored: per kind the documents written
@@ -148,8 +158,14 @@ async def restore_workspace(
             )
     temps = list(plan.temps.values())
     try:
-        await snaps.restore(repo, snapshot, list(plan.sources.values()), plan.rename, aliases=False,
-                            settings={"index.auto_expand_replicas": "false", "index.number_of_replicas": 0})
+        await snaps.restore(
+            repo,
+            snapshot,
+            list(plan.sources.values()),
+            plan.rename,
+            aliases=False,
+            settings={"index.auto_expand_replicas": "false", "index.number_of_replicas": 0},
+        )
         await snaps.wait_restored(temps, timeout)
         await raw.refresh(temps)
         wanted = {kind: await mine.count(temp) for kind, temp in plan.temps.items()}
@@ -178,8 +194,12 @@ async def restore_workspace(
         for kind, temp in plan.temps.items():
             restored[kind] = 0
             async for page in _workspace_docs(mine, temp, with_vectors=kind == "chunks"):
-                writes = [Action("index", plan.aliases[kind], d.id, scope.source(d.source or {}),
-                                 routing=d.routing or workspace) for d in page]
+                writes = [
+                    Action(
+                        "index", plan.aliases[kind], d.id, scope.source(d.source or {}), routing=d.routing or workspace
+                    )
+                    for d in page
+                ]
                 (await raw.bulk(writes)).raise_for_failures()
                 restored[kind] += len(writes)
         await raw.refresh(list(plan.aliases.values()))
@@ -188,24 +208,39 @@ async def restore_workspace(
             raise RequestFailed(
                 f"restore of workspace {workspace} from snapshot {snapshot}: the counts differ ({'; '.join(wrong)}): "
                 "another writer of this workspace (sync --watch, ReMe) wrote during the restore. Stop it and run the "
-                "restore again", type="count_mismatch",
+                "restore again",
+                type="count_mismatch",
             )
     finally:
         for temp in temps:
             await raw.delete_index(temp, missing_ok=True)
-    return {"snapshot": snapshot, "repo": repo, "index_prefix": prefix, "workspace": workspace,
-            "from_indices": plan.sources, "restored": restored, "replaced": replaced,
-            "seconds": round(time.monotonic() - started, 3)}
+    return {
+        "snapshot": snapshot,
+        "repo": repo,
+        "index_prefix": prefix,
+        "workspace": workspace,
+        "from_indices": plan.sources,
+        "restored": restored,
+        "replaced": replaced,
+        "seconds": round(time.monotonic() - started, 3),
+    }
 
 
 def _require_success(info: SnapshotInfo, repo: str) -> None:
     if info.state != "SUCCESS":
-        raise ConfigError(f"snapshot {info.name} of {repo} is {info.state}, not SUCCESS: restore from a complete one "
-                          f"(`reme-es snapshot list --repo {repo}`). Nothing was changed")
+        raise ConfigError(
+            f"snapshot {info.name} of {repo} is {info.state}, not SUCCESS: restore from a complete one "
+            f"(`reme-es snapshot list --repo {repo}`). Nothing was changed"
+        )
 
 
 async def restore_set(
-    port: IndexPort, snaps: Snapshots, repo: str, snapshot: str, prefix: str, live: list[str],
+    port: IndexPort,
+    snaps: Snapshots,
+    repo: str,
+    snapshot: str,
+    prefix: str,
+    live: list[str],
     timeout: float = DEFAULT_TIMEOUT,
 ) -> dict:
     """Restore the whole set `prefix` (every workspace in it) from `snapshot`: the `live` indices of the set are
@@ -219,5 +254,11 @@ async def restore_set(
         await raw.delete_index(index, missing_ok=True)
     await snaps.restore(repo, snapshot, indices, None, aliases=True)
     await snaps.wait_restored(indices, timeout)
-    return {"snapshot": snapshot, "repo": repo, "index_prefix": prefix, "deleted": sorted(live),
-            "restored": indices, "seconds": round(time.monotonic() - started, 3)}
+    return {
+        "snapshot": snapshot,
+        "repo": repo,
+        "index_prefix": prefix,
+        "deleted": sorted(live),
+        "restored": indices,
+        "seconds": round(time.monotonic() - started, 3),
+    }

@@ -187,8 +187,13 @@ class SearchStore:
         if hint is None or hint.start is None:
             return hits
         start, end = hint.start.isoformat(), hint.end.isoformat()
-        window = f.model_copy(update={"start_date": max(start, f.start_date or start),
-                                      "end_date": min(end, f.end_date or end), "strict_date": True})
+        window = f.model_copy(
+            update={
+                "start_date": max(start, f.start_date or start),
+                "end_date": min(end, f.end_date or end),
+                "strict_date": True,
+            }
+        )
         merged = with_window(hits, (await self._pool(query, vector, depth, window, feedback=False)).hits)
         merged = collapse_repeats(merged) if self.indices.collapse else merged
         return date_rescore(merged, hint, boost, top=len(merged))
@@ -253,7 +258,13 @@ class SearchStore:
         return keyword, vec, by_chunk(sources)
 
     async def _feedback(
-        self, query: str, vector: list[float], candidates: int, f: SearchFilter, keyword: list[Hit], vec: list[Hit],
+        self,
+        query: str,
+        vector: list[float],
+        candidates: int,
+        f: SearchFilter,
+        keyword: list[Hit],
+        vec: list[Hit],
         stored: dict[str, dict],
     ) -> tuple[list[Hit], list[Hit]]:
         """Both branches again, each expanded by its own top `feedback` hits (pseudo-relevance feedback): the k-NN
@@ -274,9 +285,19 @@ class SearchStore:
         like = [(self.port.stored_id(doc_id(h.chunk.id)), self.port.scope.routing(h.chunk.path)) for h in from_kw]
         moved = rocchio(vector, [stored[h.chunk.id].get("embedding") or [] for h in from_vec], FEEDBACK_BETA)
         bodies = [
-            feedback_keyword_body(self.indices.ix.chunks, query, like, candidates, f, self.keyword_fields,
-                                  FEEDBACK_TERMS, FEEDBACK_BOOST, self.indices.context_boost)
-            if like else keyword_body(query, candidates, f, self.keyword_fields, self.indices.context_boost),
+            feedback_keyword_body(
+                self.indices.ix.chunks,
+                query,
+                like,
+                candidates,
+                f,
+                self.keyword_fields,
+                FEEDBACK_TERMS,
+                FEEDBACK_BOOST,
+                self.indices.context_boost,
+            )
+            if like
+            else keyword_body(query, candidates, f, self.keyword_fields, self.indices.context_boost),
             self.vectors.knn_body(moved, candidates, f),
         ]
         again_k, again_v, _ = await self._branches(bodies)
@@ -290,8 +311,9 @@ class SearchStore:
         """One request fused by the server (a search pipeline or a retriever); scores are checked to be fused."""
         ix, dialect = self.indices, self.indices.dialect
         self.vectors.check(vector, "the query")
-        body = dialect.hybrid_body(query, vector, candidates, f, self.keyword_fields, caps=ix.caps,
-                                   context=ix.context_boost)
+        body = dialect.hybrid_body(
+            query, vector, candidates, f, self.keyword_fields, caps=ix.caps, context=ix.context_boost
+        )
         pipeline = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else {}
         params = {**pipeline, **dialect.hybrid_params(ix.caps)} or None
         try:
@@ -321,5 +343,7 @@ def _candidate_hit(branch: str, c: Candidate) -> Hit:
 def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:
     """The second pass's hits (ranked by its `score`) showing the first pass's `branch` score where it had one."""
     before = {h.chunk.id: h.scores[branch] for h in first}
-    return [h.model_copy(update={"scores": {**h.scores, branch: before[h.chunk.id]}}) if h.chunk.id in before else h
-            for h in again]
+    return [
+        h.model_copy(update={"scores": {**h.scores, branch: before[h.chunk.id]}}) if h.chunk.id in before else h
+        for h in again
+    ]

@@ -23,8 +23,10 @@ CONTEXT_CHARS = 400
 
 
 # A dialog turn's opening: `Name: `, `- **Name:** `, `- [19:42] Name: ` (one to three capitalised words).
-_SPEAKER = re.compile(r"\s*(?:[-*]\s+)?(?:\[\d{1,2}:\d{2}\]\s*)?(?:\*\*)?([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2})"
-                      r"(?:\*\*)?:(?:\*\*)?\s")
+_SPEAKER = re.compile(
+    r"\s*(?:[-*]\s+)?(?:\[\d{1,2}:\d{2}\]\s*)?(?:\*\*)?([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2})"
+    r"(?:\*\*)?:(?:\*\*)?\s"
+)
 
 
 def chunk_speaker(text: str) -> str:

@@ -62,7 +62,12 @@ class WorkspaceSync:
         self.concurrency = max(1, concurrency)
         self.stop = asyncio.Event()
         self.writer = SyncWriter(
-            store, self.report, self.state, self.stop, options.chunk_chars, embedder=embedder,
+            store,
+            self.report,
+            self.state,
+            self.stop,
+            options.chunk_chars,
+            embedder=embedder,
             reme_chunkers=reme_chunkers,
         )
         self.watcher = SyncWatcher(self.root, self.dirs, self.run, self.writer.forget, self.report, self.stop)

@@ -17,7 +17,13 @@ from .contract_write import FilterContract, LinkContract, WriteContract
 
 
 class StoreContract(
-    WriteContract, FilterContract, LinkContract, VectorContract, HybridContract, MaintenanceContract, DateContract,
+    WriteContract,
+    FilterContract,
+    LinkContract,
+    VectorContract,
+    HybridContract,
+    MaintenanceContract,
+    DateContract,
     RelationContract,
 ):
     """The whole contract."""
@@ -34,6 +40,14 @@ class SharedSetContract(StoreContract):
 
 
 __all__ = [
-    "DateContract", "FilterContract", "HybridContract", "LinkContract", "MaintenanceContract", "RelationContract",
-    "SharedSetContract", "StoreContract", "VectorContract", "WriteContract",
+    "DateContract",
+    "FilterContract",
+    "HybridContract",
+    "LinkContract",
+    "MaintenanceContract",
+    "RelationContract",
+    "SharedSetContract",
+    "StoreContract",
+    "VectorContract",
+    "WriteContract",
 ]

@@ -20,13 +20,18 @@ class DateContract:
         # and a dinner two weeks after it; questions are asked on 2026-12-01.
         store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, date_boost=0.0)
         store.indices.today = dt.date(2026, 12, 1)  # `plain` searches without the boost; each case sets its own
-        said = [("2026-03-10", "Rafa fixed the boiler himself last weekend", unit_vector(1, 0.1)),
-                ("2026-06-14", "Rafa repaired the gate, took a while", unit_vector(1, 0.6)),
-                ("2026-09-02", "Rafa got the tap working again", unit_vector(1, 0.8)),
-                ("2026-04-01", "Rafa says the move is done, living in the new flat now", unit_vector(0, 1)),
-                ("2026-04-15", "Rafa hosted a paella dinner for the neighbours", unit_vector(0.6, 0, 1)),
-                ("2026-08-20", "Rafa hosted a curry dinner for the neighbours, two weeks of planning",
-                 unit_vector(0.2, 0, 1))]
+        said = [
+            ("2026-03-10", "Rafa fixed the boiler himself last weekend", unit_vector(1, 0.1)),
+            ("2026-06-14", "Rafa repaired the gate, took a while", unit_vector(1, 0.6)),
+            ("2026-09-02", "Rafa got the tap working again", unit_vector(1, 0.8)),
+            ("2026-04-01", "Rafa says the move is done, living in the new flat now", unit_vector(0, 1)),
+            ("2026-04-15", "Rafa hosted a paella dinner for the neighbours", unit_vector(0.6, 0, 1)),
+            (
+                "2026-08-20",
+                "Rafa hosted a curry dinner for the neighbours, two weeks of planning",
+                unit_vector(0.2, 0, 1),
+            ),
+        ]
         pairs = []
         for day, text, vector in said:
             path = f"daily/{day}/rafa.md"

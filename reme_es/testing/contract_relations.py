@@ -37,7 +37,8 @@ class RelationContract:
         assert _ids(leaning[:6]) != _ids(convex(*branches, 0.55, "zscore")[:6])  # the weight changes the ranking
         store.indices.relation_vector_weight = None  # off: the store's vector weight
         assert _ids((await store.search(query, vector, 6, candidates=12)).hits) == _ids(
-            convex(*branches, 0.55, "zscore")[:6])
+            convex(*branches, 0.55, "zscore")[:6]
+        )
 
     async def test_any_other_question_is_fused_at_the_vector_weight(self, store_factory):
         from ..store.fusion import convex

@@ -174,8 +174,9 @@ class HybridContract:
         from ..store.fusion import convex
 
         # the fusion alone: the note boost (which re-scores the fused list) off
-        store = await self._hybrid_corpus(store_factory, hybrid="client", fusion=method, vector_weight=0.4,
-                                          note_boost=0.0)
+        store = await self._hybrid_corpus(
+            store_factory, hybrid="client", fusion=method, vector_weight=0.4, note_boost=0.0
+        )
         query, vector = "orbital mechanics filler3", unit_vector(1, 0.9)
         result = await store.search(query, vector, 6, candidates=12)
         expected = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.4, method)
@@ -206,9 +207,12 @@ class HybridContract:
         store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, feedback=0, note_boost=0.0)
         pad = FEEDBACK_MIN_TERMS // 2 if long else 0
         texts = ["orbital orbital hohmann transfer" + " hohmann transfer" * pad] + [
-            f"orbital mechanics filler{i}" + " mechanics filler" * pad for i in range(1, 6)]
-        pairs = [file_with(f"digest/f{i}.md", [chunk(f"digest/f{i}.md", t, vector=unit_vector(1, 0.2 * i))])
-                 for i, t in enumerate(texts)]
+            f"orbital mechanics filler{i}" + " mechanics filler" * pad for i in range(1, 6)
+        ]
+        pairs = [
+            file_with(f"digest/f{i}.md", [chunk(f"digest/f{i}.md", t, vector=unit_vector(1, 0.2 * i))])
+            for i, t in enumerate(texts)
+        ]
         far = chunk("digest/x.md", "hohmann transfer budget", vector=unit_vector(0, 1))
         pairs.append(file_with("digest/x.md", [far]))
         await store.upsert(pairs)
@@ -223,7 +227,8 @@ class HybridContract:
         _, plain, result, _, _ = await self._with_and_without_feedback(store_factory, long=False)
         assert result.keyword_hits == plain.keyword_hits == 6
         assert [(h.chunk.id, round(h.score, 6)) for h in result.hits] == [
-            (h.chunk.id, round(h.score, 6)) for h in plain.hits]
+            (h.chunk.id, round(h.score, 6)) for h in plain.hits
+        ]
 
     async def test_client_fusion_with_feedback_reaches_a_chunk_only_the_top_hit_explains(self, store_factory):
         # "hohmann transfer budget" shares no term with the query: only the more_like_this of the top keyword hit
@@ -238,14 +243,30 @@ class HybridContract:
         assert (plain.keyword_hits, result.keyword_hits) == (6, 7)  # digest/x.md: found through feedback only
         first_k, first_v = await store.keyword_search(query, 7), await store.vector_search(vector, 1, k=7)
         assert [h.chunk.path for h in first_k[:1]] == ["digest/f0.md"]  # the most "orbital" chunk
-        moved = rocchio(vector, [(await store.vectors.get_chunks(
-            {first_v[0].chunk.path: [first_v[0].chunk.id]}, with_vectors=True))[first_v[0].chunk.id]["embedding"]],
-            FEEDBACK_BETA)
+        moved = rocchio(
+            vector,
+            [
+                (await store.vectors.get_chunks({first_v[0].chunk.path: [first_v[0].chunk.id]}, with_vectors=True))[
+                    first_v[0].chunk.id
+                ]["embedding"]
+            ],
+            FEEDBACK_BETA,
+        )
         like = [(store.port.stored_id(doc_id(first_k[0].chunk.id)), store.port.scope.routing("digest/f0.md"))]
-        body = feedback_keyword_body(store.index("chunks"), query, like, 7, store.indices.filter(SearchFilter()), None,
-                                     FEEDBACK_TERMS, FEEDBACK_BOOST)
-        keyword = [branch_hit("keyword", c.score, Chunk(id=c.chunk_id, path=c.path, text=""))
-                   for c in await store.port.ranked(store.index("chunks"), body)]
+        body = feedback_keyword_body(
+            store.index("chunks"),
+            query,
+            like,
+            7,
+            store.indices.filter(SearchFilter()),
+            None,
+            FEEDBACK_TERMS,
+            FEEDBACK_BOOST,
+        )
+        keyword = [
+            branch_hit("keyword", c.score, Chunk(id=c.chunk_id, path=c.path, text=""))
+            for c in await store.port.ranked(store.index("chunks"), body)
+        ]
         assert "digest/x.md" in [h.chunk.path for h in keyword]
         expected = convex(await store.vector_search(moved, 7, k=7), keyword, 0.55, "zscore")
         assert _ids(result.hits) == _ids(expected[:7])
@@ -301,7 +322,9 @@ class HybridContract:
         for hit in result.hits:
             source = stored[hit.chunk.id]
             assert (hit.chunk.text, hit.chunk.start_line, hit.chunk.end_line) == (
-                source["text"], source["start_line"], source["end_line"]
+                source["text"],
+                source["start_line"],
+                source["end_line"],
             )
             assert hit.chunk.text.startswith("orbital mechanics") and hit.chunk.embedding is None
 

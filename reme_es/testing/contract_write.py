@@ -165,7 +165,7 @@ class WriteContract:
         assert (await store.search("", unit_vector(1), 10)).hits == []
 
     @pytest.mark.parametrize(
-        "query", ["title:* OR _exists_:path", "/.*/", "((((", "\\", "path:digest/a.md", "*", "text:\"x\"~2 AND"]
+        "query", ["title:* OR _exists_:path", "/.*/", "((((", "\\", "path:digest/a.md", "*", 'text:"x"~2 AND']
     )
     async def test_query_syntax_is_never_interpreted(self, store_factory, query):
         store = await store_factory()
@@ -254,8 +254,12 @@ class FilterContract:
             ({"prefixes": ["digest/", "resource/"]}, {"digest/indexing.md", "resource/2026-05-18/report.jsonl"}),
             (
                 {"start_date": "2026-05-18", "end_date": "2026-05-18"},
-                {"daily/2026-05-18/meeting.md", "resource/2026-05-18/report.jsonl", "daily/2026-05-20.txt",
-                 "digest/indexing.md"},
+                {
+                    "daily/2026-05-18/meeting.md",
+                    "resource/2026-05-18/report.jsonl",
+                    "daily/2026-05-20.txt",
+                    "digest/indexing.md",
+                },
             ),
             (
                 {"start_date": "2026-05-18", "end_date": "2026-05-18", "strict_date_filter": True},
@@ -322,7 +326,9 @@ class LinkContract:
         assert len(await store.get_inlinks(target.path, LinkScope.VIRTUAL)) == 3
         assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.REAL)] == []
         assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.VIRTUAL)] == [
-            target.path, "digest/ghost.md", target.path,
+            target.path,
+            "digest/ghost.md",
+            target.path,
         ]
 
         await store.upsert([file_with(target.path, [target])])
@@ -364,8 +370,10 @@ class LinkContract:
         spokes = [chunk(f"digest/s{i}.md", f"spoke {i}") for i in range(4)]
         await store.upsert(
             [file_with(hub.path, [hub], links=[s.path for s in spokes], front_matter={"name": "Hub"})]
-            + [file_with(s.path, [s], links=[hub.path], front_matter={"name": f"S{i}", "description": f"d{i}"})
-               for i, s in enumerate(spokes)]
+            + [
+                file_with(s.path, [s], links=[hub.path], front_matter={"name": f"S{i}", "description": f"d{i}"})
+                for i, s in enumerate(spokes)
+            ]
         )
         exp = await store.expand([hub.path], max_per_direction=2)
         assert [(n.direction, n.path, n.name, n.description, n.real) for n in exp[hub.path]] == [
@@ -387,5 +395,9 @@ class LinkContract:
             ("in", "digest/hub.md", "Hub"),
         ]
         assert await store.traverse("digest/s1.md", depth=2) == {
-            "digest/s1.md": 0, "digest/hub.md": 1, "digest/s0.md": 2, "digest/s2.md": 2, "digest/s3.md": 2,
+            "digest/s1.md": 0,
+            "digest/hub.md": 1,
+            "digest/s0.md": 2,
+            "digest/s2.md": 2,
+            "digest/s3.md": 2,
         }

@@ -65,8 +65,13 @@ class MemoryPort:
         if (a.op == "create" and have) or (
             a.version is not None and (have is None or (have["_seq_no"], have["_primary_term"]) != a.version)
         ):
-            return False, {a.op: {**info, "status": 409, "error": {"type": "version_conflict_engine_exception",
-                                                                    "reason": "version conflict"}}}
+            return False, {
+                a.op: {
+                    **info,
+                    "status": 409,
+                    "error": {"type": "version_conflict_engine_exception", "reason": "version conflict"},
+                }
+            }
         if a.op == "delete":
             if have is None:
                 return False, {a.op: {**info, "status": 404}}
@@ -74,8 +79,9 @@ class MemoryPort:
             return True, {a.op: {**info, "status": 200}}
         if a.op == "update":
             if have is None:
-                return False, {a.op: {**info, "status": 404, "error": {"type": "document_missing_exception",
-                                                                        "reason": "missing"}}}
+                return False, {
+                    a.op: {**info, "status": 404, "error": {"type": "document_missing_exception", "reason": "missing"}}
+                }
             source = {**have["_source"], **(a.source or {})}
         else:
             source = dict(a.source or {})

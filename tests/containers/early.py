@@ -80,14 +80,19 @@ class Holder:
     def __init__(self, call: Call, env: dict[str, str]) -> None:
         self._err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.containers.early"], cwd=ROOT, env=env, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+            [sys.executable, "-m", "tests.containers.early"],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
         )
         self.proc.stdin.write(json.dumps(call._asdict()) + "\n")
         self.proc.stdin.flush()
         for line in self.proc.stdout:
             if line.startswith(READY):
-                self.value = pickle.loads(base64.b64decode(line[len(READY):]))
+                self.value = pickle.loads(base64.b64decode(line[len(READY) :]))
                 return
         self.proc.wait()
         raise RuntimeError(f"starting {call} ahead failed (exit {self.proc.returncode}):\n{self._stderr()}")

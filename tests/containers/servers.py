@@ -149,5 +149,3 @@ def server_for(flavour: str) -> Iterator[Server]:
     finally:
         node.stop(name)
         shutil.rmtree(node.node_dir(name), ignore_errors=True)
-
-

@@ -27,16 +27,24 @@ def test_managed_node_status_reports_version_modules_and_capabilities(server):
         assert status["version"] == "2.19.1"
         assert {"analysis-common", "lang-painless", "transport-netty4"} <= set(status["modules"])
         assert status["plugins"] == {
-            "opensearch-knn": "2.19.1.0", "opensearch-neural-search": "2.19.1.0", "reme-es-knn-guard": "2.19.1",
+            "opensearch-knn": "2.19.1.0",
+            "opensearch-neural-search": "2.19.1.0",
+            "reme-es-knn-guard": "2.19.1",
         }
         assert status["capabilities"] == {
-            "knn": True, "english_analyzer": True, "hybrid_pipeline": True, "rrf_processor": True,
+            "knn": True,
+            "english_analyzer": True,
+            "hybrid_pipeline": True,
+            "rrf_processor": True,
         }
     elif server.flavour == "opensearch-3":
         assert status["version"] == "3.5.0"
         assert status["plugins"] == {"opensearch-knn": "3.5.0.0", "reme-es-knn-guard": "3.5.0"}  # the guard, ported
         assert status["capabilities"] == {
-            "knn": True, "english_analyzer": True, "hybrid_pipeline": False, "rrf_processor": False,
+            "knn": True,
+            "english_analyzer": True,
+            "hybrid_pipeline": False,
+            "rrf_processor": False,
         }
     elif server.flavour == "elasticsearch-9":
         assert status["version"].startswith("9.")

@@ -34,12 +34,31 @@ def test_the_suite_runs_from_a_separate_package_with_only_its_plugin(server, tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_ES_TEST", "PYTEST"))}
     proc = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-            "-p", "reme_es.testing.pytest_plugin",
-            "--rootdir", str(tmp_path), "--reme-es-hosts", server.url, "--reme-es-engine", server.engine,
-            "-k", CASES, str(tmp_path),
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "reme_es.testing.pytest_plugin",
+            "--rootdir",
+            str(tmp_path),
+            "--reme-es-hosts",
+            server.url,
+            "--reme-es-engine",
+            server.engine,
+            "-k",
+            CASES,
+            str(tmp_path),
         ],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
@@ -52,6 +71,7 @@ def test_the_suite_runs_from_a_separate_package_with_only_its_plugin(server, tmp
     if skipped:
         assert "lacks native hybrid search for the configured fusion" in out
 
+
 PARTNER_DIALECT = textwrap.dedent(
     '''
     """A dialect of another package: the {engine} dialect under its own engine name."""
@@ -63,7 +83,7 @@ PARTNER_DIALECT = textwrap.dedent(
     '''
 )
 PARTNER_TESTS = textwrap.dedent(
-    '''
+    """
     from reme_es.testing import WriteContract
 
 
@@ -74,14 +94,16 @@ PARTNER_TESTS = textwrap.dedent(
             assert (dialect.__module__, dialect.__name__, store.dialect.engine) == (
                 "partner_dialect", "PartnerDialect", "partner"
             )
-    '''
+    """
 )
 
 
 def test_an_out_of_tree_dialect_plugs_in_through_the_entry_point_and_passes_a_contract_case(server, tmp_path):
     """A package that is not reme-es registers a dialect in `reme_es.dialects`; `--reme-es-engine` names it."""
-    module, base = ("opensearch", "OpenSearchDialect") if server.engine == "opensearch" else (
-        "elasticsearch", "ElasticsearchDialect"
+    module, base = (
+        ("opensearch", "OpenSearchDialect")
+        if server.engine == "opensearch"
+        else ("elasticsearch", "ElasticsearchDialect")
     )
     package = tmp_path / "site"
     dist = package / "partner_dialect-1.0.dist-info"
@@ -97,11 +119,30 @@ def test_an_out_of_tree_dialect_plugs_in_through_the_entry_point_and_passes_a_co
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "reme_es.testing.pytest_plugin",
-            "--rootdir", str(tests), "--reme-es-hosts", server.url, "--reme-es-engine", "partner",
-            "-k", "runs_on_the_dialect or upsert_then_keyword_search_finds_exactly_the_matching_chunk", str(tests),
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "reme_es.testing.pytest_plugin",
+            "--rootdir",
+            str(tests),
+            "--reme-es-hosts",
+            server.url,
+            "--reme-es-engine",
+            "partner",
+            "-k",
+            "runs_on_the_dialect or upsert_then_keyword_search_finds_exactly_the_matching_chunk",
+            str(tests),
         ],
-        cwd=tests, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=tests,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

@@ -93,8 +93,19 @@ class Cli:
     def watch(self, url: str, stderr) -> subprocess.Popen:
         """`reme-es sync --watch` of the workspace against `url` in a child process (stdout piped, text)."""
         env = {**os.environ, "REME_ES_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "-m", "reme_es.cli", "sync", str(self.workspace), *BUILTIN, "--watch",
-               "--hosts", url, "--index-prefix", self.prefix]
+        cmd = [
+            sys.executable,
+            "-m",
+            "reme_es.cli",
+            "sync",
+            str(self.workspace),
+            *BUILTIN,
+            "--watch",
+            "--hosts",
+            url,
+            "--index-prefix",
+            self.prefix,
+        ]
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
 
@@ -115,7 +126,9 @@ def _chunk_versions(cli, path: str) -> dict[str, tuple[int, int]]:
     """(seq_no, primary_term) of each stored chunk of `path`: a chunk written again gets a new one."""
     body = {"query": {"term": {"path": path}}, "seq_no_primary_term": True, "_source": ["chunk_id"], "size": 100}
     req = urllib.request.Request(
-        f"{cli.url}/{cli.prefix}-chunks/_search", data=json.dumps(body).encode(), method="POST",
+        f"{cli.url}/{cli.prefix}-chunks/_search",
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(req, timeout=30) as resp:
@@ -132,8 +145,19 @@ def _local_model_installed() -> bool:
 def _search_json(cli, query: str, *args: str, env: dict | None = None):
     result = CliRunner().invoke(
         main,
-        ["search", query, "--json", "--no-links", *args, "--hosts", cli.url, "--index-prefix", cli.prefix,
-         "--workspace-key", cli.key],
+        [
+            "search",
+            query,
+            "--json",
+            "--no-links",
+            *args,
+            "--hosts",
+            cli.url,
+            "--index-prefix",
+            cli.prefix,
+            "--workspace-key",
+            cli.key,
+        ],
         env={"REME_ES_HOME": str(cli.home), **(env or {})},
     )
     return result, (json.loads(result.stdout) if result.exit_code == 0 else None)

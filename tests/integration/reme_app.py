@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-WATCHERS = ["index_update_loop", "resource_watch_loop", "digest_watch_loop", "dream_cron", "proactive_refresh_cron",
-            "optimize_index_cron"]
+WATCHERS = [
+    "index_update_loop",
+    "resource_watch_loop",
+    "digest_watch_loop",
+    "dream_cron",
+    "proactive_refresh_cron",
+    "optimize_index_cron",
+]
 
 
 def index_once_job(dirs: list[str], suffixes: list[str]) -> dict:

@@ -106,9 +106,7 @@ def test_config_and_connection_errors(cli, tmp_path):
     (cli.workspace / "reme-es.yaml").write_text("hosts: [http://127.0.0.1:1]\nbogus: 1\n")
     unknown = cli("sync", str(cli.workspace), target=False)
     assert unknown.exit_code == 2
-    assert unknown.stderr == (
-        f"error: invalid settings ({cli.workspace / 'reme-es.yaml'}): bogus: unknown option\n"
-    )
+    assert unknown.stderr == (f"error: invalid settings ({cli.workspace / 'reme-es.yaml'}): bogus: unknown option\n")
 
     (cli.workspace / "reme-es.yaml").write_text("hosts: http://127.0.0.1:1\nengine: opensearch\n")
     down = cli("sync", str(cli.workspace), target=False)
@@ -169,7 +167,10 @@ def test_settings_precedence_yaml_env_flags(tmp_path):
     env = {"REME_ES_INDEX_PREFIX": "from-env", "REME_ES_HOSTS": "http://b:9200, http://c:9200"}
     s = load_options(ws, None, {"index_prefix": "from-flag", "hosts": None}, environ=env)
     assert (s.index.index_prefix, s.connection.hosts, s.sync.dirs) == (
-        "from-flag", ["http://b:9200", "http://c:9200"], ["daily"])
+        "from-flag",
+        ["http://b:9200", "http://c:9200"],
+        ["daily"],
+    )
     assert "s3cret" not in repr(s) and "s3cret" not in json.dumps(s.model_dump(mode="json"))
     assert ClientSettings.from_options(s.connection).password == "s3cret"
     assert load_options(ws, None, {}, environ=env).index.index_prefix == "from-env"
@@ -180,8 +181,6 @@ def test_settings_precedence_yaml_env_flags(tmp_path):
     assert re.fullmatch(r"my-notes-[0-9a-f]{10}", default_workspace_key(ws))
     assert default_workspace_key(ws) != default_workspace_key(tmp_path / "other" / "My Notes!")
     assert default_prefix(ws) == f"reme-{default_workspace_key(ws)}"  # the set a workspace had to itself before
-
-
 
 
 # ------------------------------------------------------------------------------------------ server
@@ -241,8 +240,9 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
         urllib.request.urlopen(req, timeout=30).close()
         kinds = ("chunks", "files", "links", "workspaces")
         mine = [f"{cli.prefix}-{k}-1" for k in kinds]
-        assert _indices(node_url, cli.prefix) == sorted([*mine, f"{cli.prefix}-chunks-7",
-                                                          *_indices(node_url, neighbour.prefix)])
+        assert _indices(node_url, cli.prefix) == sorted(
+            [*mine, f"{cli.prefix}-chunks-7", *_indices(node_url, neighbour.prefix)]
+        )
         pipelines = _pipelines(node_url, server.engine, cli.prefix)  # ours and the neighbour's
         native = server.engine == "opensearch" and server.flavour != "opensearch-3"
         own_pipes = [p for p in pipelines if p.startswith(f"{cli.prefix}-hybrid-")]
@@ -271,7 +271,8 @@ def test_drop_removes_indices_aliases_and_pipeline_only_with_yes(cli, server, no
 
         again = cli("drop", "--set", "--yes")
         assert (again.exit_code, again.stdout) == (
-            0, f"nothing to drop: no indices, aliases or pipelines for prefix {cli.prefix}\n"
+            0,
+            f"nothing to drop: no indices, aliases or pipelines for prefix {cli.prefix}\n",
         )
     finally:
         asyncio.run(_drop(node_url, neighbour.prefix))

@@ -79,8 +79,12 @@ def test_local_embeddings_are_computed_once(cli):
             cli.key,
         ],
         # the fusion's own score: the note boost (which re-scores the fused list) off
-        env={"REME_ES_HYBRID": "client", "REME_ES_FUSION": "rrf", "REME_ES_HOME": str(cli.home),
-             "REME_ES_NOTE_BOOST": "0"},
+        env={
+            "REME_ES_HYBRID": "client",
+            "REME_ES_FUSION": "rrf",
+            "REME_ES_HOME": str(cli.home),
+            "REME_ES_NOTE_BOOST": "0",
+        },
     )
     assert re.fullmatch(  # ReMe's weighted RRF client-side: top of both branches, 0.55/61 + 0.45/61
         r"========== digest/indexing\.md:40-41 \[score=0\.0164 keyword=\d+\.\d{4} vector=0\.\d{4}\] ==========",
@@ -190,5 +194,8 @@ def test_default_sync_indexes_remes_file_set_with_remes_chunkers(cli, node_url):
     stored = next(f for f in files if f.path == "digest/indexing.md")
     assert stored.chunk_ids == [c.id for c in chunks] and len(chunks) == 1
     assert stored.front_matter == node.front_matter.model_dump(mode="json")
-    assert cli.search("SHA-256", "--mode", "keyword")[0] == ("digest/indexing.md", chunks[0].start_line,
-                                                             chunks[0].end_line)
+    assert cli.search("SHA-256", "--mode", "keyword")[0] == (
+        "digest/indexing.md",
+        chunks[0].start_line,
+        chunks[0].end_line,
+    )

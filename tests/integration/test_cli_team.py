@@ -83,21 +83,29 @@ def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_d
     asked = _run("sync", str(other.workspace), *BUILTIN, *as_key, "--take-over", home=cli.home)
     assert asked.exit_code == 2, asked.stdout
     assert f"workspace {cli.key} of index set {cli.prefix} {writer}, and holds {ALL} files, {chunks} chunks" in (
-        asked.stderr)
+        asked.stderr
+    )
     assert f"deletes 1 of those files ({gone} chunks) that this folder does not have and rewrites 0" in asked.stderr
     assert "Nothing was written or deleted: run again with --yes to take it over" in asked.stderr
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
     assert cli.store(lambda s: s.workspace_record()) == held
     drop_asked = _run("drop", "-w", str(other.workspace), *as_key, "--take-over", home=cli.home)
     assert drop_asked.exit_code == 2 and f"({writer.removeprefix('is ')}; --take-over): {ALL} files" in (
-        drop_asked.stderr)
+        drop_asked.stderr
+    )
     # On a terminal it asks; "n" takes nothing over.
     monkeypatch.setattr("reme_es.cli.app._interactive", lambda: True)
-    declined = CliRunner().invoke(main, ["sync", str(other.workspace), *BUILTIN, *as_key, "--take-over"], input="n\n",
-                                  env={"REME_ES_HOME": str(cli.home)}, catch_exceptions=False)
+    declined = CliRunner().invoke(
+        main,
+        ["sync", str(other.workspace), *BUILTIN, *as_key, "--take-over"],
+        input="n\n",
+        env={"REME_ES_HOME": str(cli.home)},
+        catch_exceptions=False,
+    )
     assert declined.exit_code == 2
     assert "Take it over? [y/N]" in declined.stderr and "not confirmed: nothing was written or deleted" in (
-        declined.stderr)
+        declined.stderr
+    )
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
     monkeypatch.setattr("reme_es.cli.app._interactive", lambda: False)
     taken = _run("sync", str(other.workspace), *BUILTIN, *as_key, "--take-over", "--yes", home=cli.home)
@@ -113,7 +121,8 @@ def test_an_unknown_workspace_is_refused_without_naming_the_others_and_status_li
     refused = stranger("search", "hybrid search")
     assert refused.exit_code == 2
     assert f"workspace {stranger.key} (folder {stranger.workspace.resolve()}) has nothing in index set " in (
-        refused.stderr)
+        refused.stderr
+    )
     assert "The set records 2 other workspace(s); " in refused.stderr and "status --workspaces" in refused.stderr
     for c in (cli, other):  # neither another workspace's folder nor its key
         assert str(c.workspace.resolve()) not in refused.stderr and c.key not in refused.stderr
@@ -121,7 +130,8 @@ def test_an_unknown_workspace_is_refused_without_naming_the_others_and_status_li
     assert "workspaces" not in plain and plain["cluster"]["workspaces_in_set"] == 2
     listed = json.loads(stranger("status", "--workspaces", "--json").stdout)["workspaces"]
     assert [(w["workspace"], w["folder"]) for w in listed] == sorted(
-        (c.key, str(c.workspace.resolve())) for c in (cli, other))
+        (c.key, str(c.workspace.resolve())) for c in (cli, other)
+    )
     assert all(w["host"] and w["since"] for w in listed)
     text = cli("status", "--workspaces").stdout
     assert f"  * {cli.key}: {cli.workspace.resolve()} on " in text
@@ -144,7 +154,9 @@ def test_drop_forgets_one_workspace_and_expunges_it(cli):
     assert re.fullmatch(
         rf"dropped workspace {cli.key} of index set {cli.prefix}: \d+ documents in [\d.]+ s; merged chunks, [a-z, ]*"
         rf"workspaces in [\d.]+ s, no deleted document left in {', '.join(f'{cli.prefix}-{k}' for k in kinds)} "
-        r"\(the workspace registry included\)\n", dropped.stdout), dropped.stdout
+        r"\(the workspace registry included\)\n",
+        dropped.stdout,
+    ), dropped.stdout
     deleted = {k: _stats(cli, k)["_all"]["total"]["docs"]["deleted"] for k in kinds}
     assert deleted == dict.fromkeys(kinds, 0)
     gone = cli("search", "hybrid search")  # the record went with it: an empty answer would look like an empty one

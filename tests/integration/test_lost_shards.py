@@ -49,8 +49,9 @@ async def test_a_red_index_is_named_quickly_with_what_to_do(store, prefix):
 
 async def test_a_search_that_some_shards_answer_returns_their_hits_and_says_so(store, prefix, caplog):
     # The lost index joins the chunks alias: the search spans a healthy shard and a lost one.
-    await store.port.transport.request("POST", "/_aliases", {"actions": [{"add": {"index": f"{prefix}-lost",
-                                                                       "alias": store.index("chunks")}}]})
+    await store.port.transport.request(
+        "POST", "/_aliases", {"actions": [{"add": {"index": f"{prefix}-lost", "alias": store.index("chunks")}}]}
+    )
     with caplog.at_level(logging.WARNING, logger="reme_es.adapters.port"):
         hits = await store.port.search(store.index("chunks"), {"query": {"match": {"text": "harbour"}}})
     assert sorted(h["_source"]["path"] for h in hits) == ["digest/a.md", "digest/b.md"]

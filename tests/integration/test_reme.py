@@ -191,8 +191,9 @@ async def observe(app: Application, ws: Path) -> dict:
     obs["date_paths"] = sorted(r["path"] for r in dated["results"])
     window = await search(query="opensearch", limit=20, start_date="2026-05-18", end_date="2026-05-19")
     obs["date_window_paths"] = sorted({r["path"] for r in window["results"]})
-    strict = await search(query="opensearch", limit=20, start_date="2026-05-18", end_date="2026-05-19",
-                          strict_date_filter=True)
+    strict = await search(
+        query="opensearch", limit=20, start_date="2026-05-18", end_date="2026-05-19", strict_date_filter=True
+    )
     obs["strict_date_paths"] = sorted({r["path"] for r in strict["results"]})
     tagged = await search(query="fusion", limit=20, tags=["infra"])
     obs["tag_paths"] = sorted({r["path"] for r in tagged["results"]})
@@ -363,12 +364,13 @@ async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, 
     edited = es["edited"]
     assert [n[0] for n in edited["nodes"]] == [p for p in PATHS if p != "daily/2026-05-20/retro.md"]
     assert edited["mtimes_match_disk"] is True
-    assert edited["keyword_paths"] == ["daily/2026-05-18/standup.md", "daily/2026-06-02.md",
-                                       "resource/2026-05-19/events.jsonl"]
-    # retro.md is gone: its link to digest/ranking.md no longer counts; opensearch.md lost one inlink
-    assert edited["links"][("digest/ranking.md", "real")][1] == [
-        ("digest/opensearch.md", "digest/ranking.md", None)
+    assert edited["keyword_paths"] == [
+        "daily/2026-05-18/standup.md",
+        "daily/2026-06-02.md",
+        "resource/2026-05-19/events.jsonl",
     ]
+    # retro.md is gone: its link to digest/ranking.md no longer counts; opensearch.md lost one inlink
+    assert edited["links"][("digest/ranking.md", "real")][1] == [("digest/opensearch.md", "digest/ranking.md", None)]
     assert edited["links"][("daily/2026-05-20/retro.md", "virtual")][1] == []
 
     # --- restart: nothing re-indexed, nothing re-embedded, same view -------------------------------
@@ -377,8 +379,14 @@ async def test_reme_application_on_the_cluster_matches_local(server, es_prefix, 
     assert es["restarted"] == es["edited"]
 
     # --- ReMe's local store sees the same thing ---------------------------------------------------
-    for key in ("first_counts", "first_embedded", "second_counts", "second_embedded", "restart_counts",
-                "restart_embedded"):
+    for key in (
+        "first_counts",
+        "first_embedded",
+        "second_counts",
+        "second_embedded",
+        "restart_counts",
+        "restart_embedded",
+    ):
         assert es[key] == local[key], key
     for stage in ("initial", "edited", "restarted"):
         mine, theirs = es[stage], local[stage]

@@ -37,8 +37,10 @@ def test_a_misspelled_file_store_key_stops_the_application_naming_the_valid_keys
     with pytest.raises(ConfigError) as err:
         make_app(cfg)
     msg = str(err.value)
-    assert msg.startswith("file_store.default (OpenSearchFileStore): unknown keys 'hots' (did you mean 'hosts'?), "
-                          "'hybird' (did you mean 'hybrid'?). Valid keys: hosts, index_prefix, embedding_store,")
+    assert msg.startswith(
+        "file_store.default (OpenSearchFileStore): unknown keys 'hots' (did you mean 'hosts'?), "
+        "'hybird' (did you mean 'hybrid'?). Valid keys: hosts, index_prefix, embedding_store,"
+    )
     assert "(ReMe's store_name, keyword_index, file_graph are accepted and ignored)" in msg
 
 

@@ -118,8 +118,19 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
         cli = await asyncio.to_thread(
             CliRunner().invoke,
             main,
-            ["search", "a kitten napping on a rug", "--mode", "vector", "--json", "--hosts", server.url,
-             "--index-prefix", es_prefix, "-w", str(ws)],
+            [
+                "search",
+                "a kitten napping on a rug",
+                "--mode",
+                "vector",
+                "--json",
+                "--hosts",
+                server.url,
+                "--index-prefix",
+                es_prefix,
+                "-w",
+                str(ws),
+            ],
             env={"REME_ES_HOME": str(tmp_path / "home")},
         )
         assert cli.exit_code == 0, cli.stderr
@@ -257,7 +268,8 @@ async def test_cli_on_an_index_whose_vectors_reme_made_with_a_model_reme_es_cann
 
     def cli(*args: str):
         return CliRunner().invoke(
-            main, [*args, "--hosts", server.url, "--index-prefix", es_prefix, "-w", str(ws)],
+            main,
+            [*args, "--hosts", server.url, "--index-prefix", es_prefix, "-w", str(ws)],
             env={"REME_ES_HOME": str(tmp_path / "h")},
         )
 

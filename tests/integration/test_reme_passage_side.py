@@ -43,11 +43,19 @@ async def _app(server, prefix: str, ws) -> Application:
     components = {
         "as_embedding": {"default": {"backend": "passage-side-hash", "dimensions": DIMS}},
         "embedding_store": {"default": {"backend": "local", "as_embedding": "default", "enable_cache": False}},
-        "file_store": {"default": {"backend": server.engine, "embedding_store": "default", "hosts": server.url,
-                                   "index_prefix": prefix}},
+        "file_store": {
+            "default": {
+                "backend": server.engine,
+                "embedding_store": "default",
+                "hosts": server.url,
+                "index_prefix": prefix,
+            }
+        },
     }
-    jobs = {"index_once": index_once_job(["daily_dir", "digest_dir", "resource_dir"], ["md", "jsonl"]),
-            "search_native": {"backend": "base", "steps": [{"backend": "es_search_step"}]}}
+    jobs = {
+        "index_once": index_once_job(["daily_dir", "digest_dir", "resource_dir"], ["md", "jsonl"]),
+        "search_native": {"backend": "base", "steps": [{"backend": "es_search_step"}]},
+    }
     with R.preserve(allow_mutation=True):
         if R.get("as_embedding", "passage-side-hash") is None:
             R.register(PassageSideAsEmbedding, "passage-side-hash")

@@ -69,8 +69,13 @@ async def open_app(server, es_prefix, tmp_path):
         (tmp_path / "ws").mkdir(exist_ok=True)
         app = make_app(cfg)
         await app.start()
-        reader = await open_store(ClientSettings(hosts=[server.url]), es_prefix, server.engine, create=False,
-                                  workspace=default_workspace_key(tmp_path / "ws"))
+        reader = await open_store(
+            ClientSettings(hosts=[server.url]),
+            es_prefix,
+            server.engine,
+            create=False,
+            workspace=default_workspace_key(tmp_path / "ws"),
+        )
         s = Store(app, reader)
         opened.append(s)
         return s

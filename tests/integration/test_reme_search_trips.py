@@ -113,8 +113,10 @@ async def test_inlink_sources_that_were_not_fetched_cost_one_more_request(app, f
     assert [n["path"] for n in expansion["outlinks"]] == ["digest/opensearch.md"]
     assert [(n["path"], n["meta"]) for n in expansion["inlinks"]] == [
         ("daily/2026-05-20/retro.md", {}),
-        ("digest/opensearch.md", {"name": "OpenSearch",
-                                  "description": "Notes about the OpenSearch file store backend"}),
+        (
+            "digest/opensearch.md",
+            {"name": "OpenSearch", "description": "Notes about the OpenSearch file store backend"},
+        ),
     ]
 
 

@@ -59,8 +59,11 @@ async def test_a_folder_claiming_another_folders_workspace_key_is_refused(server
     other = app_config(tmp_path / "b", server.engine, server.url, es_prefix)
     other["components"]["file_store"]["default"]["workspace_key"] = "shared-key"
     app = make_app(other)
-    with pytest.raises(WorkspaceConflict, match=rf"workspace 'shared-key' of index set '{es_prefix}' is written from "
-                                                 rf"{tmp_path / 'a'}"):
+    with pytest.raises(
+        WorkspaceConflict,
+        match=rf"workspace 'shared-key' of index set '{es_prefix}' is written from "
+        rf"{tmp_path / 'a'}",
+    ):
         await app.start()
     await app.close()
     # `take_over: true` takes it, and says from whom: ReMe's start-up scan then replaces that folder's files.
@@ -70,8 +73,9 @@ async def test_a_folder_claiming_another_folders_workspace_key_is_refused(server
         await app.start()
     await app.close()
     [taken] = [r.getMessage() for r in caplog.records if r.name == "reme_es.store.workspaces"]
-    assert taken.startswith(f"workspace 'shared-key' of index set '{es_prefix}' taken over: it was written from "
-                            f"{tmp_path / 'a'} on ")
+    assert taken.startswith(
+        f"workspace 'shared-key' of index set '{es_prefix}' taken over: it was written from {tmp_path / 'a'} on "
+    )
     assert f"; now from {tmp_path / 'b'} on " in taken
 
 
@@ -89,9 +93,15 @@ async def test_the_team_pages_sample_runs_reme_on_the_folder_reme_es_sync_wrote(
     team["components"]["file_store"]["default"].update(backend=server.engine, hosts=server.url, index_prefix=es_prefix)
     path = tmp_path / "team.yaml"
     path.write_text(yaml.safe_dump(team), encoding="utf-8")
-    cfg = resolve_app_config(config=str(path), workspace_dir=str(ws), log_config=False, log_to_file=False,
-                             log_to_console=False, enable_logo=False,
-                             jobs={name: {"enabled": False} for name in WATCHERS})
+    cfg = resolve_app_config(
+        config=str(path),
+        workspace_dir=str(ws),
+        log_config=False,
+        log_to_file=False,
+        log_to_console=False,
+        enable_logo=False,
+        jobs={name: {"enabled": False} for name in WATCHERS},
+    )
     app = make_app(cfg)
     await app.start()
     try:

@@ -113,18 +113,30 @@ def write_memorie(url: str, prefix: str, engine: str) -> None:
     for t, tenant in enumerate(TENANTS):
         for i in range(4):
             mid = f"{tenant}-m{i}"
-            memory = {"id": mid, "tenant_id": tenant, "namespace": "team", "type": "fact", "state": "active",
-                      "content": f"{tenant} note {i} about the harbour ledger", "created_at": "2026-05-18T10:00:00Z"}
+            memory = {
+                "id": mid,
+                "tenant_id": tenant,
+                "namespace": "team",
+                "type": "fact",
+                "state": "active",
+                "content": f"{tenant} note {i} about the harbour ledger",
+                "created_at": "2026-05-18T10:00:00Z",
+            }
             vector = {"id": mid, "embedding": [1.0, float(t), float(i), 0.5], "zero": False, "has_meta": False}
-            lines += [{"index": {"_index": f"{prefix}-memorie-memories", "_id": mid}}, memory,
-                      {"index": {"_index": f"{prefix}-memorie-vectors", "_id": mid}}, vector]
+            lines += [
+                {"index": {"_index": f"{prefix}-memorie-memories", "_id": mid}},
+                memory,
+                {"index": {"_index": f"{prefix}-memorie-vectors", "_id": mid}},
+                vector,
+            ]
         for i in range(2):
             rid = f"{tenant}-r{i}"
             relation = {"id": rid, "from_id": f"{tenant}-m{i}", "to_id": f"{tenant}-m{i + 1}", "type": "follows"}
             lines += [{"index": {"_index": f"{prefix}-memorie-relations", "_id": rid}}, relation]
     body = "".join(json.dumps(x) + "\n" for x in lines).encode()
-    req = urllib.request.Request(f"{url}/_bulk?refresh=true", data=body, method="POST",
-                                 headers={"Content-Type": "application/x-ndjson"})
+    req = urllib.request.Request(
+        f"{url}/_bulk?refresh=true", data=body, method="POST", headers={"Content-Type": "application/x-ndjson"}
+    )
     with urllib.request.urlopen(req, timeout=120) as resp:
         assert not json.loads(resp.read())["errors"]
 

@@ -52,8 +52,10 @@ async def test_a_large_upsert_sends_bulk_requests_of_at_most_4_mib_two_at_a_time
         for f in range(FILES):
             path = f"bulk/file-{f:03d}.md"
             texts = [f"{i} {words}" for i in range(PER_FILE)]
-            chunks = [Chunk(id=chunk_id(path, i + 1, i + 1, t), path=path, start_line=i + 1, end_line=i + 1, text=t)
-                      for i, t in enumerate(texts)]
+            chunks = [
+                Chunk(id=chunk_id(path, i + 1, i + 1, t), path=path, start_line=i + 1, end_line=i + 1, text=t)
+                for i, t in enumerate(texts)
+            ]
             files.append((FileDoc(path=path, st_mtime=1.0, chunk_ids=[c.id for c in chunks]), chunks))
         outcome = await store.upsert(files)
         assert outcome.failures == []

@@ -15,8 +15,11 @@ from reme_es.store.connect import open_store
 from reme_es.testing.data import chunk, file_with
 
 SESSION = "daily/2026-05-01/chat.md"
-TURNS = ["Melanie: So what have you been researching lately?", "Caroline: Adoption agencies, mostly.",
-         "Melanie: That sounds like a big step!"]
+TURNS = [
+    "Melanie: So what have you been researching lately?",
+    "Caroline: Adoption agencies, mostly.",
+    "Melanie: That sounds like a big step!",
+]
 OTHER = "daily/2026-05-02/other.md"
 
 
@@ -52,8 +55,9 @@ async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_pr
 
 
 async def test_the_turns_of_the_speaker_a_question_names_come_first(server, es_prefix):
-    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, note_boost=0.0,
-                             context_boost=0.0, speaker_boost=1.5)
+    store = await open_store(
+        ClientSettings([server.url]), es_prefix, server.engine, note_boost=0.0, context_boost=0.0, speaker_boost=1.5
+    )
     try:
         files, _ = _files()
         await store.upsert(files)

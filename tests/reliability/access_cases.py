@@ -58,22 +58,35 @@ async def granted(request, secured, tmp_path_factory):
         await _raw(admin, "PUT", f"/_plugins/_security/api/internalusers/{user}-{tag}", {"password": USER_PW})
         ns.folders[user] = tmp_path_factory.mktemp(f"{user}-notes")
         key = f"{user}-{tag}"
-        store = await open_store(admin, prefix, "opensearch", IndexOptions(dims=DIMS if knn else None),
-                                 workspace=key)
+        store = await open_store(admin, prefix, "opensearch", IndexOptions(dims=DIMS if knn else None), workspace=key)
         try:
             await store.claim(str(ns.folders[user]))
-            c = chunk("notes/day.md", f"heron secret of {user} {tag}",
-                      vector=unit_vector(1) if knn else None)
+            c = chunk("notes/day.md", f"heron secret of {user} {tag}", vector=unit_vector(1) if knn else None)
             assert (await store.upsert([file_with("notes/day.md", [c])])).failures == []
         finally:
             await store.close()
     ns.key = {u: f"{u}-{tag}" for u in ("ana", "bob")}
-    ns.creds = {u: ClientSettings([url], username=f"{u}-{tag}", password=USER_PW, ca_certs=ca, max_retries=0)
-                for u in ("ana", "bob")}
+    ns.creds = {
+        u: ClientSettings([url], username=f"{u}-{tag}", password=USER_PW, ca_certs=ca, max_retries=0)
+        for u in ("ana", "bob")
+    }
     for user, extra in (("ana", []), ("bob", ["--write"])):
-        result = await asyncio.to_thread(cli, url, ca, ADMIN, ADMIN_PW, "access", "grant", "--index-prefix",
-                                         prefix, "--workspace-key", ns.key[user], "--user", f"{user}-{tag}",
-                                         *extra)
+        result = await asyncio.to_thread(
+            cli,
+            url,
+            ca,
+            ADMIN,
+            ADMIN_PW,
+            "access",
+            "grant",
+            "--index-prefix",
+            prefix,
+            "--workspace-key",
+            ns.key[user],
+            "--user",
+            f"{user}-{tag}",
+            *extra,
+        )
         assert result.exit_code == 0, result.output
     all_docs = await _raw(admin, "POST", f"/{prefix}-*/_search", {"size": 100, "query": {"match_all": {}}})
     for hit in all_docs["hits"]["hits"]:  # every stored doc of both workspaces, as the admin sees them
@@ -91,6 +104,7 @@ class AccessCases:
     """Reads private per workspace on every read path; the set is the write boundary."""
 
     FLAVOUR = ""
+
     def test_access_list_and_revoke(self, granted):
         g = granted
         listed = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", g.prefix, "--json")
@@ -102,8 +116,12 @@ class AccessCases:
         }
         # a third grant, taken back user by user, then whole
         extra = ("--index-prefix", g.prefix, "--workspace-key", "carol-x")
-        assert cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "carol", "--backend-role",
-                   "team").exit_code == 0
+        assert (
+            cli(
+                g.url, g.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "carol", "--backend-role", "team"
+            ).exit_code
+            == 0
+        )
         left = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--user", "carol")
         assert left.output.strip() == f"left: carol-x\tread\treme-es-{g.prefix}-carol-x\tbackend role team"
         gone = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra)
@@ -111,8 +129,20 @@ class AccessCases:
         after = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", g.prefix, "--json")
         assert {r["workspace"] for r in json.loads(after.output)} == {g.key["ana"], g.key["bob"]}
         # a user may not grant
-        denied = cli(g.url, g.ca, g.key["bob"], USER_PW, "access", "grant", "--index-prefix", g.prefix,
-                     "--workspace-key", g.key["ana"], "--user", g.key["bob"])
+        denied = cli(
+            g.url,
+            g.ca,
+            g.key["bob"],
+            USER_PW,
+            "access",
+            "grant",
+            "--index-prefix",
+            g.prefix,
+            "--workspace-key",
+            g.key["ana"],
+            "--user",
+            g.key["bob"],
+        )
         assert denied.exit_code == 1 and "403" in denied.output
 
     @pytest.mark.parametrize("user", ["ana", "bob"])
@@ -144,8 +174,7 @@ class AccessCases:
         assert len(found["hits"]["hits"]) == 3
         counted = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"match_all": {}}})
         assert counted["count"] == 1
-        theirs = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count",
-                            {"query": {"term": {"workspace": other}}})
+        theirs = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"term": {"workspace": other}}})
         assert theirs["count"] == 0
         docs = [{"_index": index, "_id": id_, "routing": other} for index, id_ in g.ids[other]]
         got = await _raw(creds, "POST", "/_mget", {"docs": docs})
@@ -157,8 +186,7 @@ class AccessCases:
         lines = [{"index": f"{g.prefix}-chunks"}, everything, {"index": f"{g.prefix}-workspaces"}, everything]
         multi = await _raw(creds, "POST", "/_msearch", "".join(json.dumps(line) + "\n" for line in lines))
         assert [{h["_source"]["workspace"] for h in r["hits"]["hits"]} for r in multi["responses"]] == [{me}, {me}]
-        page = await _raw(creds, "POST", f"/{g.prefix}-*/_search", {**everything, "size": 1},
-                          params={"scroll": "1m"})
+        page = await _raw(creds, "POST", f"/{g.prefix}-*/_search", {**everything, "size": 1}, params={"scroll": "1m"})
         seen = [h["_source"]["workspace"] for h in page["hits"]["hits"]]
         while page["hits"]["hits"]:
             page = await _raw(creds, "POST", "/_search/scroll", {"scroll": "1m", "scroll_id": page["_scroll_id"]})
@@ -178,8 +206,9 @@ class AccessCases:
         assert f"workspace {g.key['bob']} (folder" in other.output
         assert "secret of bob" not in other.output and str(g.folders["bob"]) not in other.output
         assert "The set records 1 other workspace(s)" in other.output  # her own: Bob's is not counted
-        listing = cli(g.url, g.ca, ana, pw, "status", "--workspaces", "--index-prefix", g.prefix,
-                      "--workspace-key", ana, "--json")
+        listing = cli(
+            g.url, g.ca, ana, pw, "status", "--workspaces", "--index-prefix", g.prefix, "--workspace-key", ana, "--json"
+        )
         assert str(g.folders["bob"]) not in listing.output and g.key["bob"] not in listing.output
 
     async def test_writes_read_grant_refused_write_grant_bounded_by_the_set(self, granted):
@@ -212,13 +241,23 @@ class AccessCases:
             await _raw(g.creds["bob"], "PUT", f"/{g.prefix}-chunks/_mapping", {"properties": {"x": {"type": "long"}}})
         # ... and may not update a document in place (OpenSearch refuses updates under document-level security) ...
         with pytest.raises((RequestFailed, AuthError)):
-            await _raw(g.creds["bob"], "POST", f"/{g.prefix}-chunks/_update/{g.ids[bob][0][1]}", {"doc": {"x": 1}},
-                       params={"routing": bob})
+            await _raw(
+                g.creds["bob"],
+                "POST",
+                f"/{g.prefix}-chunks/_update/{g.ids[bob][0][1]}",
+                {"doc": {"x": 1}},
+                params={"routing": bob},
+            )
         # ... but document-level security does not confine writes: a document indexed by id into Ana's workspace
         # lands, and Ana reads it. The set is the write boundary (docs/GUARANTEES.md says so).
         planted = Scope(ana).stored_id("planted")
-        await _raw(g.creds["bob"], "PUT", f"/{g.prefix}-files/_doc/{planted}",
-                   {"workspace": ana, "path": "planted.md"}, params={"routing": ana, "refresh": "true"})
+        await _raw(
+            g.creds["bob"],
+            "PUT",
+            f"/{g.prefix}-files/_doc/{planted}",
+            {"workspace": ana, "path": "planted.md"},
+            params={"routing": ana, "refresh": "true"},
+        )
         seen = await _raw(g.creds["ana"], "POST", f"/{g.prefix}-files/_search", {"query": {"match_all": {}}})
         assert planted in {h["_id"] for h in seen["hits"]["hits"]}
         await _raw(g.admin, "DELETE", f"/{g.prefix}-files/_doc/{planted}", params={"routing": ana, "refresh": "true"})

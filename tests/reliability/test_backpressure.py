@@ -88,7 +88,7 @@ async def _rejected(store) -> int:
 
 async def test_concurrent_upserts_survive_real_429s(tiny_write_pool_url, store_factory):
     store = await store_factory(tiny_write_pool_url)
-    pool = (await store.dialect.transport.request("GET", "/_nodes/_local/settings"))
+    pool = await store.dialect.transport.request("GET", "/_nodes/_local/settings")
     node_settings = next(iter(pool["nodes"].values()))["settings"]["thread_pool"]["write"]
     assert node_settings == {"size": "1", "queue_size": "1"}
     counter = RetryCounter()
@@ -116,9 +116,11 @@ async def test_concurrent_upserts_survive_real_429s(tiny_write_pool_url, store_f
     finally:
         logger.removeHandler(counter)
     rejected = await _rejected(store) - rejected_before
-    print(f"\nbackpressure ({store.dialect.engine}): node rejected {rejected} shard bulk request(s); client retried "
-          f"{counter.items} item(s) in {counter.warnings} retry round(s), at most {counter.deepest} for one bulk call; "
-          f"{len(exhausted)} upsert(s) ran out of retries ({sum(exhausted)} items) and were written again")
+    print(
+        f"\nbackpressure ({store.dialect.engine}): node rejected {rejected} shard bulk request(s); client retried "
+        f"{counter.items} item(s) in {counter.warnings} retry round(s), at most {counter.deepest} for one bulk call; "
+        f"{len(exhausted)} upsert(s) ran out of retries ({sum(exhausted)} items) and were written again"
+    )
 
     assert rejected > 0
     # every retry round answers at least one shard bulk request the node rejected

@@ -34,8 +34,12 @@ class FaultyBulk:
     timeout) and reads `.body`.
     """
 
-    def __init__(self, dialect, faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]],
-                 workspace: str = DEFAULT_WORKSPACE):
+    def __init__(
+        self,
+        dialect,
+        faults: dict[str, tuple[int, int | None] | tuple[int, int | None, int]],
+        workspace: str = DEFAULT_WORKSPACE,
+    ):
         self.faults = faults  # id -> (status, failing attempts or None = always[, attempts that pass first])
         self.namespace = f"{workspace}:"  # the store writes ids as `<workspace>:<id>`; faults and attempts use <id>
         self.attempts: Counter[str] = Counter()

@@ -39,8 +39,22 @@ def cluster_name():
 def test_the_command_line_starts_a_green_three_node_cluster_and_stops_it(cluster_name, tmp_path):
     port = cluster._free_run(node._free_port(), 3)
     started = time.monotonic()
-    result = reme_es("server", "cluster", "start", "--name", cluster_name, "--flavour", "opensearch-2.19",
-                     "--heap", "512m", "--port", str(port), "--snapshot-repo", str(tmp_path / "snaps"), "--json")
+    result = reme_es(
+        "server",
+        "cluster",
+        "start",
+        "--name",
+        cluster_name,
+        "--flavour",
+        "opensearch-2.19",
+        "--heap",
+        "512m",
+        "--port",
+        str(port),
+        "--snapshot-repo",
+        str(tmp_path / "snaps"),
+        "--json",
+    )
     took = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     view = json.loads(result.stdout)
@@ -56,9 +70,12 @@ def test_the_command_line_starts_a_green_three_node_cluster_and_stops_it(cluster
     assert sorted(n["name"] for n in listed) == names
     # one snapshot repository folder for all three: every member verifies a repository registered there
     location = str((tmp_path / "snaps" / "team").resolve())
-    req = urllib.request.Request(f"{c.url(names[0])}/_snapshot/team", method="PUT",
-                                 data=json.dumps({"type": "fs", "settings": {"location": location}}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{c.url(names[0])}/_snapshot/team",
+        method="PUT",
+        data=json.dumps({"type": "fs", "settings": {"location": location}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     urllib.request.urlopen(req, timeout=60).close()
     verified = post(f"{c.url(names[1])}/_snapshot/team/_verify")["nodes"]
     assert sorted(n["name"] for n in verified.values()) == names

@@ -203,7 +203,9 @@ def comparable(st: dict) -> dict:
 def expect_counts(st: dict) -> None:
     """A state's per-workspace counts agree with what its scans listed (no duplicates, nothing hidden)."""
     assert st["counts"] == {
-        "files": len(st["files"]), "chunks": len(st["chunks"]), "vectors": st["counts"]["vectors"],
+        "files": len(st["files"]),
+        "chunks": len(st["chunks"]),
+        "vectors": st["counts"]["vectors"],
         "links": len(st["links"]),
     }, st["counts"]
 
@@ -254,7 +256,10 @@ def cli_env(home: Path) -> dict[str, str]:
     # The built-in chunker gives each file its 5 chunks (ReMe's chunker, the default with reme-ai, makes one per file
     # here); the chunker plays no part in what a node crash does to the write protocol.
     return {
-        **os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES), "REME_ES_CHUNKER": "builtin"
+        **os.environ,
+        "REME_ES_HOME": str(home),
+        "REME_ES_BATCH_FILES": str(BATCH_FILES),
+        "REME_ES_CHUNKER": "builtin",
     }
 
 
@@ -270,8 +275,15 @@ class Sync:
     def start(self) -> subprocess.Popen:
         return subprocess.Popen(
             [
-                sys.executable, "-c", "from reme_es.cli import main; main()", "sync", str(self.folder),
-                "--hosts", ",".join(self.urls), "--index-prefix", self.prefix,
+                sys.executable,
+                "-c",
+                "from reme_es.cli import main; main()",
+                "sync",
+                str(self.folder),
+                "--hosts",
+                ",".join(self.urls),
+                "--index-prefix",
+                self.prefix,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -336,8 +348,16 @@ class Prober:
     """
 
     def __init__(
-        self, hosts: list[str], prefix: str, reader: str, counts: dict, marked: list[str] | None, query: str,
-        folder: Path | None, marked_paths: list[str], home: Path,
+        self,
+        hosts: list[str],
+        prefix: str,
+        reader: str,
+        counts: dict,
+        marked: list[str] | None,
+        query: str,
+        folder: Path | None,
+        marked_paths: list[str],
+        home: Path,
     ):
         self.hosts, self.prefix, self.reader, self.counts = hosts, prefix, reader, [counts]
         self.marked, self.query, self.folder, self.marked_paths, self.home = marked, query, folder, marked_paths, home
@@ -416,18 +436,25 @@ class Prober:
 
                 await self._timed("write", write(), lambda _: None)
                 await self._timed(
-                    "find", writer.keyword_search(word, 5),
+                    "find",
+                    writer.keyword_search(word, 5),
                     lambda hits, chunk=chunk: None if [h.chunk.id for h in hits] == [chunk.id] else f"found {hits}",
                 )
                 await self._timed(
-                    "count", reader.health_counts(),
+                    "count",
+                    reader.health_counts(),
                     lambda got: None if got in self.counts else f"counted {got}, expected one of {self.counts}",
                 )
                 if self.marked is not None:
                     await self._timed(
-                        "search", reader.keyword_search(self.query, 10),
-                        lambda hits: None if sorted(h.chunk.id for h in hits) == self.marked else
-                        f"search found {sorted((h.chunk.path, h.chunk.id) for h in hits)}, expected {self.marked}",
+                        "search",
+                        reader.keyword_search(self.query, 10),
+                        lambda hits: (
+                            None
+                            if sorted(h.chunk.id for h in hits) == self.marked
+                            else f"search found {sorted((h.chunk.path, h.chunk.id) for h in hits)}, "
+                            f"expected {self.marked}"
+                        ),
                     )
                 n += 1
                 self._stop.wait(PAUSE)
@@ -441,8 +468,22 @@ class Prober:
         # machine stretches to seconds, is told apart from the command's own time.
         code = "import sys, time; from reme_es.cli import main; print('imported', time.time(), file=sys.stderr); main()"
         args = [
-            sys.executable, "-c", code, "search", self.query, "-w", str(self.folder), "--hosts", ",".join(self.hosts),
-            "--index-prefix", self.prefix, "--mode", "keyword", "--json", "--limit", "10",
+            sys.executable,
+            "-c",
+            code,
+            "search",
+            self.query,
+            "-w",
+            str(self.folder),
+            "--hosts",
+            ",".join(self.hosts),
+            "--index-prefix",
+            self.prefix,
+            "--mode",
+            "keyword",
+            "--json",
+            "--limit",
+            "10",
         ]
         while not self._stop.is_set():
             started, wall = time.monotonic(), time.time()
@@ -535,8 +576,15 @@ def test_sigkill_data_node_during_sync(cluster, tmp_path):
     crashed = Sync(hosts_first(cluster, victim), crashed_dir, prefix, tmp_path / "home")
     assert crashed.key != clean.key
     with Prober(
-        hosts_first(cluster, victim), prefix, clean.key, expected["counts"], marked, MARKER_QUERY, clean_dir,
-        MARKED_PATHS, tmp_path / "home",
+        hosts_first(cluster, victim),
+        prefix,
+        clean.key,
+        expected["counts"],
+        marked,
+        MARKER_QUERY,
+        clean_dir,
+        MARKED_PATHS,
+        tmp_path / "home",
     ) as prober:
         proc = crashed.start()
         progress = ""
@@ -600,8 +648,9 @@ def rejoin(c: Cluster, name: str) -> tuple[float, dict]:
     return time.monotonic(), health
 
 
-async def _write_through_failover(c: Cluster, hosts: list[str], prefix: str, key: str, batches: int,
-                                  kill_after: int) -> dict:
+async def _write_through_failover(
+    c: Cluster, hosts: list[str], prefix: str, key: str, batches: int, kill_after: int
+) -> dict:
     """Upsert `batches` batches of 10 files into workspace `key`; SIGKILL the elected manager after `kill_after` of
     them. Every upsert must be acknowledged as it is (none raises); each one's seconds are kept."""
     store = await open_store(ClientSettings(hosts=hosts), prefix, "opensearch", create=False, workspace=key)
@@ -634,8 +683,15 @@ def test_sigkill_cluster_manager_during_writes(cluster, tmp_path):
     manager = cluster.manager()
     key = f"writer-{uuid.uuid4().hex[:8]}"
     with Prober(
-        hosts_first(cluster, manager), prefix, sync.key, expected["counts"], marked, MARKER_QUERY, sync.folder,
-        MARKED_PATHS, tmp_path / "home",
+        hosts_first(cluster, manager),
+        prefix,
+        sync.key,
+        expected["counts"],
+        marked,
+        MARKER_QUERY,
+        sync.folder,
+        MARKED_PATHS,
+        tmp_path / "home",
     ) as prober:
         result = asyncio.run(_write_through_failover(cluster, hosts_first(cluster, manager), prefix, key, 40, 10))
         assert result["manager"] == manager
@@ -760,8 +816,9 @@ async def test_reme_application_through_a_manager_kill_while_idle(cluster, tmp_p
         marked = sorted(h.chunk.id for h in hits)
 
         live = [cluster.url(n) for n in cluster.names if n != manager]
-        with Prober(hosts, prefix, key, expected["counts"], marked, REME_QUERY, ws, REME_MARKED_PATHS,
-                    tmp_path / "home") as prober:
+        with Prober(
+            hosts, prefix, key, expected["counts"], marked, REME_QUERY, ws, REME_MARKED_PATHS, tmp_path / "home"
+        ) as prober:
             await asyncio.to_thread(prober.rounds_since, time.monotonic(), 3)
             await asyncio.to_thread(cluster.kill, manager)
             killed_at = time.monotonic()
@@ -838,8 +895,15 @@ def test_sigkill_data_node_while_idle_then_all_members(cluster, tmp_path):
     survivors = [n for n in cluster.names if n != victim]
     live = [cluster.url(n) for n in survivors]
     with Prober(
-        hosts_first(cluster, victim), prefix, sync.key, expected["counts"], marked, MARKER_QUERY, sync.folder,
-        MARKED_PATHS, tmp_path / "home",
+        hosts_first(cluster, victim),
+        prefix,
+        sync.key,
+        expected["counts"],
+        marked,
+        MARKER_QUERY,
+        sync.folder,
+        MARKED_PATHS,
+        tmp_path / "home",
     ) as prober:
         prober.rounds_since(time.monotonic(), 3)
         cluster.kill(victim)

@@ -36,8 +36,9 @@ def _full_text(exc: BaseException) -> str:
 
 
 def test_settings_repr_hides_secrets():
-    settings = ClientSettings(["http://127.0.0.1:9"], username="reme", password=PASSWORD, api_key=API_KEY,
-                              client_key="/keys/client.key")
+    settings = ClientSettings(
+        ["http://127.0.0.1:9"], username="reme", password=PASSWORD, api_key=API_KEY, client_key="/keys/client.key"
+    )
     text = repr(settings) + str(settings)
     assert _leaks(text) == []
     assert "reme" in text and "127.0.0.1:9" in text
@@ -84,11 +85,16 @@ class _Unauthorized(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         _Unauthorized.seen.append(self.headers.get("Authorization", ""))
-        body = json.dumps({
-            "error": {"root_cause": [{"type": "security_exception", "reason": "Unauthorized"}],
-                      "type": "security_exception", "reason": "Unauthorized"},
-            "status": 401,
-        }).encode()
+        body = json.dumps(
+            {
+                "error": {
+                    "root_cause": [{"type": "security_exception", "reason": "Unauthorized"}],
+                    "type": "security_exception",
+                    "reason": "Unauthorized",
+                },
+                "status": 401,
+            }
+        ).encode()
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
         self.send_header("WWW-Authenticate", 'Basic realm="OpenSearch Security"')

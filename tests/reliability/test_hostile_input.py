@@ -47,11 +47,13 @@ async def _user_fields(store, kind: str) -> list[str]:
 async def test_query_syntax_is_plain_text(store_factory, query, english, standard):
     store = await store_factory()
     assert store.caps.english_analyzer == (store.dialect.engine == "opensearch")
-    await store.upsert([
-        file_with("notes/title.md", [chunk("notes/title.md", "the title of the quarterly report")]),
-        file_with("x", [chunk("x", "unrelated words about gardening")], front_matter={"title": "x"}),
-        file_with("notes/other.md", [chunk("notes/other.md", "gardening notes and soil")]),
-    ])
+    await store.upsert(
+        [
+            file_with("notes/title.md", [chunk("notes/title.md", "the title of the quarterly report")]),
+            file_with("x", [chunk("x", "unrelated words about gardening")], front_matter={"title": "x"}),
+            file_with("notes/other.md", [chunk("notes/other.md", "gardening notes and soil")]),
+        ]
+    )
     hits = await store.keyword_search(query, 10)
     assert [h.chunk.path for h in hits] == (english if store.caps.english_analyzer else standard)
 
@@ -73,12 +75,31 @@ async def test_key_floods_do_not_grow_the_mapping(store_factory, server):
     # The server's own field list: OpenSearch 2.19's flat_object adds one internal `<field>.` entry, OpenSearch 3's
     # and Elasticsearch's flattened none; none grows with the keys.
     flat = [".", ""] if server.flavour == "opensearch-2.19" else [""]
-    assert {kind: await _user_fields(store, kind) for kind in ("chunks", "files")} == fields_before == {
-        "chunks": sorted(["chunk_id", "context", "date", "end_line", "hash", "path", "speaker", "start_line", "text",
-                          "text.cjk", "workspace"] + [f"metadata{x}" for x in flat]),
-        "files": sorted(["chunk_ids", "hash", "path", "size", "st_mtime", "workspace"]
-                        + [f"front_matter{x}" for x in flat]),
-    }
+    assert (
+        {kind: await _user_fields(store, kind) for kind in ("chunks", "files")}
+        == fields_before
+        == {
+            "chunks": sorted(
+                [
+                    "chunk_id",
+                    "context",
+                    "date",
+                    "end_line",
+                    "hash",
+                    "path",
+                    "speaker",
+                    "start_line",
+                    "text",
+                    "text.cjk",
+                    "workspace",
+                ]
+                + [f"metadata{x}" for x in flat]
+            ),
+            "files": sorted(
+                ["chunk_ids", "hash", "path", "size", "st_mtime", "workspace"] + [f"front_matter{x}" for x in flat]
+            ),
+        }
+    )
     (stored,) = await store.get_files([path])
     assert len(stored.front_matter) == 2000 and stored.front_matter["fm_key_1999"] == "value 1999"
     hits = await store.keyword_search("flood", 5, SearchFilter.parse({"meta_key_1999": 1999}))

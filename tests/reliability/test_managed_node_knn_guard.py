@@ -82,11 +82,17 @@ def assert_the_guard_refuses_faiss_and_nmslib(url: str, prefix: str) -> None:
     lucene = f"{url}/{prefix}-lucene"
     status, _ = call(lucene, "PUT", knn_index({"name": "hnsw", "engine": "lucene", "space_type": "l2"}))
     assert status == 200
-    status, body = call(f"{lucene}/_mapping", "PUT",
-                        {"properties": {"w": {"type": "knn_vector", "dimension": 4, "method": refused["faiss"]}}})
+    status, body = call(
+        f"{lucene}/_mapping",
+        "PUT",
+        {"properties": {"w": {"type": "knn_vector", "dimension": 4, "method": refused["faiss"]}}},
+    )
     assert status == 400 and "engine [faiss]" in body["error"]["reason"], body
-    status, body = call(f"{url}/_index_template/{prefix}-template", "PUT",
-                        {"index_patterns": [f"{prefix}-tpl-*"], "template": knn_index(refused["nmslib"])})
+    status, body = call(
+        f"{url}/_index_template/{prefix}-template",
+        "PUT",
+        {"index_patterns": [f"{prefix}-tpl-*"], "template": knn_index(refused["nmslib"])},
+    )
     assert status == 400 and "engine [nmslib]" in body["error"]["reason"], body
 
     # The node is still up and k-NN on lucene works end to end (write, refresh, search).
@@ -152,8 +158,11 @@ def test_on_opensearch_3_the_guard_holds_and_a_red_index_does_not_stop_the_node(
 
     # A red index: its only primary may be allocated to no node. Restarting must not wait out the health timeout
     # (which used to stop the node): the start returns, naming the index, and the other indices answer.
-    status, _ = call(f"{url}/guard-red?wait_for_active_shards=0", "PUT", {"settings": {"index": {
-        "number_of_replicas": 0, "routing.allocation.require._name": "no-such-node"}}})
+    status, _ = call(
+        f"{url}/guard-red?wait_for_active_shards=0",
+        "PUT",
+        {"settings": {"index": {"number_of_replicas": 0, "routing.allocation.require._name": "no-such-node"}}},
+    )
     assert status == 200
     assert node.stop(node_name) is True
     # A restart without a port keeps the node's port (clients keep its URL), and refuses to move when it is taken.
@@ -220,8 +229,9 @@ def test_a_faiss_index_from_before_the_guard_no_longer_kills_the_node(node_name,
         monkeypatch.setitem(FLAVOURS, FLAVOUR, flavour)  # the current launcher: builds the guard into the install
         info = node.start(FLAVOUR, name=node_name, http_port=free_port(), heap="256m", timeout=240)
         assert list(info.red_indices) == ["old-faiss"]
-        assert "not started: this managed OpenSearch node cannot run k-NN engines faiss or nmslib" in (
-            info.red_indices["old-faiss"]
+        assert (
+            "not started: this managed OpenSearch node cannot run k-NN engines faiss or nmslib"
+            in (info.red_indices["old-faiss"])
         )
         status, body = call(f"{info.url}/_cluster/health")
         assert status == 200 and body["status"] == "red" and node.status(node_name)["running"], (status, body)

@@ -71,17 +71,34 @@ class Sync:
 
     def __init__(self, server: Server, workspace: Path, home: Path):
         self.url, self.engine, self.workspace = server.url, server.engine, workspace
-        self.env = {**os.environ, "REME_ES_HOME": str(home), "REME_ES_BATCH_FILES": str(BATCH_FILES),
-                    # the workspace spans resource/ too (sync's default is ReMe's daily + digest); the built-in
-                    # chunker keeps the many runs fast (the chunker plays no part in crash safety)
-                    "REME_ES_DIRS": "daily,digest,resource", "REME_ES_CHUNKER": "builtin",
-                    "REME_ES_WORKSPACE_KEY": DEFAULT_WORKSPACE}  # the workspace the state readers open
+        self.env = {
+            **os.environ,
+            "REME_ES_HOME": str(home),
+            "REME_ES_BATCH_FILES": str(BATCH_FILES),
+            # the workspace spans resource/ too (sync's default is ReMe's daily + digest); the built-in
+            # chunker keeps the many runs fast (the chunker plays no part in crash safety)
+            "REME_ES_DIRS": "daily,digest,resource",
+            "REME_ES_CHUNKER": "builtin",
+            "REME_ES_WORKSPACE_KEY": DEFAULT_WORKSPACE,
+        }  # the workspace the state readers open
 
     def start(self, prefix: str, *args: str, **popen) -> subprocess.Popen:
         code = "from reme_es.cli import main; main()"
         return subprocess.Popen(
-            [sys.executable, "-c", code, "sync", str(self.workspace), "--hosts", self.url, "--index-prefix", prefix,
-             "--engine", self.engine, *args],
+            [
+                sys.executable,
+                "-c",
+                code,
+                "sync",
+                str(self.workspace),
+                "--hosts",
+                self.url,
+                "--index-prefix",
+                prefix,
+                "--engine",
+                self.engine,
+                *args,
+            ],
             **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": self.env, **popen},
         )
 
@@ -173,8 +190,10 @@ def test_killed_syncs_converge_on_rerun(server, tmp_path, prefixes):
         state = asyncio.run(indexed_state(server, prefix))
         report.append((batches, delay, code, _progress(out_killed), _summary(out_rerun)))
         assert state == expected, f"trial {trial}: {report[-1]}"
-    print(f"\nclean sync: {len(expected['chunks'])} chunks, {len(expected['files'])} files, "
-          f"{len(expected['links'])} links, write phase {write_seconds:.2f}s")
+    print(
+        f"\nclean sync: {len(expected['chunks'])} chunks, {len(expected['files'])} files, "
+        f"{len(expected['links'])} links, write phase {write_seconds:.2f}s"
+    )
     for batches, delay, code, acked, rerun in report:
         print(f"kill {batches} batches + {delay:.2f}s in: exit {code}, {acked} files acknowledged; rerun {rerun}")
     assert [r[2] for r in report] == [-signal.SIGKILL] * TRIALS  # every kill came before the run ended

@@ -19,8 +19,9 @@ def bodies() -> dict:
         "opensearch_role_read": s.opensearch_role("team", "ana-notes"),
         "opensearch_role_write": s.opensearch_role("team", "ana-notes", write=True),
         "opensearch_mapping_added": s.mapping_with({"users": ["bob"], "hosts": []}, ["ana", "bob"], ["readers"]),
-        "opensearch_mapping_removed": s.mapping_without({"users": ["ana", "bob"], "backend_roles": ["readers"]},
-                                                        ["ana"], ["readers"]),
+        "opensearch_mapping_removed": s.mapping_without(
+            {"users": ["ana", "bob"], "backend_roles": ["readers"]}, ["ana"], ["readers"]
+        ),
         "elasticsearch_role_write": s.elasticsearch_role("team", "ana-notes", write=True),
         "elasticsearch_role_mapping": s.elasticsearch_role_mapping("reme-es-team-ana-notes", ["ana"], ["readers"]),
     }
@@ -39,7 +40,10 @@ def test_the_dls_query_is_the_workspace_term_as_a_string_and_covers_only_the_set
 
 def test_a_grant_reads_back_from_its_role():
     assert s.grant_of_opensearch_role("reme-es-team-ana-notes", s.opensearch_role("team", "ana-notes", True)) == (
-        "team", "ana-notes", True)
+        "team",
+        "ana-notes",
+        True,
+    )
     assert s.grant_of_opensearch_role("reme-es-team-x", s.opensearch_role("team", "ana-notes")) is None
     assert s.grant_of_opensearch_role("all_access", {"index_permissions": [{"index_patterns": ["*"]}]}) is None
     mapping = s.elasticsearch_role_mapping("r", ["ana", "bob"], ["readers"])
@@ -51,14 +55,22 @@ def test_licences_with_dls_pass(kind):
     s.check_licence({"license": {"type": kind, "status": "active"}})
 
 
-@pytest.mark.parametrize("licence", [{"type": "basic", "status": "active"}, {"type": "trial", "status": "expired"},
-                                     {"type": "gold", "status": "active"}])
+@pytest.mark.parametrize(
+    "licence",
+    [
+        {"type": "basic", "status": "active"},
+        {"type": "trial", "status": "expired"},
+        {"type": "gold", "status": "active"},
+    ],
+)
 def test_a_licence_without_dls_is_refused_with_what_to_do(licence):
     with pytest.raises(CapabilityError) as err:
         s.check_licence({"license": licence})
     message = str(err.value)
-    assert message.startswith("document-level security needs a platinum, enterprise or trial licence; this cluster's "
-                              f"licence is {licence['type']} ({licence['status']}). Nothing was granted.")
+    assert message.startswith(
+        "document-level security needs a platinum, enterprise or trial licence; this cluster's "
+        f"licence is {licence['type']} ({licence['status']}). Nothing was granted."
+    )
     assert "POST _license/start_trial?acknowledge=true" in message
 
 

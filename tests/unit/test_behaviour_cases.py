@@ -23,7 +23,11 @@ from .scripted_server import ScriptedServer
 GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "behaviour_cases.json").read_text())
 DIALECTS = {"opensearch": OpenSearchDialect, "elasticsearch": ElasticsearchDialect}
 POLICY_KEYS = {
-    "deadline_s": "deadline", "base_s": "base", "max_s": "cap", "tries": "tries", "try_timeout_s": "try_timeout"
+    "deadline_s": "deadline",
+    "base_s": "base",
+    "max_s": "cap",
+    "tries": "tries",
+    "try_timeout_s": "try_timeout",
 }
 SEARCH = {"query": {"match_all": {}}}
 

@@ -87,7 +87,9 @@ def test_without_stemmers_link_paths_still_split():
     caps = Capabilities(engine="elasticsearch", version="9.3.2", pattern_capture_filter=True)
     analysis = render_index("chunks", ElasticsearchDialect(SETTINGS), caps, IndexOptions())["settings"]["analysis"]
     assert analysis["analyzer"]["reme_text"] == {
-        "type": "custom", "tokenizer": "standard", "filter": ["lowercase", "reme_link_parts"]
+        "type": "custom",
+        "tokenizer": "standard",
+        "filter": ["lowercase", "reme_link_parts"],
     }
     assert list(analysis["filter"]) == ["reme_link_parts"]
 
@@ -169,10 +171,16 @@ def test_search_answer_lookup_bodies():
             "health_counts": [q.count_body(None), q.count_body(q.with_field("embedding"))],
         },
     )
-    assert all(body["track_total_hits"] is False for body in (
-        json.loads(branches.splitlines()[1]), q.chunks_by_ids(["c1"], []), q.files_by_path(["a.md"]),
-        q.links_into(["a.md"], 10), q.files_linked_from("p-files", ["a.md"], 10),
-    ))
+    assert all(
+        body["track_total_hits"] is False
+        for body in (
+            json.loads(branches.splitlines()[1]),
+            q.chunks_by_ids(["c1"], []),
+            q.files_by_path(["a.md"]),
+            q.links_into(["a.md"], 10),
+            q.files_linked_from("p-files", ["a.md"], 10),
+        )
+    )
 
 
 def test_candidates_only_keeps_the_query_and_drops_stored_fields():
@@ -182,7 +190,11 @@ def test_candidates_only_keeps_the_query_and_drops_stored_fields():
     assert body["docvalue_fields"] == ["chunk_id", "path", "speaker"]
     # the text hash only where the store collapses repeated texts (it folds them without a fetch)
     assert candidates_only(keyword_body("orbital", 50, FILTER), with_hash=True)["docvalue_fields"] == [
-        "chunk_id", "path", "speaker", "hash"]
+        "chunk_id",
+        "path",
+        "speaker",
+        "hash",
+    ]
 
 
 def test_feedback_keyword_body_ors_the_query_with_a_more_like_this_of_the_top_hits_under_the_same_filter():
@@ -193,10 +205,17 @@ def test_feedback_keyword_body_ors_the_query_with_a_more_like_this_of_the_top_hi
     assert body["query"]["bool"] == {
         "should": [
             *plain["must"],  # the query as keyword_body asks it (text + text.cjk here: CJK characters)
-            {"more_like_this": {
-                "fields": ["text", "text.cjk"], "like": [{"_index": "p-chunks", "_id": "d1", "routing": "daily/a.md"}],
-                "min_term_freq": 1, "min_doc_freq": 1, "max_query_terms": 10, "include": True, "boost": 0.5,
-            }},
+            {
+                "more_like_this": {
+                    "fields": ["text", "text.cjk"],
+                    "like": [{"_index": "p-chunks", "_id": "d1", "routing": "daily/a.md"}],
+                    "min_term_freq": 1,
+                    "min_doc_freq": 1,
+                    "max_query_terms": 10,
+                    "include": True,
+                    "boost": 0.5,
+                }
+            },
         ],
         "minimum_should_match": 1,  # with a filter clause a bare should would match everything the filter lets in
         "filter": plain["filter"],
@@ -213,7 +232,13 @@ def test_keyword_query_with_context_matches_the_text_or_the_neighbours_text():
     assert plain["bool"]["must"] == [{"match": {"text": {"query": "adoption"}}}]
     assert keyword_query("adoption", SearchFilter(), context=0.0) == plain
     with_context = keyword_query("adoption", SearchFilter(), context=0.35)
-    assert with_context["bool"]["must"] == [{"bool": {"should": [
-        {"match": {"text": {"query": "adoption"}}},
-        {"match": {"context": {"query": "adoption", "boost": 0.35}}},
-    ]}}]
+    assert with_context["bool"]["must"] == [
+        {
+            "bool": {
+                "should": [
+                    {"match": {"text": {"query": "adoption"}}},
+                    {"match": {"context": {"query": "adoption", "boost": 0.35}}},
+                ]
+            }
+        }
+    ]

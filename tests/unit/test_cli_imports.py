@@ -16,9 +16,25 @@ from reme_es.cli.app import COMMANDS, LazyGroup
 
 # What none of the --help runs may import (a package and its submodules).
 HEAVY = (
-    "pydantic", "yaml", "rich", "asyncio", "opensearchpy", "elasticsearch", "aiohttp", "requests", "urllib3",
-    "botocore", "watchfiles", "reme_es.core.options", "reme_es.core.models", "reme_es.store", "reme_es.store.connect",
-    "reme_es.store.lifecycle", "reme_es.adapters.dialect", "reme_es.adapters.transport", "reme_es.sync",
+    "pydantic",
+    "yaml",
+    "rich",
+    "asyncio",
+    "opensearchpy",
+    "elasticsearch",
+    "aiohttp",
+    "requests",
+    "urllib3",
+    "botocore",
+    "watchfiles",
+    "reme_es.core.options",
+    "reme_es.core.models",
+    "reme_es.store",
+    "reme_es.store.connect",
+    "reme_es.store.lifecycle",
+    "reme_es.adapters.dialect",
+    "reme_es.adapters.transport",
+    "reme_es.sync",
     "reme_es.server.node",
 )
 # What `import reme_es.cli` and `reme-es --help` may not import either: the commands and the entry points.

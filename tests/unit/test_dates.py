@@ -35,8 +35,10 @@ def test_an_offset_from_an_event_waits_for_the_event_date():
     assert (before.offset_days, before.anchor) == (-7, "wedding")
 
 
-@pytest.mark.parametrize("query", ["May I ask what Sam named the dog?", "How long until Sam can jog again?",
-                                   "they march on the 40th of nothing", ""])
+@pytest.mark.parametrize(
+    "query",
+    ["May I ask what Sam named the dog?", "How long until Sam can jog again?", "they march on the 40th of nothing", ""],
+)
 def test_no_date_named(query):
     assert query_dates(query, TODAY) is None
 
@@ -52,12 +54,20 @@ def _hit(path: str, score: float) -> Hit:
 
 
 def test_date_rescore_lifts_notes_inside_the_window_and_keeps_the_rest():
-    hits = [_hit("daily/2026-05-02/a.md", 3.0), _hit("daily/2026-06-10/a.md", 2.0), _hit("notes/x.md", 1.0),
-            _hit("daily/2026-06-20/a.md", 0.0)]
+    hits = [
+        _hit("daily/2026-05-02/a.md", 3.0),
+        _hit("daily/2026-06-10/a.md", 2.0),
+        _hit("notes/x.md", 1.0),
+        _hit("daily/2026-06-20/a.md", 0.0),
+    ]
     hint = DateHint(dt.date(2026, 6, 1), dt.date(2026, 6, 30))
     out = date_rescore(hits, hint, boost=0.6)
-    assert [h.chunk.path for h in out] == ["daily/2026-06-10/a.md", "daily/2026-05-02/a.md",
-                                           "daily/2026-06-20/a.md", "notes/x.md"]
+    assert [h.chunk.path for h in out] == [
+        "daily/2026-06-10/a.md",
+        "daily/2026-05-02/a.md",
+        "daily/2026-06-20/a.md",
+        "notes/x.md",
+    ]
     assert [h.scores["in_dates"] for h in out] == [1.0, 0.0, 1.0, 0.0]
     assert out[0].score == pytest.approx(2 / 3 + 0.6)
     assert date_rescore(hits, None, 0.6) == hits
@@ -69,8 +79,11 @@ def test_the_window_candidates_come_after_the_ranked_hits_once():
     ranked = [_hit("daily/2026-05-02/a.md", 3.0), _hit("daily/2026-06-10/a.md", 2.0)]
     inside = [_hit("daily/2026-06-10/a.md", 9.0), _hit("daily/2026-06-20/a.md", 1.0)]
     merged = with_window(ranked, inside)
-    assert [(h.chunk.path, h.score) for h in merged] == [("daily/2026-05-02/a.md", 3.0), ("daily/2026-06-10/a.md", 2.0),
-                                                         ("daily/2026-06-20/a.md", 1.0)]
+    assert [(h.chunk.path, h.score) for h in merged] == [
+        ("daily/2026-05-02/a.md", 3.0),
+        ("daily/2026-06-10/a.md", 2.0),
+        ("daily/2026-06-20/a.md", 1.0),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ def definitions(source: str) -> list[tuple[str, object, int]]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = node.args
             positional = args.posonlyargs + args.args
-            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True))
+            pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
             pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
             found += [(a.arg, _literal(d), d.lineno) for a, d in pairs]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -96,8 +96,11 @@ def definitions(source: str) -> list[tuple[str, object, int]]:
             if getter and isinstance(node.args[0], ast.Constant):  # kwargs.get("name", 5)
                 found.append((str(node.args[0].value), _literal(node.args[1]), node.lineno))
         elif isinstance(node, ast.Dict):
-            found += [(k.value, _literal(v), v.lineno) for k, v in zip(node.keys, node.values, strict=True)
-                      if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            found += [
+                (k.value, _literal(v), v.lineno)
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
     return found
 
 
@@ -139,7 +142,7 @@ def test_the_modules_being_moved_still_write_their_default():
 
 
 def test_the_scan_finds_every_kind_of_default_position():
-    source = '''
+    source = """
 import click
 def f(a, chunk_chars: int = 1500, *, heap="512m"): ...
 class C:
@@ -148,11 +151,19 @@ class C:
 DEFAULT_HEAP = "512m"
 @click.option("--deleted-ratio", default=0.1)
 def g(kwargs): return kwargs.get("candidate_multiplier", 5.0), {"max_links_per_direction": 10}
-'''
-    assert sorted((n, v) for n, v, _ in definitions(source)) == sorted([
-        ("chunk_chars", 1500), ("heap", "512m"), ("refresh_after", 1.0), ("timeout", 30.0), ("DEFAULT_HEAP", "512m"),
-        ("deleted_ratio", 0.1), ("candidate_multiplier", 5.0), ("max_links_per_direction", 10),
-    ])
+"""
+    assert sorted((n, v) for n, v, _ in definitions(source)) == sorted(
+        [
+            ("chunk_chars", 1500),
+            ("heap", "512m"),
+            ("refresh_after", 1.0),
+            ("timeout", 30.0),
+            ("DEFAULT_HEAP", "512m"),
+            ("deleted_ratio", 0.1),
+            ("candidate_multiplier", 5.0),
+            ("max_links_per_direction", 10),
+        ]
+    )
 
 
 def test_the_try_timeout_is_the_shared_settings_one():

@@ -70,7 +70,10 @@ def test_serverless_probe_asks_nothing_and_reports_no_pipelines():
     assert dialect.transport.calls == []  # no _nodes, no _analyze: Serverless has neither
     assert (caps.engine, caps.knn, caps.english_analyzer, caps.cjk_analyzer) == ("aoss", True, True, True)
     assert (caps.hybrid_query, caps.normalization_processor, caps.rrf_processor, caps.rrf_retriever) == (
-        False, False, False, False,
+        False,
+        False,
+        False,
+        False,
     )
     assert not dialect.native_hybrid(caps, "rrf") and not dialect.native_hybrid(caps, "minmax")
 
@@ -81,9 +84,16 @@ def test_serverless_store_connects_without_cluster_apis_and_fuses_client_side():
     store = MemoryStore(dialect, "notes", IndexOptions(dims=8))
     asyncio.run(store.connect())
     paths = [p for _, p in dialect.transport.calls]
-    assert paths == ["/notes-chunks/_mapping", "/notes-chunks-1", "/notes-files/_mapping", "/notes-files-1",
-                     "/notes-links/_mapping", "/notes-links-1", "/notes-workspaces/_mapping",
-                     "/notes-workspaces-1"]  # no _refresh, no _search/pipeline
+    assert paths == [
+        "/notes-chunks/_mapping",
+        "/notes-chunks-1",
+        "/notes-files/_mapping",
+        "/notes-files-1",
+        "/notes-links/_mapping",
+        "/notes-links-1",
+        "/notes-workspaces/_mapping",
+        "/notes-workspaces-1",
+    ]  # no _refresh, no _search/pipeline
     assert not store.native_pipeline_wanted() and not store.native_hybrid_available()
     with pytest.raises(CapabilityError, match="no index stats or force-merge"):
         asyncio.run(store.optimize())

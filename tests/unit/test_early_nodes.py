@@ -62,8 +62,11 @@ class Log:
         out = []
         for line in Path(self.path).read_text().splitlines():
             parts = line.split()
-            out.append(line if parts[0] == "stop" else f"start {parts[1]} " + (
-                "here" if int(parts[2]) == os.getpid() else "ahead"))
+            out.append(
+                line
+                if parts[0] == "stop"
+                else f"start {parts[1]} " + ("here" if int(parts[2]) == os.getpid() else "ahead")
+            )
         return out
 
     def wait_for(self, n: int) -> None:
@@ -102,8 +105,14 @@ def test_needed_nodes_start_ahead_once_each_in_item_order_and_skipped_items_need
         log.wait_for(3)
     finally:
         runs.close()  # stops the three: no test took them
-    assert log.events() == ["start pool-os ahead", "start cluster ahead", "start pool-es2 ahead",
-                            "stop pool-os", "stop cluster", "stop pool-es2"]
+    assert log.events() == [
+        "start pool-os ahead",
+        "start cluster ahead",
+        "start pool-es2 ahead",
+        "stop pool-os",
+        "stop cluster",
+        "stop pool-es2",
+    ]
 
 
 def test_a_taken_node_is_the_one_started_ahead_with_the_plan_s_environment_and_stops_with_the_fixture(log, monkeypatch):

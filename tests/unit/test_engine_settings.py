@@ -48,8 +48,13 @@ def test_retried_statuses(status, retried):
 def test_retry_policies_of_the_transport(kind):
     policy = OpenSearchDialect(SETTINGS).transport.policies[kind]
     expected = GOLDEN["retry_policies"][kind]
-    got = {"tries": policy.tries, "base_s": policy.base, "max_s": policy.cap, "deadline_s": policy.deadline,
-           "try_timeout_s": policy.try_timeout}
+    got = {
+        "tries": policy.tries,
+        "base_s": policy.base,
+        "max_s": policy.cap,
+        "deadline_s": policy.deadline,
+        "try_timeout_s": policy.try_timeout,
+    }
     assert got == expected
 
 
@@ -77,7 +82,8 @@ def test_cluster_check_uuids(recorded, answered, verdict):
 def test_bulk_try_timeout(dialect, request_timeout, bulk_timeout):
     transport = dialect(ClientSettings(hosts=SETTINGS.hosts, timeout=request_timeout)).transport
     assert (transport.policies["request"].try_timeout, transport.policies["bulk"].try_timeout) == (
-        request_timeout, bulk_timeout
+        request_timeout,
+        bulk_timeout,
     )
 
 
@@ -85,7 +91,8 @@ def test_bulk_try_timeout(dialect, request_timeout, bulk_timeout):
 def test_engine_detection(node, engine):
     assert engine_settings.detected_engine(node) == engine
     assert [d.detects(node) for d in (OpenSearchDialect, ElasticsearchDialect)] == [
-        engine == "opensearch", engine == "elasticsearch"
+        engine == "opensearch",
+        engine == "elasticsearch",
     ]
 
 

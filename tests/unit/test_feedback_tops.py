@@ -7,8 +7,12 @@ from reme_es.store.feedback import by_chunk
 
 
 def test_top_bodies_keep_each_branch_query_and_ask_for_n_hits_with_the_source_feedback_reads():
-    keyword = {"size": 50, "query": {"match": {"text": "q"}}, "_source": {"excludes": SOURCE_EXCLUDES},
-               "track_total_hits": False}
+    keyword = {
+        "size": 50,
+        "query": {"match": {"text": "q"}},
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
     knn = {"size": 50, "query": {"knn": {"embedding": {"vector": [1.0, 0.0], "k": 50}}}}
     tops = top_bodies([keyword, knn], 1, {"exclude_vectors": False})
     assert tops == [

@@ -68,7 +68,6 @@ class FakePort:
         self.refreshed_at.append(self.clock.now)
         return True
 
-
     async def recount(self) -> None:
         self.recounted_at.append(self.clock.now)
 
@@ -359,12 +358,15 @@ async def test_a_failed_incremental_tag_update_or_delete_rebuilds_the_tag_index_
     await tags.upserted([node("digest/a.md")])
     await tags.deleted(["digest/b.md"])
     assert index.calls == [
-        ("upsert", ["digest/a.md"]), ("rebuild", ["digest/tagged.md"]),
-        ("delete", ["digest/b.md"]), ("rebuild", ["digest/tagged.md"]),
+        ("upsert", ["digest/a.md"]),
+        ("rebuild", ["digest/tagged.md"]),
+        ("delete", ["digest/b.md"]),
+        ("rebuild", ["digest/tagged.md"]),
     ]
     assert (asked, index.healthy) == (["memory_tags", "memory_tags"], [True, True])
     assert [r.getMessage() for r in caplog.records if r.name == "reme_es.reme.tags"] == [
-        "fs: incremental tag index update failed; rebuilding", "fs: incremental tag index delete failed; rebuilding",
+        "fs: incremental tag index update failed; rebuilding",
+        "fs: incremental tag index delete failed; rebuilding",
     ]
     untagged = TagIndexSync(lambda: None, tagged_files)  # no tag index configured: nothing to keep in step
     await untagged.upserted([node("digest/a.md")])

@@ -153,7 +153,10 @@ def test_the_cli_fuses_as_the_drop_in_unless_told_otherwise(tmp_path):
     assert s == drop_in == SearchOptions()  # one set of defaults: the CLI, the drop-in and a MemoryStore
     assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("zscore", 0.55, 1, True)
     env = {
-        "REME_ES_FUSION": "rrf", "REME_ES_FEEDBACK": "0", "REME_ES_VECTOR_WEIGHT": "0.7", "REME_ES_COLLAPSE": "false",
+        "REME_ES_FUSION": "rrf",
+        "REME_ES_FEEDBACK": "0",
+        "REME_ES_VECTOR_WEIGHT": "0.7",
+        "REME_ES_COLLAPSE": "false",
     }
     s = load_options(tmp_path, environ=env).search
     assert (s.fusion, s.vector_weight, s.feedback, s.collapse) == ("rrf", 0.7, 0, False)
@@ -179,9 +182,14 @@ def _said(cid: str, text: str, score: float) -> Hit:
 def test_collapse_keeps_each_repeated_text_once_at_its_best_rank_and_counts_the_copies():
     from reme_es.store.fusion import collapse_repeats
 
-    ranked = [_said("a", "Long day, talk tomorrow?", 0.9), _said("b", "Long day, talk tomorrow?", 0.9),
-              _said("c", "We adopted a puppy.", 0.8), _said("d", "Long day, talk tomorrow?", 0.7),
-              _said("e", "", 0.6), _said("f", "", 0.5)]  # no hash stored: never folded
+    ranked = [
+        _said("a", "Long day, talk tomorrow?", 0.9),
+        _said("b", "Long day, talk tomorrow?", 0.9),
+        _said("c", "We adopted a puppy.", 0.8),
+        _said("d", "Long day, talk tomorrow?", 0.7),
+        _said("e", "", 0.6),
+        _said("f", "", 0.5),
+    ]  # no hash stored: never folded
     out = collapse_repeats(ranked)
     assert [h.chunk.id for h in out] == ["b", "c", "e", "f"]  # a and b tie: the later path shows the text
     assert out[0].scores == {"score": 0.9, "repeats": 2.0}
@@ -192,8 +200,12 @@ def test_collapse_keeps_each_repeated_text_once_at_its_best_rank_and_counts_the_
 def test_copies_that_tie_are_shown_by_the_latest_path():
     from reme_es.store.fusion import collapse_repeats
 
-    ranked = [_said("2026-03-01", "Work has been hectic.", 0.9), _said("2026-03-09", "Work has been hectic.", 0.9),
-              _said("2026-03-05", "Work has been hectic.", 0.9), _said("2026-03-20", "Work has been hectic.", 0.4)]
+    ranked = [
+        _said("2026-03-01", "Work has been hectic.", 0.9),
+        _said("2026-03-09", "Work has been hectic.", 0.9),
+        _said("2026-03-05", "Work has been hectic.", 0.9),
+        _said("2026-03-20", "Work has been hectic.", 0.4),
+    ]
     (kept,) = collapse_repeats(ranked)
     assert kept.chunk.path == "daily/2026-03-09.md"  # the newest of the tied copies, not the lower-scored 03-20
     assert kept.scores == {"score": 0.9, "repeats": 3.0}
@@ -252,12 +264,27 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
 
     d = SearchOptions()
     assert (d.relation_vector_weight, d.date_boost, d.context_boost, d.speaker_boost, d.note_boost) == (
-        0.1, 0.5, 0.35, 0.2, 0.5)
-    off = {"REME_ES_RELATION_VECTOR_WEIGHT": "none", "REME_ES_DATE_BOOST": "0", "REME_ES_CONTEXT_BOOST": "0",
-           "REME_ES_SPEAKER_BOOST": "0", "REME_ES_NOTE_BOOST": "0"}
+        0.1,
+        0.5,
+        0.35,
+        0.2,
+        0.5,
+    )
+    off = {
+        "REME_ES_RELATION_VECTOR_WEIGHT": "none",
+        "REME_ES_DATE_BOOST": "0",
+        "REME_ES_CONTEXT_BOOST": "0",
+        "REME_ES_SPEAKER_BOOST": "0",
+        "REME_ES_NOTE_BOOST": "0",
+    }
     s = load_options(tmp_path, environ=off).search
     assert (s.relation_vector_weight, s.date_boost, s.context_boost, s.speaker_boost, s.note_boost) == (
-        None, 0.0, 0.0, 0.0, 0.0)
+        None,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    )
     leaning = load_options(tmp_path, environ={"REME_ES_RELATION_VECTOR_WEIGHT": "0.4"}).search
     assert leaning.relation_vector_weight == 0.4
     with pytest.raises(ConfigError, match="relation_vector_weight"):
@@ -295,8 +322,12 @@ def _noted(cid: str, path: str, score: float) -> Hit:
 
 
 def test_note_rescore_lifts_a_hit_whose_note_holds_much_of_the_head():
-    hits = [_noted("a", "daily/2026-01-01/x.md", 1.0), _noted("b", "daily/2026-01-02/y.md", 0.9),
-            _noted("c", "daily/2026-01-02/y.md", 0.8), _noted("d", "daily/2026-01-03/z.md", 0.0)]
+    hits = [
+        _noted("a", "daily/2026-01-01/x.md", 1.0),
+        _noted("b", "daily/2026-01-02/y.md", 0.9),
+        _noted("c", "daily/2026-01-02/y.md", 0.8),
+        _noted("d", "daily/2026-01-03/z.md", 0.0),
+    ]
     out = note_rescore(hits, 0.5)
     # y.md's two hits sum 0.9 + 0.8 (min-max: 0.9, 0.8) = 1.7, x.md's one 1.0: b = 0.9 + 0.5 beats a = 1.0 + 0.5 x 1/1.7
     assert [h.chunk.id for h in out] == ["b", "c", "a", "d"]
@@ -324,8 +355,12 @@ def test_chunk_contexts_hold_the_neighbours_in_line_order_per_file():
     def c(cid, path, line, text):
         return Chunk(id=cid, path=path, start_line=line, end_line=line, text=text)
 
-    chunks = [c("b", "x.md", 2, "two"), c("a", "x.md", 1, "one"), c("c", "x.md", 3, "three" + "z" * CONTEXT_CHARS),
-              c("alone", "y.md", 1, "only")]
+    chunks = [
+        c("b", "x.md", 2, "two"),
+        c("a", "x.md", 1, "one"),
+        c("c", "x.md", 3, "three" + "z" * CONTEXT_CHARS),
+        c("alone", "y.md", 1, "only"),
+    ]
     ctx = chunk_contexts(chunks)
     assert ctx == {"a": "two", "b": "one\n" + ("three" + "z" * CONTEXT_CHARS)[:CONTEXT_CHARS], "c": "two"}
 
@@ -350,8 +385,12 @@ def _spoken(cid: str, speaker: str, score: float) -> Hit:
 def test_speaker_rescore_lifts_the_one_named_speakers_turns():
     from reme_es.store.fusion import speaker_rescore
 
-    hits = [_spoken("a", "melanie", 1.0), _spoken("b", "caroline", 0.9), _spoken("c", "", 0.85),
-            _spoken("d", "caroline", 0.0)]
+    hits = [
+        _spoken("a", "melanie", 1.0),
+        _spoken("b", "caroline", 0.9),
+        _spoken("c", "", 0.85),
+        _spoken("d", "caroline", 0.0),
+    ]
     out = speaker_rescore(hits, "What did Caroline's class research?", 0.2)
     # min-max: a 1.0, b 0.9 + 0.2, c 0.85 / 1 = 0.85, d 0 + 0.2
     assert [h.chunk.id for h in out] == ["b", "a", "c", "d"]

@@ -17,7 +17,10 @@ def test_http_and_https_pass_normalised():
 @pytest.mark.parametrize(
     ("host", "message"),
     [
-        ("htps://127.0.0.1:9200", "host 'htps://127.0.0.1:9200' has the unknown scheme 'htps': use http:// or https://"),
+        (
+            "htps://127.0.0.1:9200",
+            "host 'htps://127.0.0.1:9200' has the unknown scheme 'htps': use http:// or https://",
+        ),
         ("ftp://u:secret@h:9200", "host 'ftp://u:***@h:9200' has the unknown scheme 'ftp': use http:// or https://"),
         ("127.0.0.1:9200", "host '127.0.0.1:9200' needs a scheme, e.g. http://127.0.0.1:9200 or https://..."),
         ("http:///x", "host 'http:///x' has no host name"),

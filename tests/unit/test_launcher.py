@@ -160,8 +160,19 @@ def test_a_node_keeps_its_flavour_and_new_nodes_get_opensearch_3(tmp_path, monke
     assert node.flavour_of("default") == "opensearch-3"
     assert node.flavour_of("default", "elasticsearch-9") == "elasticsearch-9"
     node.node_dir("default").mkdir(parents=True)
-    write_node(NodeInfo(name="default", flavour="opensearch-2.19", engine="opensearch", version="2.19.1", pid=_pid(),
-                        http_port=9200, transport_port=9300, home=str(tmp_path), dir=str(tmp_path / "nodes/default")))
+    write_node(
+        NodeInfo(
+            name="default",
+            flavour="opensearch-2.19",
+            engine="opensearch",
+            version="2.19.1",
+            pid=_pid(),
+            http_port=9200,
+            transport_port=9300,
+            home=str(tmp_path),
+            dir=str(tmp_path / "nodes/default"),
+        )
+    )
     assert node.flavour_of("default") == "opensearch-2.19"
     assert node.flavour_of("default", "opensearch-3") == "opensearch-3"  # asked for: then start refuses the mismatch
     assert node.flavour_of("other") == "opensearch-3"
@@ -216,8 +227,9 @@ def test_concurrent_installs_of_one_flavour_assemble_it_once_and_both_get_it(tmp
     monkeypatch.setattr(install, "fetch_artifacts", lambda artifacts, into: {dist: archive})
     monkeypatch.setattr(install, "_add_modules", slow_modules)
     homes: dict[str, Path] = {}
-    starts = [threading.Thread(target=lambda n=n: homes.__setitem__(n, install.install(flavour)), name=n)
-              for n in ("a", "b")]
+    starts = [
+        threading.Thread(target=lambda n=n: homes.__setitem__(n, install.install(flavour)), name=n) for n in ("a", "b")
+    ]
     for start in starts:
         start.start()
         time.sleep(0.1)

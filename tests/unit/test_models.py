@@ -29,8 +29,16 @@ def test_date_from_path_follows_reme(path, date):
 
 def test_filter_parse_collects_reme_keys():
     f = SearchFilter.parse(
-        {"path": "a.md", "paths": ["b.md"], "prefix": "daily/", "path_prefixes": ["digest/"],
-         "start_date": "2026-05-01", "strict_date_filter": 1, "metadata": {"kind": "note"}, "tag": ["x", "y"]}
+        {
+            "path": "a.md",
+            "paths": ["b.md"],
+            "prefix": "daily/",
+            "path_prefixes": ["digest/"],
+            "start_date": "2026-05-01",
+            "strict_date_filter": 1,
+            "metadata": {"kind": "note"},
+            "tag": ["x", "y"],
+        }
     )
     assert f.paths == ["a.md", "b.md"]
     assert f.prefixes == ["daily/", "digest/"]

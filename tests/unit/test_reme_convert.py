@@ -53,7 +53,11 @@ def test_chunk_conversion_and_hit_scores():
     assert vector == [0.5, -0.25]
     stored = to_chunk(chunk, vector)
     assert (stored.id, stored.path, stored.start_line, stored.end_line, stored.metadata) == (
-        chunk.id, "digest/x.md", 2, 4, {"k": "v"}
+        chunk.id,
+        "digest/x.md",
+        2,
+        4,
+        {"k": "v"},
     )
     hit = to_file_chunk(Hit(chunk=stored.model_copy(update={"embedding": None}), scores={"keyword": 1.5, "score": 1.5}))
     assert hit.scores == {"keyword": 1.5, "score": 1.5}
@@ -72,8 +76,16 @@ def test_default_prefix_is_valid_and_differs_per_workspace(tmp_path: Path):
 @pytest.mark.parametrize(
     "src",
     [
-        {"chunk_id": "c1", "path": "daily/2026-01-02.md", "date": "2026-01-02", "start_line": 3, "end_line": 9,
-         "hash": "h", "text": "the ferry left at dawn", "metadata": {"section": "Morning"}},
+        {
+            "chunk_id": "c1",
+            "path": "daily/2026-01-02.md",
+            "date": "2026-01-02",
+            "start_line": 3,
+            "end_line": 9,
+            "hash": "h",
+            "text": "the ferry left at dawn",
+            "metadata": {"section": "Morning"},
+        },
         {"chunk_id": "c2", "path": "digest/notes.md", "text": "no lines stored"},  # what older indices hand back
     ],
 )

@@ -76,8 +76,11 @@ def test_a_recorded_cluster_keeps_its_members_and_ports_and_refuses_another_size
     assert [first.http_ports[n] for n in first.names] == [low, low + 1, low + 2] and low >= 9200
     assert first.snapshot_repo == str((tmp_path / "snaps").resolve())
     again = cluster.start_local("team")
-    assert (again.http_ports, again.transport_ports, again.flavour) == (first.http_ports, first.transport_ports,
-                                                                       "opensearch-2.19")
+    assert (again.http_ports, again.transport_ports, again.flavour) == (
+        first.http_ports,
+        first.transport_ports,
+        "opensearch-2.19",
+    )
     assert again.snapshot_repo == first.snapshot_repo  # kept: a repository registered there stays usable
     with pytest.raises(ServerError, match=r"cluster 'team' has 3 members; start it with --nodes 3"):
         cluster.start_local("team", nodes=2)

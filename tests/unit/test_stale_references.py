@@ -25,14 +25,17 @@ def test_named_paths_exist():
     tracked = _tracked()
     folders = {str(Path(f).parents[i]) for f in tracked for i in range(len(Path(f).parts) - 1)}
     known = set(tracked) | folders
-    readers = [f for f in tracked if f.endswith((".md", ".py")) and not f.startswith(("docs/history/", "memorie/"))
-               and "HISTORY" not in f]
+    readers = [
+        f
+        for f in tracked
+        if f.endswith((".md", ".py")) and not f.startswith(("docs/history/", "memorie/")) and "HISTORY" not in f
+    ]
     missing = []
     for name in readers:
         for number, line in enumerate((ROOT / name).read_text(encoding="utf-8").splitlines(), 1):
             for match in PATH.finditer(line):
                 path = match.group(1).rstrip(".").split("::")[0]
-                after, before = line[match.end():match.end() + 1], line[match.start() - 1:match.start()]
+                after, before = line[match.end() : match.end() + 1], line[match.start() - 1 : match.start()]
                 named = "." in Path(path).name or (before == after == "`")  # not prose such as "docs/s"
                 if not named or after in ("*", "{", "-") or path in known or path.startswith(GENERATED):
                     continue

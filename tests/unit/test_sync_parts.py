@@ -125,11 +125,22 @@ async def test_the_watcher_stops_retrying_when_stopped_and_raises_what_is_not_th
 def test_the_watcher_follows_only_the_synced_folders():
     dirs = ["daily", "digest/sub"]
     watcher = SyncWatcher(Path("/ws"), dirs, lambda f: None, lambda: None, Reporter(), asyncio.Event())
-    seen = {p: watcher.watch_filter(None, p) for p in (
-        "/ws/daily/a.md", "/ws/digest/sub/b.md", "/ws/digest/c.md", "/ws/resource/d.jsonl", "/ws/daily/.hidden/e.md",
-        "/elsewhere/daily/f.md",
-    )}
+    seen = {
+        p: watcher.watch_filter(None, p)
+        for p in (
+            "/ws/daily/a.md",
+            "/ws/digest/sub/b.md",
+            "/ws/digest/c.md",
+            "/ws/resource/d.jsonl",
+            "/ws/daily/.hidden/e.md",
+            "/elsewhere/daily/f.md",
+        )
+    }
     assert seen == {
-        "/ws/daily/a.md": True, "/ws/digest/sub/b.md": True, "/ws/digest/c.md": True, "/ws/resource/d.jsonl": False,
-        "/ws/daily/.hidden/e.md": False, "/elsewhere/daily/f.md": False,
+        "/ws/daily/a.md": True,
+        "/ws/digest/sub/b.md": True,
+        "/ws/digest/c.md": True,
+        "/ws/resource/d.jsonl": False,
+        "/ws/daily/.hidden/e.md": False,
+        "/elsewhere/daily/f.md": False,
     }
