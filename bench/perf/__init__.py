@@ -1,0 +1,1 @@
+"""Performance: per-search cost, latency, bulk, sync, settle, concurrency, vector options, a team's server."""
