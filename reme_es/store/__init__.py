@@ -44,8 +44,10 @@ from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
+from .fusion import candidate_depth
 from .indices import IndexSet
 from .links import LinkGraph
+from .one_version import filled, hit_key, keyed, one_version
 from .search import SearchStore
 from .shown import Shown, fetch_shown
 from .sources import HitBuilder, chunk_source, hit_from_source, stored_chunk_source
@@ -291,8 +293,9 @@ class MemoryStore:
         build: HitBuilder = hit_from_source,
     ) -> list:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []. Hits are `Hit`s, or what
-        `build(branch, score, stored source)` makes of each (the ReMe file store builds its FileChunks directly)."""
-        return await self.searches.keyword(query, limit, search_filter, build)
+        `build(branch, score, stored source)` makes of each (the ReMe file store builds its FileChunks directly).
+        Each file's hits are of one version (`one_version`), as for every search below."""
+        return await self._one_version(lambda n: self.searches.keyword(query, n, search_filter, keyed(build)), limit)
 
     async def vector_search(
         self,
@@ -304,7 +307,7 @@ class MemoryStore:
     ) -> list:
         """k-NN over chunk embeddings with the filter inside the k-NN clause; the top `limit` of the `k` nearest
         (scores cosine similarity; `build` as for `keyword_search`)."""
-        return await self.vectors.search(vector, limit, search_filter, k, build)
+        return await self._one_version(lambda n: self.vectors.search(vector, n, search_filter, k, keyed(build)), limit)
 
     def native_hybrid_available(self) -> bool:
         """Whether one-request hybrid search can be used with the current server and configuration."""
@@ -323,9 +326,18 @@ class MemoryStore:
     ) -> SearchResult:
         """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit
         (`candidates` sets the depth per branch instead of limit x candidate_multiplier)."""
-        return await self.searches.search(
-            query, vector, limit, search_filter, mode, candidate_multiplier, min_score, candidates
-        )
+        results: list[SearchResult] = []
+
+        async def hits(n: int) -> list[Hit]:  # deeper than `limit` only to replace hits of another version
+            depth = candidates if n == limit else max(n, candidates or candidate_depth(limit, candidate_multiplier))
+            result = await self.searches.search(
+                query, vector, n, search_filter, mode, candidate_multiplier, min_score, depth
+            )
+            results.append(result)
+            return result.hits
+
+        shown = await filled(hits, lambda found: one_version(self.port, self.indices.ix.files, found, hit_key), limit)
+        return results[-1].model_copy(update={"hits": shown})
 
     async def ranked(
         self,
@@ -336,12 +348,27 @@ class MemoryStore:
         limit: int | None = None,
     ) -> SearchResult:
         """Up to `candidates` fused hits ranked from ids and scores alone (no texts), in one round trip (with
-        `collapse`, deeper when repeated texts leave fewer than `limit`)."""
+        `collapse`, deeper when repeated texts leave fewer than `limit`). They may hold chunks of two versions of a
+        file (`one_version`); `shown` leaves out those of another version than the file doc's."""
         return await self.searches.ranked(query, vector, candidates, search_filter, limit)
 
     async def shown(self, hits: list[Hit], paths: list[str]) -> Shown:
-        """Ranked hits with their chunks, and the REAL outlinks and inlinks of `paths`, in one `_msearch`."""
-        return await fetch_shown(self.port, self.indices.ix, hits, paths)
+        """Ranked hits with their chunks, and the REAL outlinks and inlinks of `paths`, in one `_msearch`. Of a file
+        with two or more hits, the hits its file doc does not list are left out (`one_version`; the file docs of `paths`
+        come in the same `_msearch`, the others' in one `_mget`): the caller asks for the next ones."""
+        shown = await fetch_shown(self.port, self.indices.ix, hits, paths)
+        listed = {p: (f.chunk_ids if (f := shown.files.get(p)) else None) for p in paths}
+        shown.hits = await one_version(self.port, self.indices.ix.files, shown.hits, hit_key, listed)
+        return shown
+
+    async def _one_version(self, search: Callable[[int], Awaitable[list]], limit: int) -> list:
+        """The first `limit` hits of one version per file of `search(depth)`, which gives ((chunk id, path), hit) pairs
+        (`keyed`), searching deeper where hits were left out (`one_version.filled`)."""
+
+        async def keep(found: list) -> list:
+            return await one_version(self.port, self.indices.ix.files, found, lambda pair: pair[0])
+
+        return [hit for _, hit in await filled(search, keep, limit)]
 
     # ------------------------------------------------------------------------------ embeddings
     async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:

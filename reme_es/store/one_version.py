@@ -1,0 +1,96 @@
+"""A search answer shows each file's chunks of one version, also while a write of the file is half done.
+
+A write of a file indexes its new chunks (round 2 of `reme_es.store.protocol`) before it deletes the stale ones and
+writes the file doc (round 3): the file doc, which lists the chunk ids of its version, is the commit point. A store
+refreshes only after its write call has finished, but a refresh is the shard's, and the indices of a set are shared
+by its workspaces: any refresh of them (another workspace's write, another process, a `reme-es` command) makes
+searchable what an unfinished write call has acknowledged so far, its new chunks beside the stale ones. A write call
+that died between the rounds leaves the same state until the next sync of the file.
+
+So of each file with two or more hits in an answer, only the hits its file doc lists are kept. Whichever version the
+file doc shows (the one before the write, or the one after it, read in real time), the kept hits are of that version:
+never a mix. A file with one hit in the answer cannot show two versions, so it costs nothing; the file docs of the
+other files come in one `_mget`, or with no request where the answer reads them anyway (`MemoryStore.shown` with
+links). A hit whose file has no file doc is kept: the protocol writes a file doc before its chunks and deletes it
+after them, so such a chunk was written outside it and has no other version to be mixed with.
+
+A hit left out is replaced by the next one: `filled` asks the search again twice as deep (at most `REFILLS` times), so
+an answer is short of its limit only when the index holds no more hits of one version.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import TypeVar
+
+from ..adapters.port import IndexPort
+from ..core.models import Hit, doc_id
+from .sources import HitBuilder
+
+T = TypeVar("T")
+Key = tuple[str, str]  # (chunk id, path) of a hit
+
+REFILLS = 3  # deeper searches after hits were left out, each twice as deep as the one before
+
+
+def hit_key(hit: Hit) -> Key:
+    """A `Hit`'s (chunk id, path)."""
+    return hit.chunk.id, hit.chunk.path
+
+
+def keyed(build: HitBuilder) -> HitBuilder:
+    """`build`, with each hit paired with its (chunk id, path) from the stored source: `((id, path), build(...))`."""
+    return lambda branch, score, src: ((src["chunk_id"], src["path"]), build(branch, score, src))
+
+
+def shared_paths(keys: Iterable[Key]) -> list[str]:
+    """The paths of two or more of these hits, in the order of their first hit: only they can mix versions."""
+    counts = Counter(path for _, path in keys)
+    return [path for path, n in counts.items() if n > 1]
+
+
+def kept(keys: list[Key], listed: dict[str, Collection[str] | None]) -> list[bool]:
+    """Per hit whether it is kept: its path's file doc (`listed`: path -> the chunk ids it lists, None when the path has
+    no file doc) lists it, or the path is not in `listed` or has no file doc."""
+    return [(ids := listed.get(path)) is None or cid in ids for cid, path in keys]
+
+
+async def listed_chunks(port: IndexPort, files: str, paths: list[str]) -> dict[str, Collection[str] | None]:
+    """path -> the chunk ids its file doc lists (real-time; None: no file doc), in one `_mget` of the `files` index."""
+    found = {
+        d.source["path"]: set(d.source.get("chunk_ids") or [])
+        for d in await port.get(files, [doc_id(p) for p in paths])
+    }
+    return {path: found.get(path) for path in paths}
+
+
+async def one_version(
+    port: IndexPort,
+    files: str,
+    items: list[T],
+    key: Callable[[T], Key],
+    listed: dict[str, Collection[str] | None] | None = None,
+) -> list[T]:
+    """`items` (hits, in order) without the hits of a file that its file doc does not list, for the files with two or
+    more hits. `listed` gives the file docs already read (`listed_chunks`); the others are read in one `_mget`."""
+    keys = [key(x) for x in items]
+    listed = dict(listed or {})
+    if missing := [p for p in shared_paths(keys) if p not in listed]:
+        listed.update(await listed_chunks(port, files, missing))
+    return [x for x, keep in zip(items, kept(keys, listed), strict=True) if keep]
+
+
+async def filled(
+    search: Callable[[int], Awaitable[list[T]]], keep: Callable[[list[T]], Awaitable[list[T]]], limit: int
+) -> list[T]:
+    """Up to `limit` of the hits `keep` keeps of `search(depth)` (hits ranked, at most `depth`): when it left some out
+    and the search was full, it runs again twice as deep (at most REFILLS times)."""
+    depth, answer = limit, []
+    for _ in range(REFILLS + 1):
+        found = await search(depth)
+        answer = await keep(found)
+        if len(answer) >= limit or len(found) < depth:
+            break
+        depth *= 2
+    return answer[:limit]

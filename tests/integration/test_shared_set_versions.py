@@ -1,0 +1,82 @@
+"""A search never shows a file's old and new chunks together, also when another workspace of the set refreshes the
+shared indices while a write of the file is half done (issue 39 item 5; `reme_es.store.one_version`).
+
+Workspace A's write of a new version of one file is held between its chunk round (the new chunks indexed) and its
+commit round (stale chunks deleted, file doc written): the test wraps the writer's chunk round and waits on an event.
+Workspace B then writes and refreshes the indices of the set, which makes A's new chunks visible beside the old ones.
+Every read of A that returns chunks must show one version of the file: the old one while the write is held, the new
+one after it. The new chunks rank first, so an answer that only dropped them would come back short of its limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.options import IndexOptions
+from reme_es.store.connect import open_store
+from reme_es.testing.data import chunk, file_with, unit_vector
+
+PATH = "notes/plan.md"
+QUERY, VECTOR = "alpha", unit_vector(1)
+# v1 and v2 share their first chunk (same path, lines and text: same id, not written again); the other two differ.
+SAME = chunk(PATH, "alpha one", 1, unit_vector(1, 0.6))
+V1 = [SAME, chunk(PATH, "alpha two", 3, unit_vector(1, 0.7)), chunk(PATH, "alpha three", 5, unit_vector(1, 0.8))]
+V2 = [SAME, chunk(PATH, "alpha alpha alpha four", 3, VECTOR), chunk(PATH, "alpha alpha alpha five", 5, VECTOR)]
+OLD, NEW = {c.id for c in V1}, {c.id for c in V2}
+OTHER = file_with("notes/other.md", [chunk("notes/other.md", "beta gamma", 1, unit_vector(0, 1))])
+
+
+async def shown_ids(store, limit: int) -> dict[str, list[str]]:
+    """The chunk ids each read of `store` returns for QUERY, by read (the ReMe search step's pair: ranked, shown)."""
+    ranked = await store.ranked(QUERY, VECTOR, 50)
+    return {
+        "keyword_search": [h.chunk.id for h in await store.keyword_search(QUERY, limit)],
+        "vector_search": [h.chunk.id for h in await store.vector_search(VECTOR, limit, k=50)],
+        "search hybrid": [h.chunk.id for h in (await store.search(QUERY, VECTOR, limit)).hits],
+        "search keyword": [h.chunk.id for h in (await store.search(QUERY, None, limit, mode="keyword")).hits],
+        "search vector": [h.chunk.id for h in (await store.search(QUERY, VECTOR, limit, mode="vector")).hits],
+        "ranked, shown": [h.chunk.id for h in (await store.shown(ranked.hits[:limit], [PATH])).hits],
+        "ranked, shown (no links)": [h.chunk.id for h in (await store.shown(ranked.hits[:limit], [])).hits],
+    }
+
+
+async def test_a_half_done_write_shows_one_version_when_another_workspace_refreshes(server, es_prefix):
+    settings, options = ClientSettings([server.url]), IndexOptions(dims=len(VECTOR))
+    writer = await open_store(settings, es_prefix, server.engine, options, workspace="a")
+    reader = await open_store(settings, es_prefix, server.engine, options, workspace="a")
+    other = await open_store(settings, es_prefix, server.engine, options, workspace="b")
+    held, go = asyncio.Event(), asyncio.Event()
+    chunk_round = writer.writer.bulk_streams
+
+    async def held_after_chunks(actions, streams=2):
+        outcome = await chunk_round(actions, streams)
+        held.set()
+        await go.wait()
+        return outcome
+
+    try:
+        await writer.upsert([file_with(PATH, V1)])
+        writer.writer.bulk_streams = held_after_chunks
+        write = asyncio.create_task(writer.upsert([file_with(PATH, V2)]))
+        await asyncio.wait_for(held.wait(), 10)
+        await other.upsert([OTHER])  # refreshes the set's indices: A's new chunks become searchable
+        assert await other.keyword_search("beta", 5)  # B's refresh happened
+        assert await reader.count("chunks") == 5  # both versions of A's file are visible: 3 old chunks, 2 new
+
+        for read, ids in (await shown_ids(reader, 5)).items():
+            assert set(ids) == OLD, read  # the old version, whole: the new chunks ranked first but are left out
+        for read, ids in (await shown_ids(reader, 2)).items():
+            if not read.startswith("ranked, shown"):  # `shown` leaves out; the ReMe step asks for the next ones
+                assert len(ids) == 2 and set(ids) <= OLD, read  # left-out hits were replaced by the next ones
+
+        go.set()
+        await asyncio.wait_for(write, 10)
+        for read, ids in (await shown_ids(reader, 5)).items():
+            assert set(ids) == NEW, read
+    finally:
+        go.set()
+        if "write" in locals():
+            await asyncio.gather(write, return_exceptions=True)
+        for store in (writer, reader, other):
+            await store.close()
