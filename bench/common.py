@@ -27,12 +27,21 @@ from reme_es.store import MemoryStore
 from reme_es.store.connect import detect_engine, make_dialect, open_store
 
 DEFAULT_URL = "http://127.0.0.1:9200"
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout
+RESULTS = ROOT / "bench" / "results"  # result files (git-ignored)
+PLOTS = ROOT / "docs" / "img"  # plots, where the docs' pages show them
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
 
 
 # ------------------------------------------------------------------------------------------ setup
+
+
+def module_command(module: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run a bench module (`bench.perf.x`) in a worker process, from any folder."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return [sys.executable, "-m", module], env
 
 
 def parser(description: str, prefix: str) -> argparse.ArgumentParser:

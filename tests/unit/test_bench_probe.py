@@ -1,15 +1,10 @@
-"""bench/probe.py's split of a call: the parts add up to its wall time, and concurrent requests are counted once."""
+"""bench/perf/probe.py's split of a call: the parts add up to its wall time, and concurrent requests count once."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from probe import Probe, Request, _took  # noqa: E402
+from bench.perf.probe import Probe, Request, _took
 
 
 def test_took_is_read_from_the_head_of_a_raw_answer():

@@ -8,17 +8,17 @@
 //   exact          brute force on the node (OpenSearch: the k-NN plugin's `knn_score` script; Elasticsearch: a
 //                  script_score with cosineSimilarity, needs painless)
 //
-//   node bench/memorie_recall.mjs --url http://127.0.0.1:9403 --shape zipf --size 100000 \
+//   node bench/memorie/recall.mjs --url http://127.0.0.1:9403 --shape zipf --size 100000 \
 //     --strategies store,knn:250,knn:1000,exact [--queries 200] [--segments 1] [--keep]
 // --segments N: force-merge to N segments before the queries (default: as the load left it).
 // --reuse <prefix>: keep the index under this prefix and, when it already holds --size vectors, skip the load.
 // --hnsw 32,200: build the index with HNSW m 32, ef_construction 200 (default: the package's).
 import { loadavg } from "node:os";
 
-import { createVectorStore } from "../memorie/dist/src/index.js";
-import { knnBody } from "../memorie/dist/src/dialect.js";
-import { BruteForceVectorStore } from "./memorie_baselines.mjs";
-import { embedder, makeMemory, queryWords, rng } from "./memorie_data.mjs";
+import { createVectorStore } from "../../memorie/dist/src/index.js";
+import { knnBody } from "../../memorie/dist/src/dialect.js";
+import { BruteForceVectorStore } from "./baselines.mjs";
+import { embedder, makeMemory, queryWords, rng } from "./data.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),

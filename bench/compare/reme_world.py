@@ -1,5 +1,5 @@
 """A ReMe Application on reme-es (or on ReMe's own faiss store) loaded with the synthetic workload, kept between runs:
-the setup bench/breakdown.py and bench/cpu_per_search.py share.
+the setup bench/perf/breakdown.py and bench/perf/cpu_per_search.py share.
 
 Each workspace lives in a fixed folder (`<tmp>/<prefix>-<size>-w<n>`), so its workspace key (and its documents in
 the shared set) are the same on every run and `--reuse` can skip the ingest of a set loaded before.
@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from reme_app import FLAVOURS, JOB_LIMIT, LIMIT, app_config, file_store, make_app, set_corpus, settle
-from workloads import Corpus, file_batches
+from bench.compare.reme_app import FLAVOURS, JOB_LIMIT, LIMIT, app_config, file_store, make_app, set_corpus, settle
+from bench.data.workloads import Corpus, file_batches
 
 SIZES = {"quick": [2_000], "full": [10_000, 100_000]}
 

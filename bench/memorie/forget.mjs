@@ -3,9 +3,9 @@
 // expunge, on one node.
 //
 //   (cd memorie && npm ci && npm run build)
-//   node bench/memorie_forget.mjs --url http://127.0.0.1:9311 [--n 100000] [--out bench/results/memorie_forget.json]
+//   node bench/memorie/forget.mjs --url http://127.0.0.1:9311 [--n 100000] [--out bench/results/memorie_forget.json]
 //
-// Data: bench/memorie_data.mjs's memories (10 tenants, so one tenant is N/10), hash256 vectors with the metadata
+// Data: bench/memorie/data.mjs's memories (10 tenants, so one tenant is N/10), hash256 vectors with the metadata
 // Memorie's engine writes ({tenantId, namespace, subjectId}), and N/2 relations between memories of one tenant
 // (memory i -> memory i + 10). Memories and vectors are loaded with indexMany/upsertMany; relations with plain bulk
 // requests of the package's own relation documents (the GraphStore has no bulk load). After the load, the node's
@@ -15,9 +15,9 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 
-import { createGraphStore, createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
-import { relationDoc } from "../memorie/dist/src/dialect.js";
-import { embedder, makeMemory } from "./memorie_data.mjs";
+import { createGraphStore, createSearchStore, createVectorStore } from "../../memorie/dist/src/index.js";
+import { relationDoc } from "../../memorie/dist/src/dialect.js";
+import { embedder, makeMemory } from "./data.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),

@@ -3,15 +3,15 @@
 // node, with a raw-request baseline in the same run: the same request body POSTed with fetch (no adapter).
 //
 //   cd memorie && npm run build && cd ..
-//   node bench/memorie_latency.mjs --url http://127.0.0.1:9250 [--sizes 10000,100000] [--dims 256] [--queries 200]
+//   node bench/memorie/latency.mjs --url http://127.0.0.1:9250 [--sizes 10000,100000] [--dims 256] [--queries 200]
 //
 // Memories: 10 tenants x 5 namespaces, 12 words each from a 2,000-word vocabulary; vectors: seeded random unit
 // vectors (dims 256, the size of Memorie's HashEmbeddingProvider). Keyword query: two words, scoped to a tenant
 // and namespace, limit 10 (what engine.search passes). Vector query: topK 50, no filter (what the engine asks).
 // Medians and 95th percentiles of wall time per call, after 20 warm-up rounds, one call at a time, adapter and
 // raw request alternating so both see the same load.
-import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
-import { knnBody, searchBody } from "../memorie/dist/src/dialect.js";
+import { createSearchStore, createVectorStore } from "../../memorie/dist/src/index.js";
+import { knnBody, searchBody } from "../../memorie/dist/src/dialect.js";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),

@@ -1,4 +1,5 @@
-"""The two synthetic workloads of bench/reme_backends.py and bench/concurrency.py: chunk texts, queries, vectors.
+"""The two synthetic workloads of bench/compare/reme_backends.py and bench/perf/concurrency.py: chunk texts, queries,
+vectors.
 
 Both: files of 10 chunks of 100 pseudo-words, every file dated (`daily/2026-MM-DD/note-N.md`, 12 months of 28 days),
 384-d L2-normalised vectors from a deterministic fake embedding model registered with ReMe, so chunk and query
@@ -33,7 +34,7 @@ class Corpus:
     def __init__(
         self, shape: str = "topics", dims: int = DIMS, vocab_size: int = 20_000, topics: int = 400, seed: int = 7
     ):
-        from common import vocabulary
+        from bench.common import vocabulary
 
         if shape not in SHAPES:
             raise ValueError(f"workload must be one of {', '.join(SHAPES)}, got {shape!r}")

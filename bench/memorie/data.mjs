@@ -1,4 +1,4 @@
-// Data for bench/memorie_backends.mjs: memories (10 tenants x 5 namespaces) in two shapes of text, and two embedders.
+// Data for bench/memorie/backends.mjs: memories (10 tenants x 5 namespaces) in two shapes of text, and two embedders.
 // Shapes (`makeMemory(i, shape)`): `topics`, 12 words each with topic-skewed word use (64 topics over 6,000 words);
 // `zipf`, bag-of-words memories of 6-18 words drawn independently from a 5,000-word vocabulary whose word of rank r
 // has probability proportional to 1/r (Zipf, exponent 1): a few very common words in most memories and a long tail,

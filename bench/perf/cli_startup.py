@@ -1,6 +1,6 @@
 """How long `reme-es --help` and `reme-es search` take from process start, for two checkouts side by side.
 
-    python bench/cli_startup.py --hosts http://127.0.0.1:9401 --workspace /tmp/ws --index-prefix bench \
+    python -m bench.perf.cli_startup --hosts http://127.0.0.1:9401 --workspace /tmp/ws --index-prefix bench \
         --tree before=/tmp/base --tree after=.
 
 Each `--tree LABEL=PATH` is a checkout whose `reme_es/` runs first on `PYTHONPATH` (same interpreter, same

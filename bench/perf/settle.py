@@ -1,12 +1,13 @@
 """Settling after a load: how long a bulk load through ReMe's file store takes until the node stops merging, and how
 fast the index then answers, per load strategy (issue 20 item 2).
 
-    python bench/settle.py --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
+    python -m bench.perf.settle --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
                            [--strategies default,merge2,forcemerge] [--queries 30] [--json PATH]
 
-Every strategy loads the same `--size` chunks of the workload (bench/workloads.py: the `hash` shape upserts 500 files
-per call, the issue's shape) into a fresh prefix through ReMe's file store (upsert calls, then `dump()`), then waits
-until the chunks index runs no merge, then measures. Strategies (one index setting or step each, all else default):
+Every strategy loads the same `--size` chunks of the workload (bench/data/workloads.py: the `hash` shape upserts 500
+files per call, the issue's shape) into a fresh prefix through ReMe's file store (upsert calls, then `dump()`), then
+waits until the chunks index runs no merge, then measures. Strategies (one index setting or step each, all else
+default):
 
   default      the store as it is
   refresh30    the file store's `refresh_after` 30 s (no background refresh during the load: fewer, bigger segments)
@@ -20,8 +21,8 @@ until the chunks index runs no merge, then measures. Strategies (one index setti
 
 Per strategy: upsert + dump s, bulk items the node rejected (429/5xx, retried), merging after s, force-merge s,
 ingest to steady state s (their sum), segments of the chunks index, the node's total merge time, and p50 of keyword /
-vector / date-filtered vector search (limit 50, as bench/reme_backends.py, after 20 warm-up queries) with recall@10
-beside them (the top 10 of each vector search against the exact top 10).
+vector / date-filtered vector search (limit 50, as bench/compare/reme_backends.py, after 20 warm-up queries) with
+recall@10 beside them (the top 10 of each vector search against the exact top 10).
 """
 
 from __future__ import annotations
@@ -37,11 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import reme_backends as rb  # noqa: E402
-from workloads import DIMS, SHAPES, Corpus  # noqa: E402
+from bench.common import RESULTS
+from bench.compare import reme_backends as rb
+from bench.data.workloads import DIMS, SHAPES, Corpus
 
 NO_MERGE = {"index.merge.policy.segments_per_tier": 100, "index.merge.policy.max_merge_at_once": 100}
 MERGE_DEFAULTS = {key: None for key in NO_MERGE}
@@ -110,7 +109,7 @@ async def measure(fs, corpus: Corpus, queries: list[str], vectors) -> dict:
 
 
 async def run(strategy: str, args, work: Path) -> dict:
-    from common import Raw
+    from bench.common import Raw
 
     spec = STRATEGIES[strategy]
     corpus = rb.set_corpus(Corpus(args.workload))
@@ -165,7 +164,7 @@ async def run(strategy: str, args, work: Path) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    from common import table as render
+    from bench.common import table as render
 
     def row(r: dict, name: str, fm: float, m: dict) -> list[str]:
         return [
@@ -221,7 +220,7 @@ def main() -> None:
     p.add_argument("--strategies", default=",".join(STRATEGIES), help=f"any of {', '.join(STRATEGIES)}")
     p.add_argument("--queries", type=int, default=30, help="measured queries per mode (after 20 warm-up ones)")
     p.add_argument("--prefix", default="perf-settle")
-    p.add_argument("--json", default=str(HERE / "results" / "settle.json"), help="results, merged by strategy")
+    p.add_argument("--json", default=str(RESULTS / "settle.json"), help="results, merged by strategy")
     args = p.parse_args()
     args.size = rb.parse_size(args.size)
     args.engine = asyncio.run(engine_of(args.url))

@@ -2,12 +2,12 @@
 // reme-es-memorie side by side with the stores a Memorie user runs today, measured the way Memorie's engine calls
 // them, in one run: our own FTS5 SearchStore (better-sqlite3, `porter unicode61`, bm25, every word required, scope
 // and type/state filters in SQL) plus a brute-force in-process cosine VectorStore, against reme-es's SearchStore +
-// VectorStore on one node. Baselines: bench/memorie_baselines.mjs.
+// VectorStore on one node. Baselines: bench/memorie/baselines.mjs.
 //
 //   ./run bench-memorie [--sizes 10000,100000] [--sets hash256,minilm384] [--shapes topics,zipf] [--adds 300] [--queries 200]
 //   ./run bench-memorie --quick      (10k only, hash256 on both shapes, 100 queries and 100 adds)
 //   (= cd memorie && npm ci && npm run build; cd bench && npm ci; start a node; this script; the plot)
-//   node bench/memorie_backends.mjs --url http://127.0.0.1:9250 --out bench/results/memorie_backends.json
+//   node bench/memorie/backends.mjs --url http://127.0.0.1:9250 --out bench/results/memorie_backends.json
 //
 // Per size and embedding set:
 // - add: engine.add() = searchStore.index(m) then vectorStore.upsert(id, vec, {tenantId, namespace, subjectId}),
@@ -19,19 +19,19 @@
 //   namespace + type + state, limit 10; vector: topK 50 (max(limit x 5, 50) for limit 10), no filter, recall@10
 //   against the exact top 10 (the brute-force store). Queries alternate between the backends, one at a time.
 // - reopen: new store objects until the first keyword and vector answers (the in-memory store re-upserts all).
-// Data shapes (bench/memorie_data.mjs): topics (12 words, topic-skewed) and zipf (6-18 words drawn from a Zipf
+// Data shapes (bench/memorie/data.mjs): topics (12 words, topic-skewed) and zipf (6-18 words drawn from a Zipf
 // distribution over 5,000 words: no topics, a few very common words; the shape on which HNSW recall is lowest).
 // Embedding sets: hash256, a bag-of-words hash-trick embedder like Memorie's HashEmbeddingProvider; minilm384, 384-d
 // vectors shaped like sentence-transformer output (a shared mean direction, topic clusters, word components), see
-// bench/memorie_data.mjs. Not uniform random vectors: no user has those, and they are HNSW's worst case.
+// bench/memorie/data.mjs. Not uniform random vectors: no user has those, and they are HNSW's worst case.
 import { writeFileSync, mkdirSync, rmSync, mkdtempSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
-import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
-import { knnBody } from "../memorie/dist/src/dialect.js";
-import { BruteForceVectorStore, Fts5SearchStore } from "./memorie_baselines.mjs";
-import { embedder, makeMemory as memoryOf, queryWords, rng, SHAPES } from "./memorie_data.mjs";
+import { createSearchStore, createVectorStore } from "../../memorie/dist/src/index.js";
+import { knnBody } from "../../memorie/dist/src/dialect.js";
+import { BruteForceVectorStore, Fts5SearchStore } from "./baselines.mjs";
+import { embedder, makeMemory as memoryOf, queryWords, rng, SHAPES } from "./data.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),

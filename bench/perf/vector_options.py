@@ -1,7 +1,7 @@
 """Vector index options by measurement (issue 20 item 4): recall@10 and k-NN latency per index option and search
-width, on one node, with the workload's vectors (bench/workloads.py).
+width, on one node, with the workload's vectors (bench/data/workloads.py).
 
-    python bench/vector_options.py --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
+    python -m bench.perf.vector_options --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
                                    [--options none,sq] [--candidates 100,250,500] [--m 16] [--ef-construction 64]
 
 Per option, the vectors of `--size` chunks are bulk-loaded (two concurrent streams, a refresh every 5,000 as the
@@ -28,16 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import reme_backends as rb  # noqa: E402
-from common import Raw  # noqa: E402
-from workloads import DIMS, SHAPES, Corpus  # noqa: E402
-
-from reme_es.adapters.dialect import ClientSettings  # noqa: E402
-from reme_es.core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M, vector_mapping  # noqa: E402
-from reme_es.store.connect import detect_engine, make_dialect  # noqa: E402
+from bench.common import RESULTS, Raw
+from bench.compare import reme_backends as rb
+from bench.data.workloads import DIMS, SHAPES, Corpus
+from reme_es.adapters.dialect import ClientSettings
+from reme_es.core.engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M, vector_mapping
+from reme_es.store.connect import detect_engine, make_dialect
 
 K = 50
 BLOCK = 5_000
@@ -163,7 +159,7 @@ async def drop(raw: Raw, index: str) -> None:
 
 
 def table(results: list[dict]) -> str:
-    from common import table as render
+    from bench.common import table as render
 
     rows = [
         [
@@ -222,7 +218,7 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--force-merge", action="store_true", help="then force-merge to one segment and measure again")
     p.add_argument("--prefix", default="perf-vopt")
-    p.add_argument("--json", default=str(HERE / "results" / "vector_options.json"))
+    p.add_argument("--json", default=str(RESULTS / "vector_options.json"))
     args = p.parse_args()
     args.size = rb.parse_size(args.size)
     args.candidates = [int(x) for x in args.candidates.split(",")]

@@ -1,9 +1,9 @@
 """What ReMe's own chunkers cost `reme-es sync`: wall time of a first sync, built-in against ReMe's chunkers.
 
-    python bench/chunkers.py                           # 1,000 generated files, node at :9200, 3 runs each
-    python bench/chunkers.py --files 500 --runs 5 --hosts http://127.0.0.1:9250
+    python -m bench.perf.chunkers                           # 1,000 generated files, node at :9200, 3 runs each
+    python -m bench.perf.chunkers --files 500 --runs 5 --hosts http://127.0.0.1:9250
 
-The workspace comes from bench/sync.py's generator (front matter, 10 `##` sections, wikilinks). Each run syncs it
+The workspace comes from bench/perf/sync.py's generator (front matter, 10 `##` sections, wikilinks). Each run syncs it
 from scratch into a fresh prefix, alternating `--chunker builtin` and `--chunker reme`, and drops the prefix with
 `reme-es drop --yes`; medians of the runs are printed with the chunk counts. Needs reme-ai for `reme`.
 """
@@ -21,8 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sync import generate  # the bench folder is not a package
+from bench.perf.sync import generate
 
 
 def _cli(*args: str, home: Path) -> subprocess.CompletedProcess:

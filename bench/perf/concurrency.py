@@ -1,15 +1,15 @@
 """Concurrent agents: ReMe's own HTTP service (`reme start`) under 1, 4 and 16 concurrent `search` clients, on ReMe's
 faiss store and on reme-es; and `reme-es search` run from 4 processes at once against one node.
 
-    python bench/concurrency.py [--size 30k] [--workload topics] [--backends faiss,opensearch-3] [--clients 1,4,16]
+    python -m bench.perf.concurrency [--size 30k] [--workload topics] [--backends faiss,opensearch-3] [--clients 1,4,16]
                                 [--seconds 20] [--url opensearch-3=http://127.0.0.1:9200] [--heap 2g]
 
-Per backend: a worker process ingests `--size` chunks of the workload (bench/workloads.py) through ReMe's file-store
-interface as bench/reme_backends.py does (upsert, dump, reme-es: until the node stops merging), then serves the
-Application exactly as `reme start` does (`Application.run_app()`: ReMe's FastAPI service under uvicorn, one
-process) on a free port. For each client count, that many asyncio clients each POST `/search` ({query, limit: 10})
-one after the other for `--seconds` seconds (after 5 s of warm-up); throughput is answered searches per second,
-p50/p95 the latency each client saw. The clients run in this process (aiohttp), the same for every backend.
+Per backend: a worker process ingests `--size` chunks of the workload (bench/data/workloads.py) through ReMe's
+file-store interface as bench/compare/reme_backends.py does (upsert, dump, reme-es: until the node stops merging), then
+serves the Application exactly as `reme start` does (`Application.run_app()`: ReMe's FastAPI service under uvicorn, one
+process) on a free port. For each client count, that many asyncio clients each POST `/search` ({query, limit: 10}) one
+after the other for `--seconds` seconds (after 5 s of warm-up); throughput is answered searches per second, p50/p95 the
+latency each client saw. The clients run in this process (aiohttp), the same for every backend.
 
 `reme-es search` (reme-es backends): 4 processes each run `reme-es search QUERY --mode keyword --limit 10 --json`
 `--per-process` times back to back against the reme-es backend's index; per-call wall time (a new Python process
@@ -32,11 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from bench.common import RESULTS, module_command
+from bench.compare import reme_backends as rb
+from bench.data.workloads import DIMS, SHAPES, Corpus
 
-import reme_backends as rb  # noqa: E402
-from workloads import DIMS, SHAPES, Corpus  # noqa: E402
+WORKER, WORKER_ENV = module_command("bench.perf.concurrency")  # a backend's worker process
 
 CLI_PROCESSES = 4
 
@@ -112,7 +112,8 @@ async def wait_ready(url: str, proc: subprocess.Popen, result: Path, timeout: fl
 async def load(url: str, queries: list[str], clients: int, seconds: float, warmup: float = 5.0) -> dict:
     """`clients` concurrent clients searching back to back; throughput and latency after the warm-up."""
     import aiohttp
-    from common import percentile
+
+    from bench.common import percentile
 
     latencies: list[float] = []
     failures = 0
@@ -149,7 +150,7 @@ async def load(url: str, queries: list[str], clients: int, seconds: float, warmu
 
 def cli_searches(url: str, prefix: str, queries: list[str], per_process: int) -> dict:
     """`reme-es search` from CLI_PROCESSES processes at once, each `per_process` calls back to back."""
-    from common import percentile
+    from bench.common import percentile
 
     script = (
         "import subprocess, sys, time, json\n"
@@ -202,8 +203,7 @@ def run_backend(backend: str, args, url: str | None, work: Path) -> dict:
     result = work / f"{backend}-ingest.json"
     prefix = f"{rb.PREFIX}-conc-{backend.replace('.', '')}"
     cmd = [
-        sys.executable,
-        str(Path(__file__).resolve()),
+        *WORKER,
         "--worker",
         backend,
         "--size",
@@ -222,7 +222,7 @@ def run_backend(backend: str, args, url: str | None, work: Path) -> dict:
     if url:
         cmd += ["--url", url]
     print(f"# {rb.LABELS[backend]}: ingesting {args.size:,} chunks, then serving on :{port}", file=sys.stderr)
-    proc = subprocess.Popen(cmd)
+    proc = subprocess.Popen(cmd, env=WORKER_ENV)
     try:
         base = f"http://127.0.0.1:{port}"
         asyncio.run(wait_ready(base, proc, result, args.timeout))
@@ -241,7 +241,7 @@ def run_backend(backend: str, args, url: str | None, work: Path) -> dict:
 
 
 def tables(results: list[dict]) -> str:
-    from common import table
+    from bench.common import table
 
     rows = [
         [rb.LABELS[r["backend"]], s["clients"], rb.fmt(s["qps"], 1), rb.fmt(s["p50"]), rb.fmt(s["p95"]), s["failed"]]
@@ -290,7 +290,7 @@ def main() -> None:
     p.add_argument("--url", action="append", default=[], help="flavour=URL: use this node instead of starting one")
     p.add_argument("--heap", default="2g")
     p.add_argument("--timeout", type=float, default=3600)
-    p.add_argument("--json", default=str(HERE / "results" / "concurrency.json"))
+    p.add_argument("--json", default=str(RESULTS / "concurrency.json"))
     for hidden in ("--worker", "--workdir", "--result", "--prefix"):
         p.add_argument(hidden, help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)

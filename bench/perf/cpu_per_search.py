@@ -3,8 +3,8 @@
 reme-es, beside ReMe faiss's process CPU-ms per search; then throughput of 1, 4 and 16 concurrent clients on the
 shared-set layout (one index set, several workspaces).
 
-    python bench/cpu_per_search.py --url http://127.0.0.1:9200 --quick    # 2k chunks, ~1-2 minutes
-    python bench/cpu_per_search.py --url http://127.0.0.1:9200            # 10k and 100k chunks
+    python -m bench.perf.cpu_per_search --url http://127.0.0.1:9200 --quick    # 2k chunks, ~1-2 minutes
+    python -m bench.perf.cpu_per_search --url http://127.0.0.1:9200            # 10k and 100k chunks
            [--sizes 10k,100k] [--workload hash] [--queries 200] [--workspaces 4] [--clients 1,4,16]
            [--seconds 10] [--backends faiss,reme-es] [--reuse] [--keep]
 
@@ -27,15 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import Raw, Report, median, parser, table  # noqa: E402
-from reme_world import (  # noqa: E402
+from bench.common import Raw, Report, median, parser, table
+from bench.compare.reme_world import (
     FLAVOURS,
     SIZES,
     Corpus,

@@ -1,6 +1,7 @@
-"""The README's tables from a `bench/reme_backends.py` results file: p50 per size and workload, and issue 20's targets.
+"""The benchmarks page's tables from a `bench/compare/reme_backends.py` results file: p50 per size and workload,
+and issue 20's targets.
 
-    python bench/reme_report.py [bench/results/reme_backends.json ...] [--backend opensearch-3] [--png PATH]
+    python -m bench.compare.reme_report [bench/results/reme_backends.json ...] [--backend opensearch-3] [--png PATH]
 
 Prints one compact table per workload and size (p50 ms of every mode, ingest to steady state, restart, recall@10,
 client RSS), then each target of issue 20 checked against ReMe's `faiss` store of the same run, and redraws the
@@ -11,16 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import table  # noqa: E402
-from reme_app import LABELS  # noqa: E402
-from reme_backends import fmt, plot  # noqa: E402
-from workloads import DIMS  # noqa: E402
+from bench.common import PLOTS, RESULTS, table
+from bench.compare.reme_app import LABELS
+from bench.compare.reme_backends import fmt, plot
+from bench.data.workloads import DIMS
 
 ES_JOB, ES_JOB_NOFB = "search job, es_search_step", "search job, es_search_step, feedback 0"
 COLUMNS = [
@@ -200,11 +197,11 @@ def main() -> None:
     p.add_argument(
         "results",
         nargs="*",
-        default=[str(HERE / "results" / "reme_backends.json")],
-        help="results files of bench/reme_backends.py (several: merged, a later file's row wins)",
+        default=[str(RESULTS / "reme_backends.json")],
+        help="results files of bench/compare/reme_backends.py (several: merged, a later file's row wins)",
     )
     p.add_argument("--backend", default="opensearch-3", help="the reme-es flavour the targets are checked for")
-    p.add_argument("--png", default=str(HERE / "reme_backends.png"), help="where the plot goes")
+    p.add_argument("--png", default=str(PLOTS / "reme_backends.png"), help="where the plot goes")
     args = p.parse_args()
     merged: dict[tuple, dict] = {}
     for path in args.results:

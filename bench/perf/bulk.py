@@ -1,6 +1,6 @@
 """Bulk write throughput of MemoryStore.upsert against the raw `_bulk` ceiling: same docs, same node, same run.
 
-    python bench/bulk.py [--url http://127.0.0.1:9200] [--chunks 20000] [--vector-chunks 10000] [--dims 384]
+    python -m bench.perf.bulk [--url http://127.0.0.1:9200] [--chunks 20000] [--vector-chunks 10000] [--dims 384]
                          [--reps 5] [--vector-reps 3] [--batch-files 500] [--streams 1] [--profile]
 
 Two modes: text only (--chunks), and text + --dims random unit vectors (the first --vector-chunks chunks). The
@@ -27,17 +27,12 @@ import gc
 import hashlib
 import io
 import pstats
-import sys
 import time
-from pathlib import Path
 from urllib.parse import quote
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, mib, parser, table
-
+from bench.common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, mib, parser, table
 from reme_es.adapters.templates import render_index
 from reme_es.core.models import Chunk, FileDoc
 from reme_es.store import MemoryStore, chunk_source

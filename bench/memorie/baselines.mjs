@@ -1,10 +1,10 @@
 // The stores a Memorie user runs today, written for this bench in our own words from the shapes in
 // /work/shared/MEMORIE.md: an FTS5 SearchStore on better-sqlite3 and a brute-force in-process cosine VectorStore.
 // They are baselines to measure against, not part of reme-es-memorie (better-sqlite3 is a bench-only dependency:
-// bench/package.json).
+// bench/memorie/package.json).
 import { createRequire } from "node:module";
 
-// Loaded when an FTS5 store is made, so the vector-only scripts (bench/memorie_recall.mjs) run without it.
+// Loaded when an FTS5 store is made, so the vector-only scripts (bench/memorie/recall.mjs) run without it.
 const require = createRequire(import.meta.url);
 
 const DATE_KEYS = ["createdAt", "updatedAt", "lastAccessedAt", "expiresAt"];

@@ -1,6 +1,6 @@
 """ReMe's own file stores (`local`, `faiss`, `zvec`) against reme-es, all through ReMe's file-store interface.
 
-    python bench/reme_backends.py --sizes 10k,100k [--workload topics,hash]
+    python -m bench.compare.reme_backends --sizes 10k,100k [--workload topics,hash]
                                   [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...]
                                   [--queries 40] [--url opensearch-2.19=http://127.0.0.1:9200 ...] [--png PATH]
 
@@ -9,7 +9,7 @@ reme-es backends get their own managed node each (`reme-es server start --name p
 here and stopped at the end, unless `--url flavour=URL` names a node to use instead. Sizes go up to 1M (`1m`):
 vectors are kept in a memory-mapped file and the exact top 10 is computed in blocks.
 
-The workspace is synthetic and the same for every backend, in two shapes (bench/workloads.py): `topics` (chunks
+The workspace is synthetic and the same for every backend, in two shapes (bench/data/workloads.py): `topics` (chunks
 mix common words with their file's topic words, vectors cluster by topic, queries of 2-4 topic words, 100 files per
 `upsert`) and `hash` (the shape issue 20 measured: no topics, feature-hashing vectors that do not cluster, 4-word
 queries, 500 files per `upsert`). Files have 10 chunks of 100 words, every file dated (`daily/2026-MM-DD/...`,
@@ -57,10 +57,8 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from reme_app import (  # noqa: E402, F401 - re-exported for bench/concurrency.py and bench/settle.py
+from bench.common import PLOTS, RESULTS, module_command
+from bench.compare.reme_app import (  # noqa: F401 - re-exported for bench/perf/concurrency.py and bench/perf/settle.py
     BACKENDS,
     FLAVOURS,
     JOB_LIMIT,
@@ -89,7 +87,9 @@ from reme_app import (  # noqa: E402, F401 - re-exported for bench/concurrency.p
     timed_pair,
     upsert_all,
 )
-from workloads import DIMS, PER_FILE, SHAPES, Corpus  # noqa: E402, F401
+from bench.data.workloads import DIMS, PER_FILE, SHAPES, Corpus  # noqa: F401
+
+WORKER, WORKER_ENV = module_command("bench.compare.reme_backends")  # a backend's worker process
 
 # ------------------------------------------------------------------------------------ driver
 
@@ -139,8 +139,7 @@ def stop_node(flavour: str) -> None:
 def run_one(backend: str, size: int, workload: str, url: str | None, args, work: Path) -> dict | None:
     out = work / f"{backend}-{size}-{workload}.json"
     cmd = [
-        sys.executable,
-        str(Path(__file__).resolve()),
+        *WORKER,
         "--worker",
         backend,
         "--size",
@@ -162,7 +161,7 @@ def run_one(backend: str, size: int, workload: str, url: str | None, args, work:
         cmd += ["--url", url]
     print(f"# {LABELS[backend]}, {size:,} chunks, workload {workload} ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, check=False, timeout=args.timeout)
+    proc = subprocess.run(cmd, check=False, timeout=args.timeout, env=WORKER_ENV)
     if proc.returncode != 0 or not out.exists():
         print(f"# {LABELS[backend]} at {size:,} failed (exit {proc.returncode})", file=sys.stderr)
         return None
@@ -184,7 +183,7 @@ def _p50s(stats: dict | None) -> str:
 
 
 def tables(results: list[dict]) -> str:
-    from common import table
+    from bench.common import table
 
     lines = []
     for workload, size in sorted({(r.get("workload", "topics"), r["size"]) for r in results}):
@@ -341,13 +340,13 @@ def main() -> None:
     p.add_argument(
         "--workload",
         default="topics,hash",
-        help=f"workload shapes, any of {', '.join(SHAPES)} (see bench/workloads.py)",
+        help=f"workload shapes, any of {', '.join(SHAPES)} (see bench/data/workloads.py)",
     )
     p.add_argument("--queries", type=int, default=40, help="measured queries per mode (after 20 warm-up ones)")
     p.add_argument("--url", action="append", default=[], help="flavour=URL: use this node instead of starting one")
     p.add_argument("--heap", default="2g", help="heap of the nodes this bench starts (default 2g)")
-    p.add_argument("--png", default=str(HERE / "reme_backends.png"), help="where the plot goes")
-    p.add_argument("--json", default=str(HERE / "results" / "reme_backends.json"), help="where the results go")
+    p.add_argument("--png", default=str(PLOTS / "reme_backends.png"), help="where the plot goes")
+    p.add_argument("--json", default=str(RESULTS / "reme_backends.json"), help="where the results go")
     p.add_argument("--timeout", type=float, default=7200, help="seconds one backend at one size may take")
     p.add_argument("--keep", action="store_true", help="keep the indices (worker)")
     p.add_argument(

@@ -1,7 +1,7 @@
 """Benchmark `reme-es sync` against the raw `_bulk` ceiling of the same node.
 
-    python bench/sync.py                         # 1,000 and 10,000 files, ~10 chunks each, node at :9200
-    python bench/sync.py --sizes 500 --hosts http://127.0.0.1:9201
+    python -m bench.perf.sync                         # 1,000 and 10,000 files, ~10 chunks each, node at :9200
+    python -m bench.perf.sync --sizes 500 --hosts http://127.0.0.1:9201
 
 For each size: generate a workspace of Markdown files (10 `##` sections of ~700 characters each, so ~10
 chunks per file, a few wikilinks), then

@@ -2,7 +2,7 @@
 (vector in the stored `_source`, ef_construction 100, k-NN with `k` alone) and today's (k-NN derived source,
 ef_construction 64, 5k candidates).
 
-    python bench/vector_source_ab.py [--url http://127.0.0.1:9200] [--size 30000]
+    python -m bench.perf.vector_source_ab [--url http://127.0.0.1:9200] [--size 30000]
 
 Both indices are loaded at the same time with the bench workspace of reme_backends.py (raw `_bulk`, 1,000 chunks
 per request), then every query goes to both, alternating which goes first, so the two sides share the node's
@@ -12,19 +12,14 @@ Indices are named `perf-abq-*` and dropped at the end.
 
 import argparse
 import asyncio
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import reme_backends as rb
-from common import Raw, drop_prefix
-from workloads import file_path
-
+from bench.common import Raw, drop_prefix
+from bench.compare import reme_backends as rb
+from bench.data.workloads import file_path
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.store.connect import make_dialect
 

@@ -1,6 +1,6 @@
-"""The worker side of bench/reme_backends.py: its constants, ReMe's Application with the bench's fake embedding model,
-and one backend measured at one size (`run_worker`, run in its own process). bench/concurrency.py and bench/settle.py
-use the same pieces.
+"""The worker side of bench/compare/reme_backends.py: its constants, ReMe's Application with the bench's fake
+embedding model, and one backend measured at one size (`run_worker`, run in its own process).
+bench/perf/concurrency.py and bench/perf/settle.py use the same pieces.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from workloads import DIMS, PER_FILE, Corpus, chunk_id, file_batches, file_path
+
+from bench.data.workloads import DIMS, PER_FILE, Corpus, chunk_id, file_batches, file_path
 
 REME_STORES = ("local", "faiss", "zvec")
 FLAVOURS = ("opensearch-2.19", "opensearch-3", "elasticsearch-9")
@@ -169,7 +170,7 @@ async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> t
 async def settle(fs) -> float:
     """reme-es: wait until the node runs no merge on the chunks index (queries are then measured on the index as it
     stays, not while segments are being merged); the seconds waited."""
-    from common import Raw
+    from bench.common import Raw
 
     raw, t = Raw(fs.store.dialect), time.perf_counter()
     while True:
@@ -221,7 +222,7 @@ def exact_top(vectors: np.memmap, qvecs: np.ndarray, k: int = 10, block: int = 5
 
 
 def summarise(ms: list[float]) -> dict:
-    from common import percentile
+    from bench.common import percentile
 
     return {"p50": percentile(ms, 50), "p95": percentile(ms, 95), "n": len(ms)}
 
@@ -250,8 +251,7 @@ async def timed_pair(op_a, op_b, items) -> tuple[list[float], list[float]]:
 def raw_ops(fs, corpus: Corpus, queries: list[str]) -> dict:
     """The same keyword and k-NN queries as requests sent straight to the node with the store's client (the
     ceiling), per mode."""
-    from common import Raw
-
+    from bench.common import Raw
     from reme_es.adapters.dialect import keyword_body
     from reme_es.core.models import SearchFilter
 
@@ -276,7 +276,7 @@ def raw_ops(fs, corpus: Corpus, queries: list[str]) -> dict:
 
 
 async def node_heap_mib(fs) -> float | None:
-    from common import Raw
+    from bench.common import Raw
 
     resp = await Raw(fs.store.dialect).request("GET", "/_nodes/_local/stats/jvm")
     node = next(iter(resp["nodes"].values()))

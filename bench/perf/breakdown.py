@@ -2,17 +2,17 @@
 build, wire, server `took` and parse, beside the floor of the node (a `GET /`, an empty `_search`, a bare `match` and
 a bare k-NN query on the same client, and Lucene's own time for those queries from the profile API).
 
-    python bench/breakdown.py --url http://127.0.0.1:9200 --quick          # 2k chunks, ~1 minute
-    python bench/breakdown.py --url http://127.0.0.1:9200                  # 10k and 100k chunks
+    python -m bench.perf.breakdown --url http://127.0.0.1:9200 --quick          # 2k chunks, ~1 minute
+    python -m bench.perf.breakdown --url http://127.0.0.1:9200                  # 10k and 100k chunks
            [--sizes 10k,100k] [--workload hash|topics] [--queries 200] [--reuse] [--keep]
 
-The workspace (bench/workloads.py, default shape `hash`: 4-word queries, 384-d vectors) is loaded through ReMe's
+The workspace (bench/data/workloads.py, default shape `hash`: 4-word queries, 384-d vectors) is loaded through ReMe's
 file-store interface into the index set `--prefix` as one workspace of it (the shared-set layout), and the node is
 left to finish merging. `--reuse` skips the load when the set already holds the workspace (a run with `--keep`
 leaves it). Every call kind and every floor request then runs once per query, in an order rotated query by query,
 after `--warmup` queries, so the machine's drift falls on all alike.
 
-Columns (ms, each the median over the queries of that part; see bench/probe.py): wall p50 / p95, round trips,
+Columns (ms, each the median over the queries of that part; see bench/perf/probe.py): wall p50 / p95, round trips,
 build (until the first request is on the wire), between (client time between round trips), wire (in flight less
 `took`), took (the server's), parse (from the last answer to the call's return), dumps / loads (JSON inside those),
 wall - took (what the client and the wire add), and Lucene (the profile API's query + rewrite + collector time of
@@ -26,15 +26,9 @@ ranking of the expanded branches).
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import Raw, Report, median, parser, percentile, table  # noqa: E402
-from probe import Call, Probe  # noqa: E402
-from reme_world import (  # noqa: E402
+from bench.common import Raw, Report, median, parser, percentile, table
+from bench.compare.reme_world import (
     SIZES,
     Corpus,
     engine_label,
@@ -45,9 +39,9 @@ from reme_world import (  # noqa: E402
     parse_size,
     set_corpus,
 )
-
-from reme_es.adapters.dialect import SOURCE_EXCLUDES  # noqa: E402
-from reme_es.core.models import SearchFilter  # noqa: E402
+from bench.perf.probe import Call, Probe
+from reme_es.adapters.dialect import SOURCE_EXCLUDES
+from reme_es.core.models import SearchFilter
 
 PREFIX = "bench-breakdown"
 PARTS = ("build", "between", "wire", "took", "parse", "dumps", "loads", "overhead")

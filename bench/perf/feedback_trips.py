@@ -1,12 +1,12 @@
 """Could ReMe's search job take two round trips with feedback on? What the answer's fetch would have to guess.
 
-    python bench/feedback_trips.py --url http://127.0.0.1:9200 [--size 2k] [--queries 200] [--workloads hash,topics]
+    python -m bench.perf.feedback_trips --url http://127.0.0.1:9200 [--size 2k] [--queries 200]
 
 `es_search_step` takes three round trips when a first-pass top hit is long enough to feed back: the candidates, the
 expanded branches (they need the first pass's top hits), and the shown hits' texts, links and neighbour files (they
 need the fused ranking of the expanded branches). Two trips would mean fetching the answer's texts and links in the
 second trip, beside the expanded branches, for hits chosen before those branches answer: the first pass's top `n`.
-That works only when the final top 10 lies inside them. Per workload (bench/workloads.py, `--size` chunks loaded
+That works only when the final top 10 lies inside them. Per workload (bench/data/workloads.py, `--size` chunks loaded
 through ReMe's file-store interface, the drop-in's defaults: z-score 0.55, feedback 1, collapse), this prints how
 often feedback fires (the final top 10 differs from the first pass's) and how often the final top 10 (its chunks,
 or just its files) lies inside the first pass's top 10, 20, 30 and 50.
@@ -15,15 +15,9 @@ or just its files) lies inside the first pass's top 10, 20, 30 and 50.
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import Report, parser, table
-from reme_world import Corpus, engine_label, file_store, load, open_app, parse_size, set_corpus
-
+from bench.common import Report, parser, table
+from bench.compare.reme_world import Corpus, engine_label, file_store, load, open_app, parse_size, set_corpus
 from reme_es.store.fusion import collapse_repeats
 
 PREFIX = "bench-feedback-trips"

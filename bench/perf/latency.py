@@ -1,6 +1,6 @@
 """Search latency through MemoryStore against raw requests for the same hits, sent with the same client.
 
-    python bench/latency.py [--url http://127.0.0.1:9200] [--sizes 10000,100000] [--queries 200] [--dims 384]
+    python -m bench.perf.latency [--url http://127.0.0.1:9200] [--sizes 10000,100000] [--queries 200] [--dims 384]
 
 One index grows to each size in turn (synthetic Zipf text from a pseudo-word vocabulary, random unit vectors;
 loaded with `store.upsert` in batches of --batch-files files on two concurrent streams, one refresh per size, no
@@ -24,14 +24,9 @@ Random vectors are a hard case for HNSW (no clusters), so vector latency here is
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, parser, percentile, table
-
+from bench.common import Raw, Report, Stopwatch, TextGenerator, connect, environment, median, parser, percentile, table
 from reme_es.adapters.dialect import keyword_body
 from reme_es.core.models import Chunk, FileDoc, SearchFilter
 from reme_es.store import MemoryStore

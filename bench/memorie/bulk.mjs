@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What limits a bulk load (indexMany + upsertMany at once, as bench/memorie_backends.mjs loads): the same memories
+// What limits a bulk load (indexMany + upsertMany at once, as bench/memorie/backends.mjs loads): the same memories
 // loaded with variants, each into fresh indices, variants alternating round by round (so all see the same load):
 //   both (default)          indexMany + upsertMany at once, the package's pages (1000) and concurrency (2)
 //   both, pages of 5000     / both, concurrency 1 / both, concurrency 4
@@ -8,13 +8,13 @@
 // and the client's share: building the bulk bodies (JSON.stringify of both kinds of documents) without sending.
 // memories/s medians over the rounds; the load each round left merging is not included (see memorie_backends).
 //
-//   node bench/memorie_bulk.mjs --url http://127.0.0.1:9403 [--size 20000] [--rounds 3] [--shape zipf] [--set hash256]
+//   node bench/memorie/bulk.mjs --url http://127.0.0.1:9403 [--size 20000] [--rounds 3] [--shape zipf] [--set hash256]
 import { loadavg } from "node:os";
 
-import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
-import { HNSW } from "../memorie/dist/src/settings.js";
-import { memoryDoc, vectorDoc } from "../memorie/dist/src/dialect.js";
-import { embedder, makeMemory } from "./memorie_data.mjs";
+import { createSearchStore, createVectorStore } from "../../memorie/dist/src/index.js";
+import { HNSW } from "../../memorie/dist/src/settings.js";
+import { memoryDoc, vectorDoc } from "../../memorie/dist/src/dialect.js";
+import { embedder, makeMemory } from "./data.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),

@@ -1,6 +1,6 @@
-"""Plot bench/memorie_backends.mjs's JSON: p50 per operation against memories, per backend and embedding set.
+"""Plot bench/memorie/backends.mjs's JSON: p50 per operation against memories, per backend and embedding set.
 
-python bench/memorie_backends_plot.py bench/results/memorie_backends.json [more.json ...] bench/memorie_backends.png
+python -m bench.memorie.plot bench/results/memorie_backends.json [more.json ...] docs/img/memorie_backends.png
 """
 
 from __future__ import annotations

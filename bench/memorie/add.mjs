@@ -13,14 +13,14 @@
 // floor of one add: two requests that each wait for a durable write (the node's `index.translog.durability:
 // request` syncs the translog, and its checkpoint, before it answers), i.e. 2 x (a GET round trip + 1 or 2 fdatasyncs).
 //
-//   node bench/memorie_add.mjs --url http://127.0.0.1:9250 [--adds 300] [--preload 2000] [--datadir <node data dir>]
+//   node bench/memorie/add.mjs --url http://127.0.0.1:9250 [--adds 300] [--preload 2000] [--datadir <node data dir>]
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { createSearchStore, createVectorStore } from "../memorie/dist/src/index.js";
-import { memoryDoc, vectorDoc } from "../memorie/dist/src/dialect.js";
-import { embedder, makeMemory } from "./memorie_data.mjs";
+import { createSearchStore, createVectorStore } from "../../memorie/dist/src/index.js";
+import { memoryDoc, vectorDoc } from "../../memorie/dist/src/dialect.js";
+import { embedder, makeMemory } from "./data.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),

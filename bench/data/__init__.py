@@ -1,0 +1,1 @@
+"""Generated and downloaded data the benches run on: the conversational memory sets, Cranfield, LoCoMo, workloads."""
