@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..core.engine_settings import SETTINGS
 from ..core.errors import BulkItemFailure, ClusterChanged, ConnectionFailed, ReMeESError, RequestFailed
@@ -31,6 +31,18 @@ def bulk_try_timeout(request_try_timeout: float) -> float:
     """The timeout of one bulk request (`retry.bulk.try_timeout_rule`): the shared bulk try timeout, or the request
     try timeout in force when that is longer."""
     return max(float(SETTINGS["retry"]["bulk"]["try_timeout_s"]), request_try_timeout)
+
+
+class _PolicyChanges(TypedDict, total=False):
+    """The values `RetryPolicy.but` may replace, with their types."""
+
+    tries: int
+    base: float
+    cap: float
+    deadline: float
+    try_timeout: float
+    statuses: frozenset[int]
+    jitter: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,7 @@ class RetryPolicy:
             jitter=(float(low), float(high)),
         )
 
-    def but(self, **changes: float) -> RetryPolicy:
+    def but(self, **changes: Unpack[_PolicyChanges]) -> RetryPolicy:
         """This policy with some values replaced (the golden cases' overrides)."""
         return replace(self, **changes)
 

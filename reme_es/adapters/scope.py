@@ -13,6 +13,7 @@ routing and queries pass unchanged, as they were written.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 from ..core.models import doc_id
 
@@ -29,6 +30,10 @@ class Scope:
         """The document id under which `key` (already a valid id) is stored for this workspace."""
         return doc_id(f"{self.workspace}:{key}") if self.workspace else key
 
+    @overload
+    def routing(self, given: str) -> str: ...
+    @overload
+    def routing(self, given: None = None) -> str | None: ...
     def routing(self, given: str | None = None) -> str | None:
         """The routing of a document of this workspace (a set made before workspaces: as given)."""
         return self.workspace or given
@@ -47,6 +52,10 @@ class Scope:
         """A document's `_source` with its workspace key."""
         return {**source, WORKSPACE_FIELD: self.workspace} if self.workspace else source
 
+    @overload
+    def unsource(self, source: dict) -> dict: ...
+    @overload
+    def unsource(self, source: dict | None) -> dict | None: ...
     def unsource(self, source: dict | None) -> dict | None:
         """A stored `_source` as its writer gave it: without the workspace key this scope added."""
         if self.workspace and source is not None and WORKSPACE_FIELD in source:

@@ -144,8 +144,10 @@ def grant_of_opensearch_role(name: str, role: dict) -> tuple[str, str, bool] | N
     return None
 
 
-def role_name_or_none(prefix: str, workspace: str) -> str | None:
-    """`role_name`, or None where the set or workspace is not a valid one."""
+def role_name_or_none(prefix: str, workspace: object) -> str | None:
+    """`role_name`, or None where the set or workspace is not a valid one (`workspace` as read back: any JSON value)."""
+    if not isinstance(workspace, str):
+        return None
     try:
         return role_name(prefix, workspace)
     except ConfigError:
@@ -179,7 +181,8 @@ def elasticsearch_role_mapping(role: str, users: list[str], groups: list[str]) -
 
 def mapped_of_elasticsearch(mapping: dict) -> tuple[list[str], list[str]]:
     """(users, groups) of a role mapping `elasticsearch_role_mapping` made."""
-    users, groups = [], []
+    users: list[str] = []
+    groups: list[str] = []
     for rule in (mapping.get("rules") or {}).get("any") or []:
         one = rule.get("field") or {}
         for key, into in (("username", users), ("groups", groups)):

@@ -213,8 +213,9 @@ def error_from_info(info: ErrorInfo, what: str, hosts: str, exc: BaseException) 
     )
 
 
-def error_body_info(status: int | None, body: Any, fallback: Any) -> ErrorInfo:
-    """ErrorInfo of an error answer's body (`{"error": {"type", "reason", "caused_by"}}`), the same on both engines."""
+def error_body_info(status: int | str | None, body: Any, fallback: Any) -> ErrorInfo:
+    """ErrorInfo of an error answer's body (`{"error": {"type", "reason", "caused_by"}}`), the same on both engines.
+    A status that is not a number (opensearch-py's 'N/A' for a failure before any answer) is kept as None."""
     err = body.get("error", fallback) if isinstance(body, dict) else fallback
     if isinstance(err, dict):
         kind = str(err.get("type") or "")

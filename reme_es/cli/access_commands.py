@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core.errors import ConfigError
-from .app import _client, _run, _settings, common
+from .app import _chosen_set, _client, _run, _settings, common
 
 if TYPE_CHECKING:
     from ..core.options import Options
@@ -62,7 +62,7 @@ async def _admin(settings: Options):
     cs, engine = await _client(settings)
     engine = await resolve_engine(cs, engine)
     dialect = make_dialect(engine, cs)
-    return SecurityAdmin(dialect.transport, engine, settings.index.index_prefix)
+    return SecurityAdmin(dialect.transport, engine, _chosen_set(settings))
 
 
 def _line(grant) -> str:

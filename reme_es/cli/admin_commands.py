@@ -6,14 +6,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..core.errors import ConfigError, MappingError
-from .app import _check_model, _client, _embedder, _err, _open, _run, _settings, common, hint
+from .app import _check_model, _chosen_set, _client, _embedder, _err, _open, _run, _settings, common, hint
 
 if TYPE_CHECKING:
+    from ..core.models import Capabilities
     from ..core.options import Options
     from ..store import MemoryStore
 
@@ -96,7 +97,7 @@ def _echo_cluster(cluster: dict) -> None:
         )
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -109,7 +110,7 @@ async def _status(settings: Options, as_json: bool, list_workspaces: bool = Fals
 
     cs, engine = await _client(settings)
     caps, workspace, cluster, stats, counts, records = await _status_parts(settings, cs, engine, as_json)
-    state = State(state_path(settings.index.index_prefix, cs.hosts, workspace)).data
+    state = State(state_path(_chosen_set(settings), cs.hosts, workspace)).data
     info = {
         "hosts": cs.hosts,
         "engine": caps.engine,
@@ -139,11 +140,12 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
     from ..store.connect import make_dialect, resolve_engine
 
     stats = counts = workspace = records = None
+    caps: Capabilities | None
     try:
         store = await _open(settings, create=False, client=(cs, engine))
     except MappingError:
         engine = await resolve_engine(cs, engine)
-        store = MemoryStore(make_dialect(engine, cs), settings.index.index_prefix)
+        store = MemoryStore(make_dialect(engine, cs), _chosen_set(settings))
         try:
             caps = await store.dialect.probe()
             cluster = await _cluster(store)
@@ -288,7 +290,9 @@ async def _reindex(settings: Options, workspace=None) -> int:
     try:
         recorded = await vectors_model(store) if store.dims else None
         target = await live_options(store, embedder.dimensions if embedder else store.dims)  # shards, replicas kept
-        given = {k: getattr(settings.index, k) for k in ("shards", "replicas") if k in settings.index.model_fields_set}
+        given: dict[str, Any] = {
+            k: getattr(settings.index, k) for k in ("shards", "replicas") if k in settings.index.model_fields_set
+        }
         target = target.model_copy(update=given)
         kept = target.dims == store.dims
         if embedder and recorded and kept and not same_model(recorded, embedder.identity):

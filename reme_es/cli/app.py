@@ -201,6 +201,20 @@ async def _client(settings: Options):
     return cs, engine
 
 
+def _chosen_set(settings: Options) -> str:
+    """The command's index set once `_client` has run (it chooses one when none was given)."""
+    prefix = settings.index.index_prefix
+    assert prefix is not None, "_client chooses the index set before a command reads it"
+    return prefix
+
+
+def _workspace_key(settings: Options) -> str:
+    """The workspace key of a command with a workspace folder (`-w` defaults to the current one, which names it)."""
+    key = settings.index.workspace_key
+    assert key is not None, "load_options names the workspace key after the workspace folder"
+    return key
+
+
 def _embedder(settings: Options):
     from ..embeddings.embedders import make_embedder
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .app import _client, _confirm, _run, _settings, common
+from .app import _chosen_set, _client, _confirm, _run, _settings, _workspace_key, common
 
 if TYPE_CHECKING:
     from ..core.options import Options
@@ -80,7 +80,7 @@ async def _create(
     from ..core.errors import ConfigError
 
     port, snaps = await _connect(settings)
-    prefix = settings.index.index_prefix
+    prefix = _chosen_set(settings)
     try:
         await _repository(snaps, repo, location)
         indices = await _live_indices(port, prefix)
@@ -165,7 +165,7 @@ async def _restore(
     from ..sync.state import state_path
 
     port, snaps = await _connect(settings)
-    prefix, key = settings.index.index_prefix, settings.index.workspace_key
+    prefix, key = _chosen_set(settings), _workspace_key(settings)
     try:
         await _repository(snaps, repo, location)
         await snaps.snapshot(repo, name)  # exists, before asking anything

@@ -12,6 +12,7 @@ import click
 from ..core.errors import ConfigError, MappingError
 from .app import (
     _check_model,
+    _chosen_set,
     _client,
     _confirm,
     _embedder,
@@ -161,7 +162,7 @@ async def _sync_store(settings: Options, dry_run: bool):
             store = await _open(settings, create=False, client=(cs, engine))
         except MappingError:  # no indices yet: everything would be added
             engine = await resolve_engine(cs, engine)
-            prefix, key = settings.index.index_prefix, settings.index.workspace_key
+            prefix, key = _chosen_set(settings), settings.index.workspace_key
             store = MemoryStore(make_dialect(engine, cs), prefix, workspace=key)
     elif _embedding_given(settings):
         embedder = _embedder(settings)

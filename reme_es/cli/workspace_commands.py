@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core.errors import ConfigError, MappingError
-from .app import _client, _err, _open, _run, _settings, common
+from .app import _chosen_set, _client, _err, _open, _run, _settings, common
 
 if TYPE_CHECKING:
     from ..core.options import Options
@@ -50,7 +50,7 @@ async def _drop(
         await store.close()
     code = await _drop_set(settings, cs, engine, yes, as_json)
     if code == 0:
-        state_path(settings.index.index_prefix, cs.hosts).unlink(missing_ok=True)
+        state_path(_chosen_set(settings), cs.hosts).unlink(missing_ok=True)
     return code
 
 
@@ -71,7 +71,11 @@ async def _drop_workspace(
     folder = str(settings.folder.resolve()) if settings.folder is not None else None
     held = {k: record.get(k) for k in ("folder", "host")} if record else None
     others = bool(held and folder and held != writer_identity(folder))
-    writer = f"written from {held['folder']} on {held['host']} since {record.get('since')}" if others else ""
+    writer = (
+        f"written from {held['folder']} on {held['host']} since {record.get('since')}"
+        if others and held and record
+        else ""
+    )
     if others and not take_over:
         raise ConfigError(
             f"{what} is {writer}, not from {folder}: nothing was deleted. Drop it from there, or pass --take-over to "
@@ -112,7 +116,7 @@ async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> 
     from ..store.lifecycle import drop_plan, drop_prefix
 
     engine = await resolve_engine(cs, engine)
-    store = MemoryStore(make_dialect(engine, cs), settings.index.index_prefix)
+    store = MemoryStore(make_dialect(engine, cs), _chosen_set(settings))
     try:
         plan = await drop_plan(store)
         found = any(plan.values())

@@ -59,9 +59,10 @@ def validate_prefix(prefix: str) -> str:
     return prefix
 
 
-def validate_workspace_key(key: str) -> str:
+def validate_workspace_key(key: object) -> str:
     """Refuse a workspace key that is not 1-100 lowercase letters, digits, '-' and '_' (starting with a letter or
-    digit): the key is part of every document id of the workspace."""
+    digit): the key is part of every document id of the workspace. Any value is checked (keys read back from an
+    engine are JSON)."""
     if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
         raise ConfigError(
             f"workspace key {key!r} is not allowed: use 1-100 characters of lowercase letters, digits, '-' and '_', "

@@ -241,7 +241,7 @@ class SearchFilter(BaseModel):
                 out._add_metadata(key, value)
         return out
 
-    def _add_metadata(self, key: str, value: Any) -> None:
+    def _add_metadata(self, key: object, value: Any) -> None:
         if not isinstance(key, str) or not key or key.startswith(".") or key.endswith("."):
             raise InvalidFilter(f"metadata filter key {key!r} is not a valid field name")
         values = list(value) if isinstance(value, (list, tuple, set)) else [value]

@@ -239,7 +239,7 @@ class Options(BaseModel):
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ValueError(f"{name}: unknown option{hint}")
             sections[SECTION_OF[name]][name] = value
-        return cls(**{section: SECTIONS[section](**given) for section, given in sections.items()})
+        return cls.model_validate({section: SECTIONS[section](**given) for section, given in sections.items()})
 
     @property
     def folder(self) -> Path | None:
@@ -372,7 +372,7 @@ def runtime(environ: Mapping[str, str] | None = None) -> Runtime:
         if environ.get(ENV_PREFIX + name.upper())
     }
     try:
-        return Runtime(**values)
+        return Runtime.model_validate(values)
     except ValidationError as exc:
         raise ConfigError(describe(exc, "environment")) from None
 
