@@ -22,6 +22,7 @@ from reme.utils import expand_links, render_expansion_lines
 
 from ..store.fusion import MAX_CANDIDATES as _MAX_CANDIDATES
 from ..store.fusion import RRF_K as _RRF_K
+from ..store.one_version import REFILLS
 from ..store.shown import Shown
 from .convert import to_file_link, to_file_node
 from .file_store import EsFileStore
@@ -102,12 +103,7 @@ class EsSearchStep(SearchStep):
         # Round trip 1: ids and scores of both branches (fused by the server or here); 2: what the answer shows.
         fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score, limit)
         pre_dedup_count = len(fused)
-        dedup = None
-        if tool_context_id:
-            fused, dedup = self._dedupe_tool_context(fused, tool_context_id, limit)
-        else:
-            fused = fused[:limit]
-        fused, shown = await store.shown(fused, with_links=expand_links_enabled)
+        fused, shown, dedup = await self._shown(store, fused, limit, tool_context_id, expand_links_enabled)
         unique_paths = list(dict.fromkeys(c.path for c in fused))
         link_expansion = (
             await expand_links(_Prefetched(store, shown), unique_paths, max_links_per_direction)
@@ -133,6 +129,32 @@ class EsSearchStep(SearchStep):
         if min_score > 0.0 and hybrid and min_score > 1.0 / (_RRF_K + 1):
             self.logger.warning(f"[{self.name}] min_score={min_score:g} is above what fused scores usually reach")
         return fused, counts, hybrid
+
+    async def _shown(
+        self, store: EsFileStore, ranked: list, limit: int, tool_context_id: str, with_links: bool
+    ) -> tuple[list, Shown, dict | None]:
+        """The first `limit` candidates (after ReMe's tool-context de-duplication) with what the answer shows, and the
+        de-duplication's figures. A hit `store.shown` leaves out (a chunk of another version of its file than the
+        file doc lists, `reme_es.store.one_version`, or a chunk gone since the search) is replaced by the next
+        candidate: one more `_msearch`, only then (at most REFILLS times)."""
+        attempt = 0
+        while True:
+            dedup = None
+            if tool_context_id:
+                chosen, dedup = self._dedupe_tool_context(ranked, tool_context_id, limit)
+            else:
+                chosen = ranked[:limit]
+            chunks, shown = await store.shown(chosen, with_links=with_links)
+            left_out = {c.id for c in chosen} - {c.id for c in chunks}
+            beyond = len(ranked) - (dedup["skipped_seen"] if dedup else 0) > len(chosen)
+            if not left_out or not beyond or attempt == REFILLS:
+                return chunks, shown, dedup
+            attempt += 1
+            if tool_context_id:  # not returned after all: unseen again, as before this search
+                seen = self._tool_context_store(tool_context_id).get(self.SEARCH_SEEN_KEY, {})
+                for c in chosen:
+                    seen.pop(c.id, None)
+            ranked = [c for c in ranked if c.id not in left_out]
 
     def _date_filter(self, strict_date_filter: bool) -> dict:
         """The call's search filter with its top-level start/end dates merged in and normalised (as ReMe does)."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.core.options import IndexOptions
 from reme_es.store.connect import open_store
@@ -47,18 +49,10 @@ async def test_a_half_done_write_shows_one_version_when_another_workspace_refres
     reader = await open_store(settings, es_prefix, server.engine, options, workspace="a")
     other = await open_store(settings, es_prefix, server.engine, options, workspace="b")
     held, go = asyncio.Event(), asyncio.Event()
-    chunk_round = writer.writer.bulk_streams
-
-    async def held_after_chunks(actions, streams=2):
-        outcome = await chunk_round(actions, streams)
-        held.set()
-        await go.wait()
-        return outcome
-
+    write = None
     try:
         await writer.upsert([file_with(PATH, V1)])
-        writer.writer.bulk_streams = held_after_chunks
-        write = asyncio.create_task(writer.upsert([file_with(PATH, V2)]))
+        write = asyncio.create_task(_held(writer, file_with(PATH, V2), held, go))
         await asyncio.wait_for(held.wait(), 10)
         await other.upsert([OTHER])  # refreshes the set's indices: A's new chunks become searchable
         assert await other.keyword_search("beta", 5)  # B's refresh happened
@@ -76,7 +70,65 @@ async def test_a_half_done_write_shows_one_version_when_another_workspace_refres
             assert set(ids) == NEW, read
     finally:
         go.set()
-        if "write" in locals():
+        if write is not None:
             await asyncio.gather(write, return_exceptions=True)
         for store in (writer, reader, other):
             await store.close()
+
+
+async def test_reme_search_step_replaces_the_hits_of_another_version(server, es_prefix, tmp_path):
+    """ReMe's search step (`es_search_step`: ranked candidates, then `shown`) answers with `limit` chunks of the old
+    version while the write is held: the new chunks it ranked first are left out and replaced by the next ones."""
+    pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
+    from tests.integration.test_reme import app_config, make_app
+
+    (tmp_path / "ws").mkdir()
+    app = make_app(app_config(tmp_path / "ws", server.engine, server.url, es_prefix))
+    await app.start()
+    fs = app.context.components["file_store"]["default"]
+    settings, options = ClientSettings([server.url]), IndexOptions(dims=fs.store.dims)
+    writer = await open_store(settings, es_prefix, server.engine, options, workspace=fs.store.workspace)
+    other = await open_store(settings, es_prefix, server.engine, options, workspace="b")
+    held, go = asyncio.Event(), asyncio.Event()
+    write = None
+    try:
+        words = [file_with(PATH, [chunk(c.path, c.text, c.start_line) for c in v]) for v in (V1, V2)]  # no vectors
+        await writer.upsert([words[0]])
+        write = asyncio.create_task(_held(writer, words[1], held, go))
+        await asyncio.wait_for(held.wait(), 10)
+        await other.upsert([file_with(OTHER[0].path, [chunk(OTHER[0].path, "beta gamma")])])  # refreshes the set
+
+        async def answer(limit: int) -> list[str]:
+            resp = await app.run_job("search_native", query=QUERY, limit=limit)
+            assert resp.success, resp.answer
+            return [r["id"] for r in resp.metadata["results"]]
+
+        assert len(ids := await answer(2)) == 2 and set(ids) <= OLD
+        assert set(await answer(5)) == OLD
+        go.set()
+        await asyncio.wait_for(write, 10)
+        assert set(await answer(5)) == NEW
+    finally:
+        go.set()
+        if write is not None:
+            await asyncio.gather(write, return_exceptions=True)
+        await writer.close()
+        await other.close()
+        await app.close()
+
+
+async def _held(store, file, held: asyncio.Event, go: asyncio.Event):
+    """`store.upsert([file])`, held after its chunk round until `go` is set (`held` is set then)."""
+    chunk_round = store.writer.bulk_streams
+
+    async def held_after_chunks(actions, streams=2):
+        outcome = await chunk_round(actions, streams)
+        held.set()
+        await go.wait()
+        return outcome
+
+    store.writer.bulk_streams = held_after_chunks
+    try:
+        return await store.upsert([file])
+    finally:
+        store.writer.bulk_streams = chunk_round
