@@ -7,7 +7,7 @@ import json
 import os
 import urllib.error
 import urllib.request
-from typing import Protocol
+from typing import Any, Literal, Protocol, overload
 
 from ..core.errors import ConfigError, ReMeESError
 from .e5 import E5_MODEL_NAME, E5_PREFIXES, e5_identity
@@ -55,7 +55,10 @@ class OpenAIEmbedder:
         """Embed in batches; raises ReMeESError with the server's reason on failure."""
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            body = {"model": self.model, "input": [t or " " for t in texts[start : start + self.batch_size]]}
+            body: dict[str, Any] = {
+                "model": self.model,
+                "input": [t or " " for t in texts[start : start + self.batch_size]],
+            }
             if self.dimensions:
                 body["dimensions"] = self.dimensions
             req = urllib.request.Request(
@@ -127,6 +130,18 @@ def embedder_for(model: dict, api_key: str | None = None) -> Embedder:
     )
 
 
+@overload
+def make_embedder(
+    kind: Literal["local", "e5", "openai"],
+    model: str = "",
+    base_url: str = "",
+    api_key: str | None = None,
+    dims: int | None = None,
+) -> Embedder: ...
+@overload
+def make_embedder(
+    kind: str, model: str = "", base_url: str = "", api_key: str | None = None, dims: int | None = None
+) -> Embedder | None: ...
 def make_embedder(
     kind: str, model: str = "", base_url: str = "", api_key: str | None = None, dims: int | None = None
 ) -> Embedder | None:

@@ -107,6 +107,7 @@ class LocalMiniLM:
 
         model, tok_path = self._resolve_paths()
 
+        tokenizer: Tokenizer | BertWordPieceTokenizer
         if tok_path.suffix == ".json":
             tokenizer = Tokenizer.from_file(str(tok_path))
         else:

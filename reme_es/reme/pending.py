@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from reme.schema import FileChunk, FileNode
@@ -62,7 +62,7 @@ class PendingChanges:
         """Paths whose upsert or delete is kept, not yet applied."""
         return {"upserts": sorted(self._upserts), "deletes": sorted(self._deletes)}
 
-    def keep(self, upserts: list[Upsert] = (), deletes: list[str] = ()) -> None:
+    def keep(self, upserts: Sequence[Upsert] = (), deletes: Sequence[str] = ()) -> None:
         """Remember failed changes and make sure a retry loop runs (unless the store is closing)."""
         for node, chunks in upserts:
             self._deletes.discard(node.path)

@@ -119,8 +119,8 @@ class DeferredRefresh:
         if self._unrefreshed_since is None:
             return True
         async with self._lock:
-            if self._unrefreshed_since is None:
-                return True  # another reader refreshed while this one waited
+            if self._unrefreshed_since is None:  # read again: a reader may have refreshed during the await above
+                return True  # type: ignore[unreachable]  # mypy keeps the narrowing across the await
             since = self._unrefreshed_since
             self._unrefreshed_since = None  # a write finishing during the refresh sets it again
             try:

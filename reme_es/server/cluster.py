@@ -20,6 +20,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import ServerError
 from . import node
@@ -103,7 +104,7 @@ class Cluster:
         names = names or self.names
         with ThreadPoolExecutor(len(names)) as pool:
             futures = [pool.submit(self.start_member, n, timeout) for n in names]
-            errors = [f.exception() for f in futures if f.exception() is not None]
+            errors = [exc for exc in (f.exception() for f in futures) if exc is not None]
         if errors:
             raise errors[0]
         self.wait(nodes=len(self.names), status="yellow", timeout=timeout)
@@ -161,12 +162,12 @@ class Cluster:
     def wait(self, nodes: int, status: str = "green", timeout: float = 120.0, names: list[str] | None = None) -> dict:
         """Wait until the cluster reports `status` (or better) with exactly `nodes` nodes; returns the health."""
         deadline = time.monotonic() + timeout
-        health: dict | None = None
+        health: dict | list | None = None
         query = f"/_cluster/health?wait_for_status={status}&wait_for_nodes={nodes}&timeout=5s"
         while time.monotonic() < deadline:
             try:
                 health = self.get(query, names)
-                if not health.get("timed_out") and health.get("number_of_nodes") == nodes:
+                if isinstance(health, dict) and not health.get("timed_out") and health.get("number_of_nodes") == nodes:
                     return health
             except (ServerError, urllib.error.HTTPError):
                 pass
@@ -275,7 +276,7 @@ def local_status(name: str = "cluster") -> dict:
     cluster = load_cluster(name)
     if cluster is None:
         return {"name": name, "running": False, "reason": "never started here"}
-    members = []
+    members: list[dict[str, Any]] = []
     for member in cluster.names:
         info = node.read_node(member)
         running = info is not None and node._alive(info.pid)
@@ -283,7 +284,7 @@ def local_status(name: str = "cluster") -> dict:
             {
                 "name": member,
                 "running": running,
-                "pid": info.pid if running else None,
+                "pid": info.pid if info is not None and running else None,
                 "http_port": cluster.http_ports[member],
                 "url": cluster.url(member),
             }

@@ -10,6 +10,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+from ..core.errors import ServerError
 from ..core.home import reme_es_home
 from .fetch import fetch_artifacts
 from .flavours import Artifact, Flavour, Module
@@ -100,7 +101,10 @@ def _add_plugins(flavour: Flavour, staged_home: Path, paths: dict[Artifact, Path
     for plugin in flavour.plugin_zips:
         with zipfile.ZipFile(paths[plugin]) as zf:
             descriptor = zf.read("plugin-descriptor.properties").decode()
-            name = re.search(r"^name=(.+)$", descriptor, re.MULTILINE).group(1).strip()
+            found = re.search(r"^name=(.+)$", descriptor, re.MULTILINE)
+            if found is None:
+                raise ServerError(f"{paths[plugin].name}: its plugin-descriptor.properties names no plugin")
+            name = found.group(1).strip()
             zf.extractall(staged_home / "plugins" / name)
         for absent in flavour.absent_modules:
             if absent.name in _extended_names(descriptor):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ..core.errors import BulkError, InvalidFilter, InvalidInput, MappingError
@@ -214,7 +216,7 @@ class WriteContract:
         await store.port.delete_index(store.index("files"))
 
 
-_DATED = [
+_DATED: list[tuple[str, dict[str, Any]]] = [
     ("daily/2026-05-17.md", {"tag": "a"}),
     ("daily/2026-05-18/meeting.md", {"tag": "b", "kind": "note"}),
     ("daily/2026-05-19.md", {"tag": "a", "kind": "note"}),

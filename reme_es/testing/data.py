@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ..core.models import Chunk, FileDoc, Link, chunk_id
@@ -36,7 +37,7 @@ def chunk(
 def file_with(
     path: str,
     chunks: list[Chunk],
-    links: list[str | tuple[str, str]] = (),
+    links: Sequence[str | tuple[str, str]] = (),
     front_matter: dict[str, Any] | None = None,
     st_mtime: float = 1_716_000_000.0,
 ) -> tuple[FileDoc, list[Chunk]]:
