@@ -128,7 +128,7 @@ class E5AsEmbedding(_LocalAsEmbedding):
         return await asyncio.to_thread(self.model.embed, [str(t) for t in texts])
 
 
-def vectors_identity(embedding_store: Any, dims: int) -> dict:
+def vectors_identity(embedding_store: Any, dims: int | None) -> dict:
     """What the index records about the model behind a ReMe embedding store: reme-es' local model for `minilm` and
     `e5` (so `reme-es search` can embed queries with it), else ReMe's backend, model and vector space id."""
     as_embedding = getattr(embedding_store, "as_embedding", None)

@@ -63,6 +63,13 @@ class Embeddings:
             raise RuntimeError(f"file store {self._name} is not started")
         return store
 
+    def _require_embedding_store(self) -> BaseEmbeddingStore:
+        """The bound embedding store, where `on()` said there is one."""
+        embedding_store = self.embedding_store
+        if embedding_store is None:
+            raise RuntimeError(f"file store {self._name} has no embedding store")
+        return embedding_store
+
     def on(self) -> bool:
         """Whether vectors are read and written now (a model, a vector field, no rebuild pending)."""
         store = self._store()
@@ -109,9 +116,10 @@ class Embeddings:
         """The query's embedding, or None when vectors are off or the provider fails (marked unhealthy)."""
         if not self.on() or not query:
             return None
-        was_healthy = self.embedding_store.is_healthy
+        embedding_store = self._require_embedding_store()
+        was_healthy = embedding_store.is_healthy
         try:
-            embedding = await self.embedding_store.get_embedding(query)
+            embedding = await embedding_store.get_embedding(query)
         except Exception as e:  # noqa: BLE001 - provider errors must not break search
             self._mark_unhealthy(f"search: {type(e).__name__}: {e}")
             return None
@@ -128,7 +136,7 @@ class Embeddings:
         chunks = [c for c in chunks if c.text]
         if not chunks or not self.on():
             return
-        was_healthy = self.embedding_store.is_healthy
+        was_healthy = self._require_embedding_store().is_healthy
         for start in range(0, len(chunks), EMBED_BATCH):
             try:
                 await self._embed_stored(chunks[start : start + EMBED_BATCH])
@@ -145,9 +153,10 @@ class Embeddings:
         """Give chunks the vectors of their texts as stored texts: through the backend's passage side where it has
         one (e5: `passage: `, while ReMe's interface embeds every text as a question), else through ReMe's
         embedding store (its cache, retries and health flags)."""
-        embed_passages = getattr(getattr(self.embedding_store, "as_embedding", None), "embed_passages", None)
+        embedding_store = self._require_embedding_store()
+        embed_passages = getattr(getattr(embedding_store, "as_embedding", None), "embed_passages", None)
         if embed_passages is None:
-            await self.embedding_store.get_node_embeddings(chunks)
+            await embedding_store.get_node_embeddings(chunks)
             return
         for chunk, vector in zip(chunks, await embed_passages([c.text for c in chunks]), strict=True):
             chunk.embedding = np.asarray(vector, dtype=np.float16)  # as ReMe keeps vectors
@@ -233,7 +242,7 @@ class Embeddings:
                 continue
             if not checked:  # like the local store: ask the provider only when there is work
                 checked = True
-                if not await self.embedding_store.health_check():
+                if not await self._require_embedding_store().health_check():
                     self._logger.warning(f"{self._name}: embedding backfill skipped: health check failed")
                     return {"filled": 0, "missing": len(nodes)}
             try:

@@ -60,7 +60,7 @@ async def stand_in_for_paired(store: BaseFileStore, paired: dict[str, str | None
         name = paired.get(ctype)
         group = store.app_context.components.get(ctype, {})
         current = group.get(name) if name else None
-        if current is None or type(current).__name__ != local_cls or _named_elsewhere(store, ctype, name):
+        if not name or current is None or type(current).__name__ != local_cls or _named_elsewhere(store, ctype, name):
             continue
         view = view_cls(store=store, name=name, app_context=store.app_context)
         await view.start()
@@ -110,6 +110,9 @@ class ChunkCounts:
 
 class _StoreView:
     """Shared by the views: a read-only stand-in whose writes belong to the file store."""
+
+    name: str  # the component's (ReMe's BaseComponent sets it)
+    store: BaseFileStore  # the reme-es file store it reads
 
     def _read_only(self, what: str):
         raise ConfigError(

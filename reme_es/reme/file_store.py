@@ -165,6 +165,7 @@ class EsFileStore(BaseFileStore):
             self.store = None
             raise
         caps, where, dims = self.store.caps, ", ".join(redact_host(h) for h in hosts), self.store.dims
+        assert caps is not None, "open_matching returns a connected store"
         self.logger.info(
             f"{self.name}: {caps.engine} {caps.version} at {where}, index set={self.store.prefix}, "
             f"workspace={self.store.workspace or '(the whole set, from before shared sets)'}, dims={dims}"

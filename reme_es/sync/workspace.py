@@ -118,6 +118,7 @@ class WorkspaceSync:
             loop, prepare = asyncio.get_running_loop(), self.writer.prepare
             pending = loop.run_in_executor(None, prepare, batches[0]) if batches else None
             for i in range(len(batches)):
+                assert pending is not None, "each batch's preparation starts before its turn"
                 prepared = await pending
                 # Chunk the next batch in a worker thread while up to `concurrency` batches are written.
                 pending = loop.run_in_executor(None, prepare, batches[i + 1]) if i + 1 < len(batches) else None
@@ -186,7 +187,7 @@ class WorkspaceSync:
 def _raise_first(done: set[asyncio.Task]) -> None:
     """Raise the first error of finished batches, every error retrieved (two batches failing together, say when the
     node dies under both, must not leave one whose traceback asyncio prints at exit)."""
-    errors = [task.exception() for task in done if not task.cancelled() and task.exception() is not None]
+    errors = [exc for exc in (task.exception() for task in done if not task.cancelled()) if exc is not None]
     if errors:
         raise errors[0]
 

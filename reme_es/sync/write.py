@@ -64,7 +64,7 @@ class SyncWriter:
 
     def prepare(self, batch: list[tuple[LocalFile, str]]) -> list[tuple[str, str, FileDoc | None, list[Chunk], str]]:
         """Read and chunk files: (path, kind, file doc or None, chunks, failure reason or skip reason)."""
-        out = []
+        out: list[tuple[str, str, FileDoc | None, list[Chunk], str]] = []
         readable = []
         for file, kind in batch:
             try:
@@ -187,6 +187,12 @@ class SyncWriter:
 
     # ---------------------------------------------------------------------------------- vectors
 
+    def _require_embedder(self) -> Embedder:
+        """The embedder, where the caller checked there is one."""
+        if self.embedder is None:
+            raise RuntimeError("this sync has no embedder: vectors are off")
+        return self.embedder
+
     async def collect_reusable(self, deleted: list[str]) -> None:
         """Keep the stored vectors of the chunks of files about to be deleted, by text hash, for reuse."""
         known = await self.known()
@@ -215,7 +221,7 @@ class SyncWriter:
             else:
                 todo.append(c)
         if todo:
-            vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in todo])
+            vectors = await asyncio.to_thread(self._require_embedder().embed, [c.text for c in todo])
             for c, vec in zip(todo, vectors, strict=True):
                 c.embedding = vec
             summary.embedded += len(todo)
@@ -224,7 +230,7 @@ class SyncWriter:
     async def backfill(self, summary: Summary) -> None:
         """Embed stored chunks that have no vector yet (e.g. after `reindex` to a new model)."""
         async for page in self.store.chunks_without_vectors():
-            vectors = await asyncio.to_thread(self.embedder.embed, [c.text for c in page])
+            vectors = await asyncio.to_thread(self._require_embedder().embed, [c.text for c in page])
             await self.store.set_vectors({(c.path, c.id): v for c, v in zip(page, vectors, strict=True)}, refresh=False)
             summary.embedded += len(page)
             if self.stop.is_set():
