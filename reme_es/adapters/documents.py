@@ -81,6 +81,20 @@ class StoredDoc:
     version: tuple[int, int] | None = None
     routing: str | None = None
 
+    @property
+    def sourced(self) -> dict:
+        """The source of a doc read with it (ValueError for one read with `source=False`)."""
+        if self.source is None:
+            raise ValueError(f"{self.id} was read without its source")
+        return self.source
+
+    @property
+    def known_version(self) -> tuple[int, int]:
+        """The version, for a read that reports one (a real-time get does; a conditional write needs it)."""
+        if self.version is None:
+            raise ValueError(f"{self.id} was read without its version")
+        return self.version
+
 
 def _named_scores(hit: dict) -> dict[str, float]:
     matched = hit.get("matched_queries")

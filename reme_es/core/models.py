@@ -114,13 +114,16 @@ class Hit(BaseModel):
         return self.scores.get("score", 0.0)
 
 
+Fusion = Literal["native", "client", "keyword", "vector", "none"]  # how a search's branches were fused
+
+
 class SearchResult(BaseModel):
     """Hits plus what happened: branch counts and how fusion was done."""
 
     hits: list[Hit]
     keyword_hits: int = 0
     vector_hits: int = 0
-    fusion: Literal["native", "client", "keyword", "vector", "none"] = "none"
+    fusion: Fusion = "none"
 
 
 class Neighbour(BaseModel):

@@ -198,7 +198,7 @@ def with_window(hits: list[Hit], inside: list[Hit]) -> list[Hit]:
 def date_rescore(hits: list[Hit], hint: DateHint | None, boost: float, top: int = 50) -> list[Hit]:
     """The first `top` hits re-ranked by fused score (min-max over them) + `boost` for a note dated inside the hint's
     window (kept as `scores["in_dates"]`, 1 or 0); the rest after, in their order. No window, no change."""
-    if hint is None or hint.start is None or boost <= 0 or not hits:
+    if hint is None or hint.start is None or hint.end is None or boost <= 0 or not hits:  # both ends or none
         return hits
     head, tail = hits[:top], hits[top:]
     low, high = min(h.score for h in head), max(h.score for h in head)

@@ -245,6 +245,7 @@ class IndexSet:
         replica recovery until its retention lease moves on (about 30 s on a quiet shard), so this merges again every
         few seconds until none is left or `timeout` passes. Returns the indices checked and merged, the seconds it
         took and the deleted docs left."""
+        merged: set[str]
         started, merged, checked = time.monotonic(), set(), [self.index(k) for k in SET_KINDS]
         while True:
             if not self.dialect.refreshes_itself:

@@ -43,7 +43,7 @@ async def _copy(
     async for hits in port.scroll(old, PAGE, with_vectors=keep_vectors):
         actions = []
         for doc in hits:
-            src = doc.source
+            src = doc.sourced
             if not keep_vectors:
                 src.pop("embedding", None)
             routing = (doc.routing or src["path"]) if kind == "chunks" else doc.routing
@@ -277,8 +277,8 @@ async def migrate(
         async for page in source.port.scroll(source.index(kind), PAGE, with_vectors=bool(source.dims)):
             actions = []
             for d in page:
-                key, routing = _id_of(kind, d.source)
-                actions.append(Action("index", target.index(kind), key, d.source, routing=routing))
+                key, routing = _id_of(kind, d.sourced)
+                actions.append(Action("index", target.index(kind), key, d.sourced, routing=routing))
             (await target.port.bulk(actions)).raise_for_failures()
             copied[kind] += len(actions)
             if progress:

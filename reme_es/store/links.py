@@ -7,6 +7,7 @@ files index, so deleting a file turns its inlinks virtual with no rewrite.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 from ..adapters import lookups as q
 from ..adapters.port import IndexPort
@@ -23,7 +24,7 @@ class LinkGraph:
 
     async def files(self, paths: list[str]) -> list[FileDoc]:
         """The stored file docs of these paths (real-time; missing ones skipped)."""
-        return [file_from_source(d.source) for d in await self.port.get(self.ix.files, [doc_id(p) for p in paths])]
+        return [file_from_source(d.sourced) for d in await self.port.get(self.ix.files, [doc_id(p) for p in paths])]
 
     async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
         """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
@@ -84,9 +85,10 @@ class LinkGraph:
         if not paths or max_per_direction <= 0:
             return {}
         answers = await self.port.link_edges(self.ix.links, paths, max_per_direction)
-        edges: dict[str, list[tuple[str, Link]]] = {p: [] for p in paths}
+        edges: dict[str, list[tuple[Literal["out", "in"], Link]]] = {p: [] for p in paths}
         for i, sources in enumerate(answers):
-            direction, path = ("out", paths[i]) if i < len(paths) else ("in", paths[i - len(paths)])
+            direction: Literal["out", "in"] = "out" if i < len(paths) else "in"
+            path = paths[i] if i < len(paths) else paths[i - len(paths)]
             edges[path] += [(direction, link_from_source(s)) for s in sources]
         neighbours = {link.target if d == "out" else link.source for items in edges.values() for d, link in items}
         files = {f.path: f for f in await self.files(sorted(neighbours))}
@@ -112,7 +114,7 @@ class LinkGraph:
         return seen
 
 
-def _neighbour(direction: str, link: Link, files: dict[str, FileDoc]) -> Neighbour:
+def _neighbour(direction: Literal["out", "in"], link: Link, files: dict[str, FileDoc]) -> Neighbour:
     other = link.target if direction == "out" else link.source
     fm = files[other].front_matter if other in files else {}
     return Neighbour(

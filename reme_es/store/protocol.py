@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from ..adapters.port import Action, StoredDoc
 from ..adapters.transport import BulkOutcome
 from ..core.errors import BulkItemFailure
-from ..core.models import Chunk, FileDoc, doc_id
+from ..core.models import Chunk, FileDoc, Link, doc_id
 from .sources import as_stored, link_from_file, link_source
 
 LOST_REASON = (
@@ -78,7 +78,7 @@ class Wanted:
     chunk_sources: list[dict]
     source: dict
 
-    def link_positions(self) -> dict[str, tuple[int, object]]:
+    def link_positions(self) -> dict[str, tuple[int, Link]]:
         """link id -> (position, link) of the file's own outlinks."""
         return {link.id: (pos, link) for pos, link in enumerate(self.file.links) if link.source == self.file.path}
 
@@ -137,8 +137,8 @@ def settle_conflicts(
     for path in paths:
         doc = current.get(doc_id(path))
         stored = doc.source if doc is not None else None
-        if stored is not None and stored == as_stored(written[path]):
-            outcome.versions[(ix.files, doc_id(path))] = doc.version
+        if doc is not None and stored is not None and stored == as_stored(written[path]):
+            outcome.versions[(ix.files, doc_id(path))] = doc.known_version
             outcome.succeeded += 1
         elif stored is not None and final is not None and stored == as_stored(final[path]):
             done.add(path)
@@ -232,7 +232,7 @@ def repair_round(
     """Round 4: undo what this writer did to the files it lost to another writer (`lost`: path -> the stored doc)."""
     actions: list[Action] = []
     for path, current in lost.items():
-        src = current.source if current else {}
+        src = current.sourced if current else {}
         keep_chunks = {doc_id(c) for c in src.get("chunk_ids") or []}
         keep_links = {link_from_file(path, x).id: pos for pos, x in enumerate(src.get("links") or [])}
         w = wanted[path]

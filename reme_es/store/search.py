@@ -8,7 +8,7 @@ import logging
 from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body, top_bodies
 from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
-from ..core.models import Chunk, Hit, SearchFilter, SearchResult, doc_id
+from ..core.models import Chunk, Fusion, Hit, SearchFilter, SearchResult, doc_id
 from .dates import about_the_past, anchor_date, anchor_query, date_rescore, query_dates, with_window
 from .feedback import by_chunk
 from .fusion import (
@@ -184,7 +184,7 @@ class SearchStore:
             when = anchor_date(hint, await self.keyword(anchor_query(query, hint), 5, f))
             hint = hint.around(when) if when else None
             boost *= ANCHORED_SHARE
-        if hint is None or hint.start is None:
+        if hint is None or hint.start is None or hint.end is None:  # a window has both ends or none
             return hits
         start, end = hint.start.isoformat(), hint.end.isoformat()
         window = f.model_copy(
@@ -234,8 +234,9 @@ class SearchStore:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
         n = self.indices.feedback if len(bodies) == 2 and feedback else 0
         keyword, vec, tops = await self._branches(bodies, n)
-        if keyword and vec and n:
+        if keyword and vec and n and vector:
             keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec, tops)
+        fusion: Fusion
         if keyword and vec:
             method, ix = self.indices.pipeline_kind or "rrf", self.indices
             weight = query_weight(query, ix.vector_weight, ix.relation_vector_weight)

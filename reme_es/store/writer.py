@@ -29,8 +29,8 @@ class Writer:
         and the version of each file doc."""
         stored = p.Stored.empty(paths)
         for doc in await self.port.get(self.ix.files, [doc_id(x) for x in paths]):
-            file = file_from_source(doc.source)
-            stored.versions[file.path] = doc.version
+            file = file_from_source(doc.sourced)
+            stored.versions[file.path] = doc.known_version
             stored.chunks[file.path].update(doc_id(c) for c in file.chunk_ids)
             stored.links[file.path].update(link.id for link in file.links)
         async for s in self.port.scan(self.ix.chunks, q.any_of("path", paths), ["chunk_id", "path"], ["chunk_id"]):
