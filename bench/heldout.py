@@ -1,7 +1,7 @@
 """Held-out retrieval quality: every default chosen on one half of the questions, reported on the other.
 
     python bench/heldout.py --url http://127.0.0.1:9401 [--prefix bench-heldout] [--out bench/results/heldout.txt]
-                            [--png bench/heldout.png]
+                            [--png docs/img/heldout.png]
 
 Sets (MiniLM vectors, top 10, filled through ReMe's file-store interface as bench/memory_quality.py does):
   memory    bench/memory_data.py's 12 conversations; the questions of conversations 1, 3, 5, ... (paths sorted) are
@@ -205,7 +205,7 @@ async def main() -> None:
     p.add_argument("--prefix", default="bench-heldout", help="index sets <prefix>-<set>, dropped after")
     p.add_argument("--cranfield", default="/work/shared/data/cranfield")
     p.add_argument("--out", default=str(HERE / "results" / "heldout.txt"))
-    p.add_argument("--png", default=str(HERE / "heldout.png"))
+    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "heldout.png"))
     p.add_argument("--sets", default=",".join(SETS), help="a subset: no tables, runs saved to --out .json")
     p.add_argument("--tables-from", help="a saved run's .json: its tables and plot, without searching")
     args = p.parse_args()

@@ -2,7 +2,7 @@
 memory (bench/memory_data.py) and on Cranfield, every mode in one run, one table and one plot.
 
     python bench/memory_quality.py --url http://127.0.0.1:9200 [--backends local,faiss,opensearch]
-                                   [--cranfield /work/shared/data/cranfield] [--png bench/memory_quality.png]
+                                   [--cranfield /work/shared/data/cranfield] [--png docs/img/memory_quality.png]
 
 Both sets are indexed through ReMe's file-store interface (`upsert`, one chunk per dialog turn or per Cranfield
 document, vectors handed over with the chunks; query vectors come from the same model through a ReMe `as_embedding`
@@ -391,7 +391,7 @@ async def main() -> None:
         default=",".join(MODELS),
         help=f"the encoders, each a run of every store and set (default {','.join(MODELS)})",
     )
-    p.add_argument("--png", default=str(HERE / "memory_quality.png"))
+    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "memory_quality.png"))
     p.add_argument("--out", default=str(HERE / "results" / "memory_quality.txt"))
     p.add_argument("--merge", nargs="+", help="no run: tables and plot from these runs' saved JSON (out .json)")
     args = p.parse_args()

@@ -31,7 +31,7 @@ node is managed here; and, unless --skip-memory, keyword recall@10 on the conver
 and the 12 inside the N-workspace set.
 Results: tables on stdout and bench/results/team_server.txt, JSON in bench/results/team_server.json (rewritten after
 every checkpoint, so a killed run keeps what it measured; --resume continues loading a set left by a killed run),
-plot bench/team_server.png.
+plot docs/img/team_server.png.
 """
 
 from __future__ import annotations
@@ -755,7 +755,7 @@ async def main() -> None:
     p.add_argument("--no-restart", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the sets at the end (default: dropped)")
     p.add_argument("--out", default=None, help="text report (default bench/results/team_server.txt)")
-    p.add_argument("--png", default=str(HERE / "team_server.png"))
+    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "team_server.png"))
     args = p.parse_args()
     started = False
     if args.url is None:

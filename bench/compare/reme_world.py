@@ -1,5 +1,5 @@
 """A ReMe Application on reme-es (or on ReMe's own faiss store) loaded with the synthetic workload, kept between runs:
-the setup bench/perf/breakdown.py and bench/perf/cpu_per_search.py share.
+the setup of bench/perf/search_cost.py's breakdown, cpu and trips meters.
 
 Each workspace lives in a fixed folder (`<tmp>/<prefix>-<size>-w<n>`), so its workspace key (and its documents in
 the shared set) are the same on every run and `--reuse` can skip the ingest of a set loaded before.

@@ -1,6 +1,6 @@
 """Where a call's time goes: a probe on the store's own client (opensearch-py or elasticsearch-py) that records, per
 request, when it went on the wire and came back, what the server says it spent (`took`), and the client's JSON
-encoding and decoding. bench/perf/breakdown.py and bench/perf/cpu_per_search.py use it; nothing in reme_es/ does.
+encoding and decoding. bench/perf/search_cost.py uses it (its breakdown, fusion and raw meters); reme_es/ does not.
 
 A call (one store or ReMe call, possibly several requests, possibly concurrent) is split into parts that add up to
 its wall time:
