@@ -147,13 +147,30 @@ export function memoryDoc(memory: Memory): Record<string, unknown> {
 }
 
 /** The memory stored in a document, with real `Date`s. */
-export function memoryFromSource(source: any): Memory {
+export function memoryFromSource(source: MemorySource): Memory {
   const record: Record<string, unknown> = { ...source.record, content: source.content };
   for (const key of DATE_KEYS) {
     const value = record[key];
     if (typeof value === "string") record[key] = new Date(value);
   }
   return record as unknown as Memory;
+}
+
+/** A stored memory document, as far as `memoryFromSource` reads it. */
+export interface MemorySource {
+  content: string;
+  record: Record<string, unknown>;
+}
+
+/** A stored relation document, as far as `relationFromSource` reads it. */
+export interface RelationSource {
+  id: string;
+  from_id: string;
+  to_id: string;
+  type: string;
+  created_at: string;
+  weight?: number | null;
+  metadata?: Record<string, unknown> | null;
 }
 
 export class InvalidQuery extends Error {}
@@ -303,11 +320,11 @@ export function relationDoc(r: MemoryRelation, ends: RelationEnds = { from: null
   };
 }
 
-export function relationFromSource(s: any): MemoryRelation {
-  const r: any = { id: s.id, fromMemoryId: s.from_id, toMemoryId: s.to_id, type: s.type, createdAt: new Date(s.created_at) };
+export function relationFromSource(s: RelationSource): MemoryRelation {
+  const r: MemoryRelation = { id: s.id, fromMemoryId: s.from_id, toMemoryId: s.to_id, type: s.type, createdAt: new Date(s.created_at) };
   if (s.weight !== null && s.weight !== undefined) r.weight = s.weight;
   if (s.metadata !== null && s.metadata !== undefined) r.metadata = s.metadata;
-  return r as MemoryRelation;
+  return r;
 }
 
 export type Direction = "outgoing" | "incoming" | "both";

@@ -35,7 +35,7 @@ conditional write; see `reme_es.store.protocol`), so a failed item never loses w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from typing import Self
 
 from ..adapters.dialect import Dialect
@@ -357,7 +357,9 @@ class MemoryStore:
         with two or more hits, the hits its file doc does not list are left out (`one_version`; the file docs of `paths`
         come in the same `_msearch`, the others' in one `_mget`): the caller asks for the next ones."""
         shown = await fetch_shown(self.port, self.indices.ix, hits, paths)
-        listed = {p: (f.chunk_ids if (f := shown.files.get(p)) else None) for p in paths}
+        listed: dict[str, Collection[str] | None] = {
+            p: (f.chunk_ids if (f := shown.files.get(p)) else None) for p in paths
+        }
         shown.hits = await one_version(self.port, self.indices.ix.files, shown.hits, hit_key, listed)
         return shown
 

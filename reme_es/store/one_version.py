@@ -59,7 +59,7 @@ def kept(keys: list[Key], listed: dict[str, Collection[str] | None]) -> list[boo
 async def listed_chunks(port: IndexPort, files: str, paths: list[str]) -> dict[str, Collection[str] | None]:
     """path -> the chunk ids its file doc lists (real-time; None: no file doc), in one `_mget` of the `files` index."""
     found = {
-        d.source["path"]: set(d.source.get("chunk_ids") or [])
+        d.sourced["path"]: set(d.sourced.get("chunk_ids") or [])
         for d in await port.get(files, [doc_id(p) for p in paths])
     }
     return {path: found.get(path) for path in paths}
