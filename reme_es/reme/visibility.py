@@ -11,8 +11,12 @@ refreshes them (and re-reads its health counts) when it matters:
   writes), so other processes reading the same indices see the changes soon too;
 - before the next write when a write failed (so the write protocol sees any chunk the failed one left behind).
 
-A refresh never runs while a write call is sending its requests (both hold the refresh lock), so a reader still
-never sees a file's old and new chunks together: a read that needs a refresh waits for the write to finish.
+A refresh never runs while a write call is sending its requests (both hold the refresh lock), so this store's own
+refreshes never show a write half done: a read that needs a refresh waits for the write to finish. The lock is this
+process's: in an index set shared by several workspaces, another workspace's (or process's) refresh can still make
+a write call's new chunks searchable beside the stale ones before the call ends. The searches never return both
+anyway: each answer keeps, of every file with two or more hits, only the chunks its file doc lists
+(`reme_es.store.one_version`), so a reader never sees a file's old and new chunks together.
 
 `refresh_after: 0` refreshes at the end of every write call, as before.
 

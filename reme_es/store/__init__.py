@@ -24,11 +24,15 @@ Read consistency: the indices are created with `refresh_interval: -1`, so search
 the last refresh of the indices, and a store refreshes only after a write call has finished all its bulk
 requests. In a set that one workspace writes, a file's old and new chunks are therefore never visible together.
 In a set shared by several workspaces a refresh is the shard's, not the workspace's: another workspace's refresh
-makes visible what this store's unfinished write call has acknowledged so far, so a search can briefly see a
-file's new chunks beside its old ones until that call ends (docs/GUARANTEES.md; a set of its own gives the
-stronger rule). (A `wait_for` refresh policy would let a scheduled refresh expose a half-applied upsert in any set,
-which is why the store refreshes explicitly.) `connect` refreshes once too, so what a crashed writer had
-acknowledged is seen by the next session's scans.
+makes searchable what this store's unfinished write call has acknowledged so far: a file's new chunks beside its
+stale ones until that call ends. The searches still never return both: the file doc, written last, lists its
+version's chunk ids, and every search that returns chunks (`keyword_search`, `vector_search`, `search`, `shown`)
+keeps of each file with two or more hits only those its file doc lists (the searches replace the others with the
+next hits; `shown` leaves them out to its caller) (`reme_es.store.one_version`; docs/GUARANTEES.md says exactly
+what a reader sees). `ranked` (ids and scores, no text) and the counts (`count`, `health_counts`) are not filtered:
+they may include both versions meanwhile. (A `wait_for` refresh policy would let a scheduled refresh expose a
+half-applied upsert in any set, which is why the store refreshes explicitly.) `connect` refreshes once too, so what
+a crashed writer had acknowledged is seen by the next session's scans.
 Writes run in up to four rounds (placeholder, chunks, commit with take-backs, repair after a lost
 conditional write; see `reme_es.store.protocol`), so a failed item never loses what was stored before.
 """
