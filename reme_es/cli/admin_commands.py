@@ -26,19 +26,27 @@ if TYPE_CHECKING:
     help="Expunge deletes in indices with at least this share of deleted docs (default: MemoryStore.optimize's, 0.1).",
 )
 @click.option("--max-segments", type=click.IntRange(1), help="Merge down to this many segments instead.")
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="Measure the k-NN width on the index even when not due (it is measured after a merge when the index's "
+    "shape changed; docs/benchmarks.md).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @common()
-def optimize(deleted_ratio, max_segments, as_json, workspace, config_file, **flags):
-    """Force-merge the indices: expunge deleted documents (or merge to --max-segments)."""
-    _run(lambda: _optimize(_settings(workspace, config_file, **flags), deleted_ratio, max_segments, as_json))
+def optimize(deleted_ratio, max_segments, calibrate, as_json, workspace, config_file, **flags):
+    """Force-merge the indices: expunge deleted documents (or merge to --max-segments); measure the k-NN width."""
+    _run(lambda: _optimize(_settings(workspace, config_file, **flags), deleted_ratio, max_segments, calibrate, as_json))
 
 
-async def _optimize(settings: Options, deleted_ratio, max_segments, as_json) -> int:
+async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, as_json) -> int:
     store = await _open(settings, create=False)
     try:
         # No --deleted-ratio: the store's default (written once, in MemoryStore.optimize).
         ratio = {} if deleted_ratio is None else {"deleted_ratio": deleted_ratio}
-        result = await store.optimize(max_segments=max_segments, **ratio)
+        result = await store.optimize(max_segments=max_segments, calibrate=not calibrate, **ratio)
+        if calibrate:
+            result["knn_width"] = (await store.calibrate()).to_meta()
     finally:
         await store.close()
     if as_json:
@@ -50,6 +58,13 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, as_json) -> 
         click.echo(
             f"{verb}{store.index(kind)}: deleted {before['deleted']} -> {after['deleted']}, "
             f"segments {before['segments']} -> {after['segments']}"
+        )
+    if width := result.get("knn_width"):
+        reached = "reached" if width["reached"] else f"not reached ({width['stopped']})"
+        click.echo(
+            f"k-NN width {width['width']}: recall@{width['at']} {width['recall']:.3f} at depth {width['depth']}, "
+            f"target {width['target']} {reached}; measured on {width['docs']} docs in {width['segments']} segments, "
+            f"{width['sample']} probes, {width['seconds']} s, {width['requests']} requests"
         )
     return 0
 

@@ -48,6 +48,7 @@ from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
+from .calibration import Calibration
 from .fusion import candidate_depth
 from .indices import IndexSet
 from .links import LinkGraph
@@ -416,9 +417,24 @@ class MemoryStore:
         """Per index kind: docs, deleted docs, segments, size."""
         return await self.indices.stats()
 
-    async def optimize(self, deleted_ratio: float = 0.1, max_segments: int | None = None) -> dict:
-        """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold."""
-        return await self.indices.optimize(deleted_ratio, max_segments)
+    async def optimize(
+        self, deleted_ratio: float = 0.1, max_segments: int | None = None, calibrate: bool = True
+    ) -> dict:
+        """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold; then, with
+        `calibrate`, measure the k-NN width again where it is due (`calibrate_if_due`; the answer's `knn_width`)."""
+        result = await self.indices.optimize(deleted_ratio, max_segments)
+        if calibrate:
+            record = await self.vectors.calibrate_if_due()
+            result["knn_width"] = record.to_meta() if record is not None else None
+        return result
+
+    async def calibrate(self, **options) -> Calibration:
+        """Measure and record the k-NN width of the chunks index (`VectorStore.calibrate`)."""
+        return await self.vectors.calibrate(**options)
+
+    async def calibrate_if_due(self) -> Calibration | None:
+        """Measure and record the k-NN width where `knn_calibration.due_rule` holds (after a load or a merge)."""
+        return await self.vectors.calibrate_if_due()
 
 
 __all__ = ["HYBRID_MODES", "MemoryStore", "chunk_source", "stored_chunk_source", "validate_hybrid", "validate_prefix"]

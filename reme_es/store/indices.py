@@ -27,6 +27,7 @@ from ..core.checks import validate_hybrid, validate_prefix, validate_workspace_k
 from ..core.errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
 from ..core.models import Capabilities, SearchFilter
 from ..core.options import IndexOptions, SearchOptions
+from .calibration import Calibration
 from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
@@ -76,6 +77,7 @@ class IndexSet:
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
         self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))
+        self.knn_calibration: Calibration | None = None  # the k-NN width measured on the chunks index (its _meta)
 
     def index(self, kind: str) -> str:
         """Alias name of one index kind."""
@@ -175,6 +177,7 @@ class IndexSet:
             )
         self.dims = have
 
+        self.knn_calibration = Calibration.from_meta((mapping.get("_meta") or {}).get("reme_es"))
     # --- the hybrid pipeline ------------------------------------------------------------------
     def keeps_pipeline(self) -> bool:
         """Whether this store keeps a search pipeline: the dialect fuses through one, the server has the hybrid

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..adapters import lookups as q
-from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score
+from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, filter_clauses
 from ..adapters.port import Action
 from ..adapters.transport import BulkOutcome
-from ..core.errors import CapabilityError
+from ..core.errors import CapabilityError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, doc_id
+from .calibration import (
+    RULE,
+    Calibration,
+    Step,
+    calibration_due,
+    climb,
+    exact_body,
+    ladder,
+    lean,
+    median_took,
+    now_iso,
+    probe_queries,
+    recall_at,
+    sample_body,
+)
 from .indices import IndexSet
 from .sources import HitBuilder, check_vector, chunk_from_source, hit_from_source
 from .vector_plan import VectorPlan, plan_vectors
@@ -43,7 +59,124 @@ class VectorStore:
                 f"index {self.indices.ix.chunks} has no embedding field; enable embeddings and reindex"
             )
         self.check(vector, "the query")
-        return self.indices.dialect.knn_body(vector, k, f, size=size, caps=self.indices.caps)
+        return self.indices.dialect.knn_body(vector, k, f, self.width(k), size=size, caps=self.indices.caps)
+
+    def width(self, k: int) -> int | None:
+        """HNSW candidates per segment for the `k` nearest: the width calibrated on this index (`calibrate`, read from
+        its `_meta` when the store opened), or None for the dialect's rule (`knn_candidates`) while none is recorded."""
+        record = self.indices.knn_calibration
+        return record.width_for(k) if record is not None else None
+
+    async def calibrate_if_due(self) -> Calibration | None:
+        """Calibrate the k-NN width when `knn_calibration.due_rule` holds (after a load, a sync or a merge); None when
+        not due, or where the width cannot be set (no vectors, a managed service, OpenSearch before 2.19)."""
+        if not self.calibratable():
+            return None
+        stats = await self.port.stats(self.indices.ix.chunks)
+        if not calibration_due(self.indices.knn_calibration, stats["docs"], stats["segments"]):
+            return None
+        return await self.calibrate(stats=stats)
+
+    def calibratable(self) -> bool:
+        """Whether this index has vectors and a search width the server takes (and stats to measure it by)."""
+        ix = self.indices
+        if not ix.dims or ix.dialect.merges_itself:
+            return False
+        return not (ix.caps is not None and ix.caps.engine == "opensearch" and not ix.caps.knn_ef_search)
+
+    async def calibrate(
+        self,
+        queries: list[list[float]] | None = None,
+        *,
+        sample: int | None = None,
+        target: float | None = None,
+        budget_ms: float | None = None,
+        max_width: int | None = None,
+        depth: int | None = None,
+        record: bool = True,
+        stats: dict | None = None,
+    ) -> Calibration:
+        """Measure the smallest width whose recall@10 at the callers' depth reaches the target on this index, and
+        record it in the chunks index's `_meta` (engine_settings.json `knn_calibration`). Probe queries are made
+        from `sample` stored vectors of this workspace unless `queries` are given; their exact neighbours come from
+        an exact scoring query (Elasticsearch without painless: the widest k-NN search). The index should be
+        refreshed. Returns the record: the width, the recall it reached, why the climb stopped, its cost."""
+        if not self.calibratable():
+            raise CapabilityError(f"index {self.indices.ix.chunks} has no k-NN width to calibrate here")
+        ix, port, dialect = self.indices, self.port, self.indices.dialect
+        started, requests = time.monotonic(), 0
+        target = RULE["target_recall"] if target is None else target
+        depth = RULE["depth"] if depth is None else depth
+        at, top = RULE["at"], RULE["max_width"] if max_width is None else max_width
+        budget = RULE["latency_budget_ms"] if budget_ms is None else budget_ms
+        if stats is None:
+            stats, requests = await port.stats(ix.ix.chunks), requests + 1
+        f = ix.filter(None)
+        clauses = filter_clauses(f)
+        if queries is None:
+            body = sample_body(clauses, sample or RULE["sample"], RULE["seed"], dialect.source_with_vectors())
+            hits, requests = await port.search(ix.ix.chunks, body), requests + 1
+            queries = probe_queries([h["_source"]["embedding"] for h in hits if h.get("_source", {}).get("embedding")])
+        if not queries:
+            raise CapabilityError(f"index {ix.ix.chunks} holds no vectors of this workspace to calibrate on")
+        reference = "exact"
+        try:
+            exact = await self._answers([exact_body(dialect.engine, v, clauses, 2 * at) for v in queries])
+        except RequestFailed as exc:  # no scripts on this node (Elasticsearch's integ-test distribution)
+            if "script" not in str(exc) and "painless" not in str(exc):
+                raise
+            reference = "widest"
+            widest = ladder(depth, top)[-1]
+            bodies = [lean(dialect.knn_body(v, depth, f, widest, size=2 * at, caps=ix.caps)) for v in queries]
+            exact, requests = await self._answers(bodies), requests + 1
+        requests += 1
+        truth = [[(h["_id"], h["_score"]) for h in a["hits"]["hits"]] for a in exact]
+
+        async def measure(width: int) -> Step:
+            nonlocal requests
+            bodies = [lean(dialect.knn_body(v, depth, f, width, size=at, caps=ix.caps)) for v in queries]
+            answers = await self._answers(bodies)
+            requests += 1
+            found = [recall_at([h["_id"] for h in a["hits"]["hits"]], t, at) for a, t in zip(answers, truth)]
+            return Step(width, sum(found) / len(found), median_took(answers))
+
+        chosen, stopped, steps = await climb(ladder(depth, top), measure, target, budget)
+        result = Calibration(
+            width=chosen.width,
+            recall=chosen.recall,
+            target=target,
+            reached=chosen.recall >= target,
+            stopped=stopped,
+            depth=depth,
+            at=at,
+            docs=stats["docs"],
+            segments=stats["segments"],
+            sample=len(queries),
+            reference=reference,
+            measured_at=now_iso(),
+            steps=steps,
+        )
+        result.seconds, result.requests = round(time.monotonic() - started, 2), requests + (2 if record else 0)
+        if record:  # its cost as measured up to here, the two requests that record it counted
+            mapping = await port.mapping(ix.ix.chunks) or {}
+            meta = mapping.get("_meta") or {}
+            meta.setdefault("reme_es", {})[RULE["meta_key"]] = result.to_meta()
+            await port.put_meta(ix.ix.chunks, meta)
+            ix.knn_calibration = Calibration.from_meta(meta["reme_es"])
+        return result
+
+    async def _answers(self, bodies: list[dict]) -> list[dict]:
+        """The answers of searches of the chunks index in one `_msearch` run one at a time (each answer's `took` is
+        its own search's), routed to this workspace; a failed one raises."""
+        index = self.indices.ix.chunks
+        body = q.msearch_body([(index, b) for b in bodies], self.port.scope.routing())
+        answered = await self.port.transport.request("POST", "/_msearch", body, {"max_concurrent_searches": 1})
+        answers = answered["responses"]
+        for answer in answers:
+            if "error" in answer:
+                error = answer["error"]
+                raise RequestFailed(f"calibration search failed: {str(error)[:600]}", status=answer.get("status"))
+        return answers
 
     async def search(
         self,

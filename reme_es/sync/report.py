@@ -34,6 +34,7 @@ class Summary:
     dry_run: bool = False
     interrupted: bool = False
     planned: dict[str, list[str]] = field(default_factory=dict)  # dry run: add/modify/delete -> paths
+    knn_width: dict | None = None  # the k-NN width calibrated at the end of this run (when due), as recorded
 
     @property
     def changes(self) -> int:

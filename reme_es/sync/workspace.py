@@ -147,6 +147,15 @@ class WorkspaceSync:
             await asyncio.gather(*writing, return_exceptions=True)
             self.report.finish()
             await self.store.refresh()
+        if summary.changes and not summary.interrupted and self.store.dims:
+            # A load changes what width the k-NN search needs: measured again when the index grew or shrank enough.
+            record = await self.store.calibrate_if_due()
+            if record is not None:
+                summary.knn_width = record.to_meta()
+                self.report.info(
+                    f"k-NN width {record.width}: recall@{record.at} {record.recall:.3f} "
+                    f"({record.stopped}, {record.seconds:.1f} s)"
+                )
         summary.seconds = time.monotonic() - started
         self._record(summary)
         return summary

@@ -1,0 +1,91 @@
+"""The k-NN width measured on the index (issue 40): calibration records a width in the chunks index's `_meta` that
+reaches the recall target on held-out queries (short bag-of-words queries from outside the corpus), a store opened
+later reads it into every k-NN body, and the climb says when the target is out of reach."""
+
+from __future__ import annotations
+
+from reme_es.adapters.dialect import ClientSettings, knn_candidates
+from reme_es.core.options import IndexOptions
+from reme_es.store.calibration import RULE
+from reme_es.store.connect import open_store
+from reme_es.testing.data import chunk, file_with
+from reme_es.testing.shapes import exact_top, zipf_hash
+
+N, DIMS, PER_FILE = 2000, 128, 50
+
+
+async def _load(store, vectors):
+    ids, files = [], []
+    for f in range(0, len(vectors), PER_FILE):
+        path = f"shape/{f // PER_FILE:04d}.md"
+        chunks = [chunk(path, f"v{i}", start=2 * (i - f) + 1, vector=vectors[i]) for i in range(f, f + PER_FILE)]
+        ids += [c.id for c in chunks]
+        files.append(file_with(path, chunks))
+    await store.upsert(files)
+    await store.refresh()
+    return ids
+
+
+async def _recall(store, shape, ids, width: int) -> float:
+    """Held-out recall@10 of the store's k-NN at the callers' depth with the width forced to `width`."""
+    found = 0.0
+    for q in shape.queries:
+        body = store.vectors.indices.dialect.knn_body(
+            q, RULE["depth"], store.indices.filter(None), width, size=10, caps=store.indices.caps
+        )
+        hits = await store.port.search(store.index("chunks"), body)
+        floor = exact_top(shape.vectors, q, 10)[-1][1] - 1e-6
+        good = {ids[i] for i, s in enumerate(sum(a * b for a, b in zip(v, q)) for v in shape.vectors) if s >= floor}
+        found += sum(1 for h in hits[:10] if h["_source"]["chunk_id"] in good) / 10
+    return found / len(shape.queries)
+
+
+def _width_in(body: dict) -> int:
+    if "knn" in body:  # Elasticsearch
+        return body["knn"]["num_candidates"]
+    return body["query"]["knn"]["embedding"]["method_parameters"]["ef_search"]
+
+
+async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(server, es_prefix):
+    shape = zipf_hash(N, queries=32, dims=DIMS, seed=11)
+    options = IndexOptions(dims=DIMS)
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, options)
+    try:
+        ids = await _load(store, shape.vectors)
+        f = store.indices.filter(None)
+        assert store.vectors.width(RULE["depth"]) is None  # nothing recorded: today's rule
+        assert _width_in(store.vectors.knn_body(shape.queries[0], 50, f)) == knn_candidates(50)
+
+        record = await store.calibrate()
+        assert record.reached and record.stopped == "target" and record.recall >= RULE["target_recall"]
+        assert (record.docs, record.sample, record.depth) == (N, RULE["sample"], RULE["depth"])
+        assert [s.width for s in record.steps] == [w for w in RULE["widths"] if w <= record.width]
+        assert all(s.recall < RULE["target_recall"] for s in record.steps[:-1])  # the smallest width reaching it
+        assert record.requests >= 4 and record.seconds > 0
+        assert await store.calibrate_if_due() is None  # the shape has not changed since
+
+        held_out = await _recall(store, shape, ids, record.width)
+        narrowest = await _recall(store, shape, ids, record.steps[0].width)
+        assert held_out >= RULE["target_recall"] - 0.02, (held_out, record.to_meta())
+        assert held_out >= narrowest
+    finally:
+        await store.close()
+
+    again = await open_store(ClientSettings([server.url]), es_prefix, server.engine, options)
+    try:  # another process reads the record from the index's _meta and sends the width in every k-NN body
+        assert again.indices.knn_calibration == store.indices.knn_calibration
+        assert again.indices.knn_calibration.to_meta() == record.to_meta()
+        assert _width_in(again.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
+        assert _width_in(again.vectors.knn_body(shape.queries[0], 200, again.indices.filter(None))) == min(
+            RULE["max_width"], 4 * record.width
+        )
+        hits = await again.vector_search(shape.queries[0], 10)
+        assert len(hits) == 10
+
+        # Out of reach within the ladder: the best width and its recall are reported, not recorded as reached.
+        capped = await again.calibrate(max_width=75, target=1.01, record=False)
+        assert (capped.reached, capped.stopped) == (False, "max_width")
+        assert capped.width in (50, 75) and [s.width for s in capped.steps] == [50, 75]
+        assert again.indices.knn_calibration.to_meta() == record.to_meta()  # record=False leaves the recorded width
+    finally:
+        await again.close()

@@ -1,0 +1,96 @@
+"""The k-NN width calibration's pure parts (issue 40): the climb over the ladder, recall with ties, the due rule, the
+width a record gives for other depths and shapes, and the record's round trip through `_meta`."""
+
+from __future__ import annotations
+
+import asyncio
+
+from reme_es.store.calibration import (
+    RULE,
+    Calibration,
+    Step,
+    calibration_due,
+    climb,
+    exact_body,
+    ladder,
+    probe_queries,
+    recall_at,
+)
+
+
+def _record(**kw) -> Calibration:
+    base = dict(
+        width=400, recall=0.98, target=0.97, reached=True, stopped="target", depth=50, at=10, docs=10000,
+        segments=4, sample=64, reference="exact", measured_at="2026-12-04T08:00:00Z",
+    )  # fmt: skip
+    return Calibration(**{**base, **kw})
+
+
+def _measure(table: dict[int, tuple[float, float]]):
+    async def measure(width: int) -> Step:
+        recall, took = table[width]
+        return Step(width, recall, took)
+
+    return measure
+
+
+def test_the_climb_stops_at_the_first_width_reaching_the_target():
+    table = {50: (0.9, 1), 75: (0.95, 1), 100: (0.975, 2), 150: (0.99, 3)}
+    chosen, stopped, steps = asyncio.run(climb([50, 75, 100, 150], _measure(table), 0.97, None))
+    assert (chosen.width, stopped, [s.width for s in steps]) == (100, "target", [50, 75, 100])
+
+
+def test_out_of_reach_the_best_width_is_kept_and_said():
+    table = {50: (0.9, 1), 75: (0.93, 1), 100: (0.93, 2)}
+    chosen, stopped, _ = asyncio.run(climb([50, 75, 100], _measure(table), 0.97, None))
+    assert (chosen.width, chosen.recall, stopped) == (75, 0.93, "max_width")  # the narrower of equal recalls
+
+
+def test_a_width_over_the_latency_budget_stops_the_climb_at_the_best_width_within_it():
+    table = {50: (0.9, 4), 75: (0.94, 8), 100: (0.99, 12)}
+    chosen, stopped, steps = asyncio.run(climb([50, 75, 100], _measure(table), 0.97, 10))
+    assert (chosen.width, stopped, len(steps)) == (75, "latency_budget", 3)
+
+
+def test_recall_counts_ties_with_the_last_exact_neighbour():
+    exact = [("a", 0.9), ("b", 0.8), ("c", 0.8)]
+    assert recall_at(["a", "c"], exact[:3], 2) == 1.0  # c ties with b: interchangeable
+    assert recall_at(["a", "x"], exact, 2) == 0.5
+    assert recall_at([], [], 10) == 1.0
+
+
+def test_the_record_width_grows_with_depth_and_entries_per_segment():
+    r = _record()
+    assert r.width_for(50) == 400 and r.width_for(10) == 400 and r.width_for(100) == 800
+    assert r.width_for(50, docs=20000, segments=4) == 800  # twice the entries per segment: twice the width
+    assert r.width_for(50, docs=5000, segments=4) == 400  # never narrower than measured
+    assert r.width_for(5000) == RULE["max_width"]
+
+
+def test_due_when_unrecorded_and_large_enough_or_when_the_shape_moved():
+    assert not calibration_due(None, RULE["min_docs"] - 1, 1) and calibration_due(None, RULE["min_docs"], 1)
+    r = _record()
+    assert not calibration_due(r, 12000, 4) and not calibration_due(r, 10000, 3)
+    assert calibration_due(r, 15000, 4) and calibration_due(r, 10000, 1) and calibration_due(r, 6000, 4)
+
+
+def test_the_record_round_trips_through_meta():
+    r = _record(steps=[Step(50, 0.9, 1.0), Step(400, 0.98, 3.5)])
+    assert Calibration.from_meta({RULE["meta_key"]: r.to_meta()}) == r
+    assert Calibration.from_meta({}) is None and Calibration.from_meta({RULE["meta_key"]: {"width": "x"}}) is None
+
+
+def test_the_ladder_starts_at_the_depth_and_ends_at_the_max_width():
+    assert ladder(50)[0] == 50 and ladder(50)[-1] == RULE["max_width"] and ladder(60)[0] == 75
+    assert ladder(50, 75) == [50, 75]
+
+
+def test_probes_are_perturbed_copies_and_exact_bodies_score_every_vector():
+    v = [1.0] + [0.0] * 15
+    (q,) = probe_queries([v], seed=1)
+    assert q != v and len(q) == 16
+    os = exact_body("opensearch", q, [{"term": {"workspace": "w"}}], 20)
+    assert os["query"]["script_score"]["script"]["source"] == "knn_score"
+    assert os["query"]["script_score"]["query"]["bool"]["filter"][-1] == {"exists": {"field": "embedding"}}
+    es = exact_body("elasticsearch", q, [], 20)
+    assert "cosineSimilarity" in es["query"]["script_score"]["script"]["source"]
