@@ -1,8 +1,8 @@
 """ReMe's own file stores (`local`, `faiss`, `zvec`) against reme-es, all through ReMe's file-store interface.
 
     python -m bench.compare.reme_backends --sizes 10k,100k [--workload topics,hash]
-                                  [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...]
-                                  [--queries 40] [--url opensearch-2.19=http://127.0.0.1:9200 ...] [--png PATH]
+                                          [--backends local,faiss,zvec,opensearch-2.19,opensearch-3,...] [--queries 40]
+                                          [--url opensearch-2.19=http://127.0.0.1:9200 ...] [--png PATH]
 
 Every backend runs in its own process (so client RSS is its own), one size after the other, back to back. The
 reme-es backends get their own managed node each (`reme-es server start --name perf-bench-<flavour>`), started

@@ -1,7 +1,7 @@
 """Bulk write throughput of MemoryStore.upsert against the raw `_bulk` ceiling: same docs, same node, same run.
 
     python -m bench.perf.bulk [--url http://127.0.0.1:9200] [--chunks 20000] [--vector-chunks 10000] [--dims 384]
-                         [--reps 5] [--vector-reps 3] [--batch-files 500] [--streams 1] [--profile]
+                              [--reps 5] [--vector-reps 3] [--batch-files 500] [--streams 1] [--profile]
 
 Two modes: text only (--chunks), and text + --dims random unit vectors (the first --vector-chunks chunks). The
 chunks are split into units of --batch-files files. In each repetition both sides start from empty indices

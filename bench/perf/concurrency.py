@@ -2,7 +2,7 @@
 faiss store and on reme-es; and `reme-es search` run from 4 processes at once against one node.
 
     python -m bench.perf.concurrency [--size 30k] [--workload topics] [--backends faiss,opensearch-3] [--clients 1,4,16]
-                                [--seconds 20] [--url opensearch-3=http://127.0.0.1:9200] [--heap 2g]
+                                     [--seconds 20] [--url opensearch-3=http://127.0.0.1:9200] [--heap 2g]
 
 Per backend: a worker process ingests `--size` chunks of the workload (bench/data/workloads.py) through ReMe's
 file-store interface as bench/compare/reme_backends.py does (upsert, dump, reme-es: until the node stops merging), then

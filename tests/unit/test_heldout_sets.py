@@ -3,23 +3,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.fixture(scope="module")
-def bench(request):
+def bench():
     pytest.importorskip("reme", reason="the bench runs ReMe: pip install 'reme-es[reme]'")
-    sys.path.insert(0, str(BENCH))
-    request.addfinalizer(lambda: sys.path.remove(str(BENCH)))
-    import heldout
-    import memory_data2
+    from bench.data import memory2
+    from bench.quality import heldout
 
-    return heldout, memory_data2
+    return heldout, memory2
 
 
 def test_second_set_evidence_is_what_its_questions_need(bench):
@@ -41,8 +34,8 @@ def test_second_set_evidence_is_what_its_questions_need(bench):
 
 
 def test_halves_split_by_conversation(bench):
-    heldout, memory_data2 = bench
-    import memory_quality as mq
+    heldout, memory2 = bench
+    from bench.quality import memory_quality as mq
 
     d = mq.memory_set()
     halves = heldout.halves(d)
@@ -50,7 +43,7 @@ def test_halves_split_by_conversation(bench):
     by_half = {h: {c for c, x in zip(conv, halves) if x == h} for h in ("tune", "report")}
     assert len(by_half["tune"]) == len(by_half["report"]) == 6
     assert not by_half["tune"] & by_half["report"]
-    second = heldout.generated_set("memory2", memory_data2)
+    second = heldout.generated_set("memory2", memory2)
     group = [next(iter(g)).split("#")[0].rsplit("/", 1)[1] for g in second.gains]
     by_half = {h: {c for c, x in zip(group, heldout.halves(second)) if x == h} for h in ("tune", "report")}
     assert len(by_half["tune"]) == len(by_half["report"]) > 0 and not by_half["tune"] & by_half["report"]
@@ -58,9 +51,9 @@ def test_halves_split_by_conversation(bench):
 
 def test_the_third_set_is_reported_whole_and_its_evidence_is_there(bench):
     heldout, _ = bench
-    import memory_data3
+    from bench.data import memory3
 
-    data = memory_data3.generate()
+    data = memory3.generate()
     text = {cid: t for cid, _, _, t in data.chunks}
     kinds = {q["kind"] for q in data.questions}
     assert {"multi-hop", "update", "relative"} <= kinds
@@ -68,6 +61,6 @@ def test_the_third_set_is_reported_whole_and_its_evidence_is_there(bench):
         assert q["evidence"] and all(cid in text for cid in q["evidence"]), q
         if q["kind"] == "multi-hop":  # two turns from notes of two different days
             assert len({cid.split("/")[1] for cid in q["evidence"]}) == 2, q
-    third = heldout.generated_set("memory3", memory_data3)
+    third = heldout.generated_set("memory3", memory3)
     assert set(heldout.halves(third)) == {"report"} and len(third.queries) == len(data.questions)
-    assert memory_data3.generate().questions == data.questions  # fixed by its seed
+    assert memory3.generate().questions == data.questions  # fixed by its seed

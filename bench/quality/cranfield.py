@@ -1,6 +1,6 @@
 """Ranking quality on Cranfield: nDCG@10, recall@100 and MAP@100 of every search mode, side by side, one run.
 
-    python bench/quality.py [--url http://127.0.0.1:9200] [--data /work/shared/data/cranfield]
+    python -m bench.quality.cranfield [--url http://127.0.0.1:9200] [--data /work/shared/data/cranfield]
 
 Each of the 1,400 documents is one chunk (title + abstract) at `resource/cran/NNNN.md`, embedded with
 all-MiniLM-L6-v2 (reme_es.embeddings.minilm.LocalMiniLM; vectors cached under ~/.cache/reme-es-bench). The 225 queries
@@ -24,70 +24,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import re
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import Raw, Report, Stopwatch, connect, drop_prefix, environment, parser, table
-
+from bench.common import Raw, Report, Stopwatch, connect, drop_prefix, environment, parser, table
+from bench.data.cranfield import GAINS, TREC_GAINS, doc_of, load_cranfield, path_of
 from reme_es.adapters.dialect import keyword_query
 from reme_es.core.models import Chunk, FileDoc, SearchFilter
 from reme_es.embeddings.minilm import LocalMiniLM, default_model_path
 from reme_es.store import MemoryStore
 from reme_es.store.fusion import candidate_depth
 
-GAINS = {1: 4, 2: 3, 3: 2, 4: 1, 5: 0, -1: 0}  # the README's mapping (ReMe's numbers use it)
-# QRelsCorrectedforTRECeval's mapping: the one -1 judgment per query (it looks like the query's source document,
-# e.g. query 1 -> doc 486 "similarity laws for aerothermoelastic testing") gets the top gain 5.
-TREC_GAINS = {1: 4, 2: 3, 3: 2, 4: 1, -1: 5}
 ANCHORS = {"BM25": (0.360, 0.714), "vector": (0.382, 0.773), "client RRF": (0.407, 0.777)}
 GOALS = "goals: BM25 nDCG@10 >= 0.40, best hybrid >= 0.43"
 CACHE = Path.home() / ".cache" / "reme-es-bench"
 DEPTH = 100
-
-
-# -------------------------------------------------------------------------------------------- data
-
-
-def _fields(text: str) -> list[tuple[int, dict[str, str]]]:
-    """Records of a SMART-format file: (.I number, {field letter: text})."""
-    records = []
-    for block in re.split(r"^\.I\s+", text, flags=re.MULTILINE)[1:]:
-        head, _, rest = block.partition("\n")
-        fields: dict[str, str] = {}
-        parts = re.split(r"^\.([A-Z])\s*$", rest, flags=re.MULTILINE)
-        for key, value in zip(parts[1::2], parts[2::2]):
-            fields[key] = " ".join(value.split())
-        records.append((int(head.strip()), fields))
-    return records
-
-
-def load_cranfield(root: Path) -> tuple[dict[int, str], list[str], dict[int, dict[int, int]]]:
-    """(doc id -> title + abstract, queries in judgment order 1..225, qid -> {doc id: grade})."""
-    docs = {}
-    for num, f in _fields((root / "cran.all.1400").read_text(encoding="latin-1")):
-        docs[num] = f"{f.get('T', '')}\n{f.get('W', '')}".strip()
-    queries = [f.get("W", "") for _, f in _fields((root / "cran.qry").read_text(encoding="latin-1"))]
-    qrels: dict[int, dict[int, int]] = {}
-    for line in (root / "cranqrel").read_text().splitlines():
-        if line.strip():
-            q, d, g = (int(x) for x in line.split()[:3])
-            qrels.setdefault(q, {})[d] = g
-    return docs, queries, qrels
-
-
-def path_of(doc: int) -> str:
-    """The file path a Cranfield document is stored at."""
-    return f"resource/cran/{doc:04d}.md"
-
-
-def doc_of(path: str) -> int:
-    """The Cranfield document id of a stored path."""
-    return int(path.rsplit("/", 1)[1].split(".")[0])
 
 
 def embed_cached(model: LocalMiniLM, texts: list[str], name: str) -> np.ndarray:

@@ -1,14 +1,14 @@
 """Retrieval quality on agent memory: ReMe's own stores against the reme-es drop-in, on a generated conversational
-memory (bench/memory_data.py) and on Cranfield, every mode in one run, one table and one plot.
+memory (bench/data/memory.py) and on Cranfield, every mode in one run, one table and one plot.
 
-    python bench/memory_quality.py --url http://127.0.0.1:9200 [--backends local,faiss,opensearch]
-                                   [--cranfield /work/shared/data/cranfield] [--png docs/img/memory_quality.png]
+    python -m bench.quality.memory_quality --url http://127.0.0.1:9200 [--backends local,faiss,opensearch]
+                                           [--cranfield /work/shared/data/cranfield] [--png docs/img/memory_quality.png]
 
 Both sets are indexed through ReMe's file-store interface (`upsert`, one chunk per dialog turn or per Cranfield
 document, vectors handed over with the chunks; query vectors come from the same model through a ReMe `as_embedding`
 backend; `--model minilm,e5` (default: both, one after the other): all-MiniLM-L6-v2 and multilingual-e5-small, whose
 backend, like reme-es' `e5`, embeds what ReMe hands it as questions and offers the drop-in a passage side
-(`embed_passages`) for its chunks: bench/memory_models.py).
+(`embed_passages`) for its chunks: bench/quality/memory_models.py).
 Vectors are cached under ~/.cache/reme-es-bench (keyed by model and texts), so only each model's first run embeds
 (~4,400 turns + 1,400 abstracts). Every search asks for the top 10:
   keyword          file_store.keyword_search (ReMe: its BM25 index; reme-es: the cluster's BM25)
@@ -19,9 +19,10 @@ Vectors are cached under ~/.cache/reme-es-bench (keyed by model and texts), so o
                    texts kept once, `collapse`); again with `feedback: 0`, and with `collapse: false`
   vector, repeats collapsed by the bench   not a mode of any store: the vector branch's 50 candidates with repeated
                    texts kept once by the bench, top 10: what collapsing alone gives each store, ReMe's included
-Metrics: recall@5 and recall@10 of the evidence turns (Cranfield: of the documents judged 1-4), nDCG@10 (memory: gain
-1 per evidence turn; Cranfield: the README gains of bench/quality.py). Means over all questions. A second table sweeps
-the fusion options reme-es could use, client-side over the same two candidate lists of the drop-in (50 per branch).
+Metrics: recall@5 and recall@10 of the evidence turns (Cranfield: of the documents judged 1-4), nDCG@10 (memory: gain 1
+per evidence turn; Cranfield: the README gains of bench/quality/cranfield.py). Means over all questions. A second table
+sweeps the fusion options reme-es could use, client-side over the same two candidate lists of the drop-in (50 per
+branch).
 """
 
 from __future__ import annotations
@@ -39,14 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import Raw, Report, table  # noqa: E402
-from memory_data import generate  # noqa: E402
-from memory_models import MODELS, embedder  # noqa: E402
-from memory_options import BM25_VARIANTS, OPTIONS, bm25_variants, sweep  # noqa: E402
-from quality import GAINS, load_cranfield, path_of  # noqa: E402
+from bench.common import PLOTS, RESULTS, Raw, Report, table
+from bench.data.cranfield import GAINS, load_cranfield, path_of
+from bench.data.memory import generate
+from bench.quality.memory_models import MODELS, embedder
+from bench.quality.memory_options import BM25_VARIANTS, OPTIONS, bm25_variants, sweep
 
 CACHE = Path.home() / ".cache" / "reme-es-bench"
 LIMIT = 10
@@ -117,7 +115,7 @@ def _load_cache() -> None:
             CACHED.update(zip(z["keys"].tolist(), z["vectors"]))
 
 
-MODEL = {"name": "minilm"}  # --model: which encoder makes every vector of the run (bench/memory_models.py)
+MODEL = {"name": "minilm"}  # --model: which encoder makes every vector of the run (bench/quality/memory_models.py)
 
 
 def embed_all(texts: list[str], batch: int = 256, side: str = "reme") -> None:
@@ -230,7 +228,7 @@ def make_app(cfg: dict):
     from reme.components.component_registry import R
 
     class CachedAsEmbedding(BaseAsEmbedding):
-        """The run's model's vectors, computed before the run (bench/memory_quality.py's cache)."""
+        """The run's model's vectors, computed before the run (bench/quality/memory_quality.py's cache)."""
 
         def initialize_model(self) -> None:
             """Nothing to load: the vectors are in memory."""
@@ -365,7 +363,7 @@ def plot(rows: list[tuple[str, str, dict, dict]], path: Path) -> None:
             ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
         ax.set_xlim(0, (np.nanmax(values) if not np.all(np.isnan(values)) else 1.0) * 1.18)
     fig.suptitle(
-        "ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/memory_quality.py)\n"
+        "ReMe's stores (blue) and the reme-es drop-in (red), top 10 (bench/quality/memory_quality.py)\n"
         "grey: no store's mode, the vector branch with repeats collapsed by the bench"
     )
     fig.tight_layout()
@@ -391,8 +389,8 @@ async def main() -> None:
         default=",".join(MODELS),
         help=f"the encoders, each a run of every store and set (default {','.join(MODELS)})",
     )
-    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "memory_quality.png"))
-    p.add_argument("--out", default=str(HERE / "results" / "memory_quality.txt"))
+    p.add_argument("--png", default=str(PLOTS / "memory_quality.png"))
+    p.add_argument("--out", default=str(RESULTS / "memory_quality.txt"))
     p.add_argument("--merge", nargs="+", help="no run: tables and plot from these runs' saved JSON (out .json)")
     args = p.parse_args()
     report = Report()

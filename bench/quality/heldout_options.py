@@ -1,4 +1,4 @@
-"""The second-round options of bench/heldout.py, each applied to the drop-in's fused candidates of one question.
+"""The second-round options of bench/quality/heldout.py, each applied to the drop-in's fused candidates of one question.
 
 Every option starts from the same pool: `SearchStore.ranked` at the drop-in's depth (50 per branch, z-score 0.55,
 feedback, collapse), fetched with its text: what `es_search_step` ranks before it cuts to the limit. An option

@@ -1,10 +1,10 @@
 """Cranfield's nDCG@10 under the store's search settings, chosen on the tuning half (odd query ids) and reported on
-the other (even ids), through `es_search_step` as bench/heldout.py runs it.
+the other (even ids), through `es_search_step` as bench/quality/heldout.py runs it.
 
-    python bench/cranfield_tune.py --url http://127.0.0.1:9401 [--prefix bench-cran-tune] [--model minilm]
+    python -m bench.quality.cranfield_tune --url http://127.0.0.1:9401 [--prefix bench-cran-tune] [--model minilm]
 
 One index of Cranfield (1,400 abstracts, one chunk each, filled through ReMe's interface); every setting is an
-attribute of the store's index set changed around each search (`bench/heldout.py`'s `searching`), interleaved
+attribute of the store's index set changed around each search (`bench/quality/heldout.py`'s `searching`), interleaved
 question by question. Settings: the vector weight of the z-score fusion, feedback depth (top hits fed back per
 branch), the fusion method, proximity re-scoring, BM25 over `text` + `text.cjk`. A Cranfield question is long (6-46
 words, median 17) and a memory question short (1-14 words, median 7-10): a weight chosen for long questions alone would
@@ -17,15 +17,11 @@ import argparse
 import asyncio
 import shutil
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import memory_quality as mq
-from heldout import halves, searching
+from bench.quality import memory_quality as mq
+from bench.quality.heldout import halves, searching
 
 GRID: list[tuple[str, dict]] = [("default (z-score 0.55, feedback 1)", {})]
 GRID += [(f"vector weight {w}", {"vector_weight": w}) for w in (0.35, 0.45, 0.5, 0.6, 0.65, 0.75)]

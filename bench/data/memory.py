@@ -1,7 +1,7 @@
 """A conversational-memory test set, generated deterministically: daily notes of two-person dialogues and questions
 about what was said weeks earlier, each labelled with the turns that answer it.
 
-    python bench/memory_data.py [--seed 22] [--out DIR]     # writes the workspace and questions.jsonl to look at
+    python -m bench.data.memory [--seed 22] [--out DIR]     # writes the workspace and questions.jsonl to look at
 
 Each pair of people talks on ~30 days spread over ten months (2026-01 .. 2026-10). A day's dialogue is one ReMe daily
 note, `daily/YYYY-MM-DD/<pair>.md` (front matter, a heading, one `- **Name:** ...` line per turn); every turn is one
@@ -18,12 +18,11 @@ No data is fetched; the same seed always gives the same notes and questions.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from bench.data.conversations import MONTHS, MemorySet, arguments, write_out
 
 SEED = 22
 DAYS = (dt.date(2026, 1, 5), dt.date(2026, 10, 30))
@@ -33,8 +32,6 @@ EN_PAIRS = [("Sam", "Alex"), ("Maya", "Tom"), ("Priya", "Jonas"), ("Lucia", "Ben
 ZH_PAIRS = [("小林", "王芳"), ("陈晨", "李雷")]
 LINK_FIRST = ["Lena", "Marco", "Aisha", "Kenji", "Nora", "Pablo", "Greta", "Yusuf", "Clara", "Ravi", "Elena", "Tariq"]
 LINK_LAST = ["Fischer", "Rossi", "Bello", "Sato", "Lind", "Ortiz", "Holm", "Demir", "Voss", "Menon", "Petrova", "Aziz"]
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
 
 # slot values
 BREEDS = ["beagle", "border collie", "dachshund", "labrador", "corgi", "greyhound"]
@@ -258,15 +255,6 @@ def pair_notes(rng: random.Random, pair: tuple[str, str], zh: bool, qid0: int, u
     return notes, questions
 
 
-@dataclass
-class MemorySet:
-    """The generated workspace: notes (path -> lines), chunks (one per turn), questions with their evidence."""
-
-    files: dict[str, list[str]]
-    chunks: list[tuple[str, str, int, str]]  # (chunk id, path, line, text)
-    questions: list[dict]  # {"id", "question", "kind", "evidence": [chunk ids]}
-
-
 def generate(seed: int = SEED) -> MemorySet:
     """The whole set for a seed (the same seed gives the same set)."""
     rng = random.Random(seed)
@@ -293,22 +281,10 @@ def generate(seed: int = SEED) -> MemorySet:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--out", default="/tmp/reme-es-memory-set", help="where to write the workspace to look at")
-    args = p.parse_args()
+    args = arguments(__doc__, SEED, "/tmp/reme-es-memory-set")
     data = generate(args.seed)
-    out = Path(args.out)
-    for path, lines in data.files.items():
-        (out / path).parent.mkdir(parents=True, exist_ok=True)
-        (out / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with (out / "questions.jsonl").open("w", encoding="utf-8") as fh:
-        for q in data.questions:
-            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
-    kinds = {}
-    for q in data.questions:
-        kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
-    print(f"{len(data.files)} notes, {len(data.chunks)} turns, {len(data.questions)} questions {kinds} -> {out}")
+    out = write_out(data, args.out)
+    print(f"{len(data.files)} notes, {len(data.chunks)} turns, {len(data.questions)} questions {data.kinds()} -> {out}")
 
 
 if __name__ == "__main__":

@@ -1,24 +1,24 @@
 """Held-out retrieval quality: every default chosen on one half of the questions, reported on the other.
 
-    python bench/heldout.py --url http://127.0.0.1:9401 [--prefix bench-heldout] [--out bench/results/heldout.txt]
-                            [--png docs/img/heldout.png]
+    python -m bench.quality.heldout --url http://127.0.0.1:9401 [--prefix bench-heldout]
+                                    [--out bench/results/heldout.txt] [--png docs/img/heldout.png]
 
-Sets (MiniLM vectors, top 10, filled through ReMe's file-store interface as bench/memory_quality.py does):
-  memory    bench/memory_data.py's 12 conversations; the questions of conversations 1, 3, 5, ... (paths sorted) are
+Sets (MiniLM vectors, top 10, filled through ReMe's file-store interface as bench/quality/memory_quality.py does):
+  memory    bench/data/memory.py's 12 conversations; the questions of conversations 1, 3, 5, ... (paths sorted) are
             the tuning half, the others the reporting half (split by conversation: no conversation is in both)
-  memory2   bench/memory_data.py's sibling bench/memory_data2.py (another generator, vocabulary and line format;
+  memory2   bench/data/memory.py's sibling bench/data/memory2.py (another generator, vocabulary and line format;
             longer sessions, multi-hop and relative-date questions), split the same way: the groups whose note names
             sort 1st, 3rd, ... tune, the others report
-  memory3   bench/memory_data3.py (a third generator: one user with an assistant, a section per turn, first-person
+  memory3   bench/data/memory3.py (a third generator: one user with an assistant, a section per turn, first-person
             paraphrased questions: fact, update, multi-hop, relative, period), reporting only: never split, never
             in the choice; every question is reported ("report" is all of it)
   cranfield queries with odd ids tune, even ids report
-Each option (bench/heldout_options.py) is tried over its grid on the tuning halves (memory and memory2 recall@10 +
-Cranfield nDCG@10, each as a change against the previous default; a tie goes to the mildest setting, listed first),
-and the chosen setting is reported on the reporting halves beside ReMe's stores (local, faiss: keyword, vector,
-ReMe's fusion), the drop-in's default (`es_search_step`) and its previous default (no date boost, one vector weight).
-The options start from the previous default's pool. Per option: extra round trips and the p50 of the time it adds,
-measured query by query in the same run as the defaults' p50s (a shared machine: ratios only).
+Each option (bench/quality/heldout_options.py) is tried over its grid on the tuning halves (memory and memory2 recall@10
++ Cranfield nDCG@10, each as a change against the previous default; a tie goes to the mildest setting, listed first),
+and the chosen setting is reported on the reporting halves beside ReMe's stores (local, faiss: keyword, vector, ReMe's
+fusion), the drop-in's default (`es_search_step`) and its previous default (no date boost, one vector weight). The
+options start from the previous default's pool. Per option: extra round trips and the p50 of the time it adds, measured
+query by query in the same run as the defaults' p50s (a shared machine: ratios only).
 """
 
 from __future__ import annotations
@@ -33,15 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import heldout_options as opt
-import memory_data2
-import memory_data3
-import memory_quality as mq
-from common import Report, table
-
+from bench.common import PLOTS, RESULTS, Report, table
+from bench.data import memory2, memory3
+from bench.quality import heldout_options as opt
+from bench.quality import memory_quality as mq
 from reme_es.store.fusion import names_relation, proximity_rescore
 
 POOL = 50
@@ -50,8 +45,8 @@ POOLS: dict[str, list[list[str]]] = {}  # set -> per question: the pool's ids (s
 MULTI_HOP = {"memory": "update", "memory2": "multi-hop", "memory3": "multi-hop"}  # evidence in two notes, two days
 TODAY = {
     "memory": dt.date(2026, 11, 1),
-    "memory2": memory_data2.TODAY,
-    "memory3": memory_data3.TODAY,
+    "memory2": memory2.TODAY,
+    "memory3": memory3.TODAY,
     "cranfield": dt.date(2026, 12, 1),
 }
 SETS = ("memory", "memory2", "memory3", "cranfield")
@@ -60,7 +55,7 @@ PREVIOUS = {"date_boost": 0.0, "relation_vector_weight": None}  # the search def
 
 
 def generated_set(name: str, module) -> mq.Dataset:
-    """A generated set (bench/memory_data2.py, bench/memory_data3.py) as a Dataset."""
+    """A generated set (bench/data/memory2.py, bench/data/memory3.py) as a Dataset."""
     data = module.generate()
     files: dict = {}
     for cid, path, line, text in data.chunks:
@@ -204,8 +199,8 @@ async def main() -> None:
     p.add_argument("--url", default="http://127.0.0.1:9200")
     p.add_argument("--prefix", default="bench-heldout", help="index sets <prefix>-<set>, dropped after")
     p.add_argument("--cranfield", default="/work/shared/data/cranfield")
-    p.add_argument("--out", default=str(HERE / "results" / "heldout.txt"))
-    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "heldout.png"))
+    p.add_argument("--out", default=str(RESULTS / "heldout.txt"))
+    p.add_argument("--png", default=str(PLOTS / "heldout.png"))
     p.add_argument("--sets", default=",".join(SETS), help="a subset: no tables, runs saved to --out .json")
     p.add_argument("--tables-from", help="a saved run's .json: its tables and plot, without searching")
     args = p.parse_args()
@@ -218,8 +213,8 @@ async def main() -> None:
     wanted = args.sets.split(",")
     makers = (
         ("memory", mq.memory_set),
-        ("memory2", lambda: generated_set("memory2", memory_data2)),
-        ("memory3", lambda: generated_set("memory3", memory_data3)),
+        ("memory2", lambda: generated_set("memory2", memory2)),
+        ("memory3", lambda: generated_set("memory3", memory3)),
         ("cranfield", lambda: mq.cranfield_set(Path(args.cranfield))),
     )
     sets = [make() for name, make in makers if name in wanted]
@@ -389,7 +384,7 @@ def plot(results: dict, rows: list[str], path: Path) -> None:
         for i, v in enumerate(vals):
             ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
         ax.set_xlim(0, max(vals) * 1.2)
-    fig.suptitle("held out (bench/heldout.py): ReMe's stores (blue), the reme-es drop-in and its options (red)")
+    fig.suptitle("held out (bench/quality/heldout.py): ReMe's stores (blue), the reme-es drop-in and its options (red)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

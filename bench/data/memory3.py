@@ -1,7 +1,7 @@
 """A third conversational-memory set, for reporting only: one person's sessions with their assistant over a year,
-built by a generator unlike bench/memory_data.py and bench/memory_data2.py. Nothing in the project is chosen on it.
+built by a generator unlike bench/data/memory.py and bench/data/memory2.py. Nothing in the project is chosen on it.
 
-    python bench/memory_data3.py [--seed 31] [--out DIR]     # writes the workspace and questions.jsonl to look at
+    python -m bench.data.memory3 [--seed 31] [--out DIR]     # writes the workspace and questions.jsonl to look at
 
 One user talks to an agent about a dozen hobbies and chores (sourdough, a pottery course, cycling, Portuguese, a
 choir, chess, money, a camper van, birdwatching, a home office, knitting, food-bank shifts). Every session is one
@@ -29,20 +29,15 @@ No data is fetched; the same seed always gives the same notes and questions.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import random
 import re
-from pathlib import Path
 
-from memory_data import MemorySet
+from bench.data.conversations import MONTHS, MemorySet, arguments, write_out
 
 SEED = 31
 SPAN = (dt.date(2026, 1, 5), dt.date(2026, 11, 20))
 TODAY = dt.date(2026, 11, 24)  # when the questions are asked
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
 
 TOPICS = {  # slug: (description, what the user says in passing, what the assistant says in passing)
     "sourdough": ("Sourdough: starter, flour and bakes", [
@@ -479,23 +474,13 @@ def words(text: str) -> set[str]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--out", default="/tmp/reme-es-memory-set3", help="where to write the workspace to look at")
-    args = p.parse_args()
+    args = arguments(__doc__, SEED, "/tmp/reme-es-memory-set3")
     data = generate(args.seed)
-    out = Path(args.out)
-    for path, lines in data.files.items():
-        (out / path).parent.mkdir(parents=True, exist_ok=True)
-        (out / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = write_out(data, args.out)
+    kinds = data.kinds()
     texts = {cid: text for cid, _, _, text in data.chunks}
-    with (out / "questions.jsonl").open("w", encoding="utf-8") as fh:
-        for q in data.questions:
-            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
-    kinds: dict[str, int] = {}
     disjoint = 0
     for q in data.questions:
-        kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
         disjoint += not any(words(q["question"]) & words(texts[c]) for c in q["evidence"])
     counts: dict[str, int] = {}
     for _, _, _, text in data.chunks:

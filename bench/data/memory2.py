@@ -1,8 +1,8 @@
-"""A second conversational-memory set, built differently from bench/memory_data.py, for reporting only (no default
+"""A second conversational-memory set, built differently from bench/data/memory.py, for reporting only (no default
 is chosen on it): group chats of three people over eleven months, longer sessions, its own vocabulary and line
 format, and questions that need two turns from different days or a date relative to another event.
 
-    python bench/memory_data2.py [--seed 7] [--out DIR]     # writes the workspace and questions.jsonl to look at
+    python -m bench.data.memory2 [--seed 7] [--out DIR]     # writes the workspace and questions.jsonl to look at
 
 Each group (three people) meets on ~22 days between 2026-01-03 and 2026-11-28; a day is one ReMe daily note,
 `daily/YYYY-MM-DD/<group>.md`, of 22-38 timestamped lines (`- [19:42] Name: text`), every line one chunk. Filler
@@ -19,19 +19,14 @@ No data is fetched; the same seed always gives the same notes and questions.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import random
-from pathlib import Path
 
-from memory_data import MemorySet
+from bench.data.conversations import MONTHS, MemorySet, arguments, write_out
 
 SEED = 7
 SPAN = (dt.date(2026, 1, 3), dt.date(2026, 11, 28))
 TODAY = dt.date(2026, 12, 1)  # when the questions are asked
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
 GROUPS = [("Rafa", "Odile", "Kwame"), ("Sunita", "Viktor", "Paloma"), ("Hugo", "Ingrid", "Tomasz"),
           ("Leilani", "Arjun", "Beatriz"), ("Emeka", "Solveig", "Dario"), ("Yara", "Callum", "Mirela"),
           ("Nikos", "Fatima", "Joaquin"), ("Astrid", "Bongani", "Chiara")]
@@ -204,22 +199,10 @@ def generate(seed: int = SEED) -> MemorySet:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--out", default="/tmp/reme-es-memory-set2", help="where to write the workspace to look at")
-    args = p.parse_args()
+    args = arguments(__doc__, SEED, "/tmp/reme-es-memory-set2")
     data = generate(args.seed)
-    out = Path(args.out)
-    for path, lines in data.files.items():
-        (out / path).parent.mkdir(parents=True, exist_ok=True)
-        (out / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with (out / "questions.jsonl").open("w", encoding="utf-8") as fh:
-        for q in data.questions:
-            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
-    kinds: dict[str, int] = {}
-    for q in data.questions:
-        kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
-    print(f"{len(data.files)} notes, {len(data.chunks)} turns, {len(data.questions)} questions {kinds} -> {out}")
+    out = write_out(data, args.out)
+    print(f"{len(data.files)} notes, {len(data.chunks)} turns, {len(data.questions)} questions {data.kinds()} -> {out}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Retrieval quality on LoCoMo's development half: the drop-in's default path beside ReMe's own `local` store.
 
-    python bench/locomo.py --url http://127.0.0.1:9200 [--data /work/shared/data/locomo-dev] [--prefix bench-locomo]
-                           [--variants default,off] [--png docs/img/locomo.png] [--out bench/results/locomo.txt]
+    python -m bench.quality.locomo --url http://127.0.0.1:9200 [--data /work/shared/data/locomo-dev]
+                                   [--prefix bench-locomo] [--variants default,off] [--png docs/img/locomo.png]
+                                   [--out bench/results/locomo.txt]
 
 LoCoMo ("Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024) holds ten long conversations; five
 are the development half in `--data` (26, 30, 41, 42, 43), the other five are the project's held-out check and are
@@ -17,7 +18,7 @@ ReMe's `local` store is measured in the same run the same way: keyword, vector, 
 step) at vector weights 0.7, 0.5 and 0.3.
 
 Settings are chosen on conversations 26, 30 and 41 ("tune") and reported on 42 and 43 ("report") beside the whole
-half, so an overfit shows. `--variants` adds rows of the drop-in with store settings changed (bench/locomo.py's
+half, so an overfit shows. `--variants` adds rows of the drop-in with store settings changed (bench/quality/locomo.py's
 VARIANTS: each a named set of `SearchOptions` fields), searched through `ranked_search` at the same depth.
 """
 
@@ -34,11 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import memory_quality as mq  # noqa: E402
-from common import Report, table  # noqa: E402
+from bench.common import PLOTS, RESULTS, Report, table
+from bench.quality import memory_quality as mq
 
 CONVERSATIONS = ("26", "30", "41", "42", "43")
 TUNE, REPORT = ("26", "30", "41"), ("42", "43")
@@ -48,7 +46,13 @@ REME_WEIGHTS = (0.7, 0.5, 0.3)
 # Rows of the drop-in with some search settings changed (IndexSet attributes, as SearchOptions names them).
 VARIANTS: dict[str, dict] = {
     "default (ranked_search)": {},
-    "before this round": {"note_boost": 0.0, "context_boost": 0.0, "speaker_boost": 0.0, "date_boost": 0.2},
+    "before this round": {
+        "note_boost": 0.0,
+        "context_boost": 0.0,
+        "speaker_boost": 0.0,
+        "date_boost": 0.2,
+        "question_factor": 1.0,
+    },
     "context 0": {"context_boost": 0.0},
     "context 0.2": {"context_boost": 0.2},
     "context 0.6": {"context_boost": 0.6},
@@ -65,6 +69,9 @@ VARIANTS: dict[str, dict] = {
     "vector weight 0.45": {"vector_weight": 0.45},
     "vector weight 0.65": {"vector_weight": 0.65},
     "depth 100": {"_depth": 100},
+    "question factor 1 (off)": {"question_factor": 1.0},
+    "question factor 0.7": {"question_factor": 0.7},
+    "question factor 0.9": {"question_factor": 0.9},
 }
 PLOTTED = (
     "reme-es default (es_search_step)",
@@ -265,7 +272,7 @@ def plot(rows: list[tuple[str, dict]], path: Path) -> None:
     ax.set_ylabel("recall@10 of evidence turns")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7, loc="upper left")
-    ax.set_title("LoCoMo development half (5 conversations, 760 questions), top 10, MiniLM (bench/locomo.py)")
+    ax.set_title("LoCoMo development half (5 conversations, 760 questions), top 10, MiniLM (bench/quality/locomo.py)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -307,21 +314,18 @@ def finish(report: Report, runs: dict, ms: dict, sets: dict[str, mq.Dataset], ar
         )
     )
     report.save(args.out, "locomo", "opensearch")
-    Path(args.out or HERE / "results" / "locomo.txt").with_suffix(".json").write_text(
-        json.dumps({"runs": runs, "ms": ms})
-    )
+    Path(args.out or RESULTS / "locomo.txt").with_suffix(".json").write_text(json.dumps({"runs": runs, "ms": ms}))
     if args.png:
         plot([(label, w) for label, w, _, _ in rows if label in PLOTTED], Path(args.png))
 
 
 async def generated(args, report: Report) -> None:
     """`--generated`: the drop-in's default and its state before this round, and ReMe's local store, on generated
-    sets (bench/heldout.py's, with their TODAY), recall@10 overall and per kind of question."""
-    import heldout
-    import memory_data2
-    import memory_data3
+    sets (bench/quality/heldout.py's, with their TODAY), recall@10 overall and per kind of question."""
+    from bench.data import memory2, memory3
+    from bench.quality import heldout
 
-    modules = {"memory2": memory_data2, "memory3": memory_data3}
+    modules = {"memory2": memory2, "memory3": memory3}
     mq.use_model("minilm")
     for name in args.generated.split(","):
         d = heldout.generated_set(name, modules[name])
@@ -362,11 +366,11 @@ async def main() -> None:
     p.add_argument(
         "--generated",
         default="",
-        help="instead of LoCoMo: bench/heldout.py's generated sets by name "
+        help="instead of LoCoMo: bench/quality/heldout.py's generated sets by name "
         "(memory2, memory3), whole, through the same runners (the default, 'before this round', ReMe local)",
     )
-    p.add_argument("--png", default=str(HERE.parent / "docs" / "img" / "locomo.png"))
-    p.add_argument("--out", default=str(HERE / "results" / "locomo.txt"))
+    p.add_argument("--png", default=str(PLOTS / "locomo.png"))
+    p.add_argument("--out", default=str(RESULTS / "locomo.txt"))
     args = p.parse_args()
     report = Report()
     if args.generated:

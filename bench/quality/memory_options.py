@@ -1,4 +1,4 @@
-"""The fusion options of bench/memory_quality.py: every way reme-es could fuse, applied to the same candidates.
+"""The fusion options of bench/quality/memory_quality.py: every way reme-es could fuse, applied to the same candidates.
 
 Per query the drop-in's two branches are fetched once (keyword and k-NN, `candidates` each, with their text); every
 client-side option fuses those same lists (reme_es.store.fusion), so the options differ only in fusion. The native rows
