@@ -51,13 +51,15 @@ class Action:
 
 
 class Candidate(NamedTuple):
-    """One hit of a candidates-only search: its score, chunk id, path, text hash and speaker ("" where it has none)."""
+    """One hit of a candidates-only search: its score, chunk id, path, text hash, speaker ("" where it has none) and
+    whether it is a question (`sources.chunk_asks`)."""
 
     score: float
     chunk_id: str
     path: str
     hash: str = ""
     speaker: str = ""
+    question: bool = False
 
 
 def _candidate(hit: dict) -> Candidate:
@@ -68,6 +70,7 @@ def _candidate(hit: dict) -> Candidate:
         fields["path"][0],
         (fields.get("hash") or [""])[0],
         (fields.get("speaker") or [""])[0],
+        bool((fields.get("question") or [False])[0]),
     )
 
 

@@ -88,6 +88,8 @@ class Chunk(BaseModel):
     embedding: list[float] | None = None
     # who said it, as search candidates carry it (the stored `speaker`: `sources.chunk_speaker`); not written from here
     speaker: str = ""
+    # whether it is a question, as search candidates carry it (the stored `question`: `sources.chunk_asks`)
+    question: bool = False
 
 
 class FileDoc(BaseModel):

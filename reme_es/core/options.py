@@ -151,6 +151,8 @@ class SearchOptions(_Section):
     speaker_boost: float = Field(default=0.2, ge=0.0, le=10.0)
     # lift of hits whose note holds much of the fused head (0: off)
     note_boost: float = Field(default=0.5, ge=0.0, le=10.0)
+    # the share of its score a hit keeps when it is itself a question ("What did you paint?"; 1: off)
+    question_factor: float = Field(default=0.8, ge=0.0, le=1.0)
     keyword_fields: tuple[str, ...] | None = None  # fields BM25 runs over; None: chosen per query
     refresh_after: float = Field(default=1.0, ge=0.0)  # ReMe plugin: seconds a write may wait to be searchable
 

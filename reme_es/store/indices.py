@@ -32,7 +32,7 @@ from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
 # Chunk fields a later template added; a chunks index made before them gets them added to its mapping when opened.
-GROWN_FIELDS = ("context", "speaker")
+GROWN_FIELDS = ("context", "speaker", "question")
 PAGE = 1000
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ class IndexSet:
         self.context_boost = search.context_boost  # weight of a BM25 match on a chunk's neighbours' text (0: none)
         self.speaker_boost = search.speaker_boost  # lift of the turns of the one speaker a question names (0: none)
         self.note_boost = search.note_boost  # boost of hits whose note holds much of the fused head (0: none)
+        self.question_factor = search.question_factor  # the score share of a hit that is itself a question (1: all)
         self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims

@@ -25,6 +25,7 @@ from .fusion import (
     note_rescore,
     proximity_rescore,
     query_weight,
+    question_rescore,
     rocchio,
     speaker_rescore,
 )
@@ -78,7 +79,7 @@ class SearchStore:
                 scores["vector"] = cosine_from_score(named["vector"])
             if "keyword" in named:
                 scores["keyword"] = named["keyword"]
-            chunk = Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker)
+            chunk = Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question)
             hits.append(Hit(chunk=chunk, scores=scores))
         return hits
 
@@ -168,6 +169,8 @@ class SearchStore:
             result.hits = note_rescore(result.hits, self.indices.note_boost)
         if self.indices.date_boost:
             result.hits = await self.by_dates(query, vector, result.hits, f, candidates)
+        if self.indices.question_factor < 1:
+            result.hits = question_rescore(result.hits, self.indices.question_factor)
         return result
 
     async def by_dates(
@@ -338,7 +341,8 @@ class SearchStore:
 
 def _candidate_hit(branch: str, c: Candidate) -> Hit:
     """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (`_with_chunks` adds it)."""
-    return branch_hit(branch, c.score, Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker))
+    chunk = Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question)
+    return branch_hit(branch, c.score, chunk)
 
 
 def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:

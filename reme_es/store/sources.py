@@ -37,6 +37,20 @@ def chunk_speaker(text: str) -> str:
     return m[1].lower()
 
 
+# A trailing bracketed aside (` [shares a photo of ...]`, `(laughs)`) left out before asking whether a chunk asks.
+_ASIDE = re.compile(r"\s*(?:\[[^\[\]]*\]|\([^()]*\))\s*$")
+
+
+def chunk_asks(text: str) -> bool:
+    """Whether a chunk is a question: its text, a trailing bracketed aside left out, ends with a question mark
+    (`Melanie: What did you paint?`). A question kept in memory seldom holds the answer to one: the search weighs
+    such hits by `question_factor`."""
+    text = text.rstrip()
+    while (cut := _ASIDE.sub("", text)) != text:
+        text = cut
+    return text.endswith("?")
+
+
 def chunk_contexts(chunks: list[Chunk]) -> dict[str, str]:
     """Each chunk's `context`: the text of the chunks just before and after it in its file (by start line), cut to
     CONTEXT_CHARS each; a chunk alone in its file has none. The words a turn answers (a question asked just before it,
@@ -72,6 +86,8 @@ def chunk_source(chunk: Chunk, context: str = "") -> dict:
         src["context"] = context
     if speaker := chunk_speaker(chunk.text):
         src["speaker"] = speaker
+    if chunk_asks(chunk.text):
+        src["question"] = True
     if chunk.embedding is not None:
         src["embedding"] = chunk.embedding
     return src

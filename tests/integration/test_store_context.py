@@ -1,6 +1,6 @@
 """A chunk is found by its neighbours' words (the `context` field, issue 38), the turns of the speaker a question
-names lead (the `speaker` field), and a chunks index made before those fields gets them when a store opens it, on
-every engine under test.
+names lead (the `speaker` field), a turn that is itself a question comes after the answer it got (the `question`
+field), and a chunks index made before those fields gets them when a store opens it, on every engine under test.
 
 A dialog turn that answers a question often holds none of its words ("Caroline: Adoption agencies, mostly." answers
 "what did Caroline research?", whose other word is in the turn before). Each chunk is written with the text of the
@@ -35,7 +35,7 @@ async def _ranked_texts(store, query: str) -> list[str]:
 
 async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_prefix):
     # collapse off: a hit of the twin (same text) would show as a second copy instead of being folded into one
-    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, collapse=False)
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, collapse=False, question_factor=1)
     twin = await open_store(ClientSettings([server.url]), es_prefix, server.engine, workspace="twin")
     try:
         files, turns = _files()
@@ -74,6 +74,22 @@ async def test_the_turns_of_the_speaker_a_question_names_come_first(server, es_p
         await store.close()
 
 
+async def test_a_turn_that_asks_comes_after_the_answer_it_got(server, es_prefix):
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, question_factor=0.3)
+    try:
+        files, turns = _files()
+        await store.upsert(files)
+        stored = await store.vectors.get_chunks({SESSION: [t.id for t in turns]})
+        assert [stored[t.id].get("question", False) for t in turns] == [True, False, False]
+        # "researching" is the question's own word and in the answer's context only: the question leads unless it is
+        # lowered to 0.3 of its score
+        assert await _ranked_texts(store, "researching") == [TURNS[1], TURNS[0]]
+        store.indices.question_factor = 1.0
+        assert await _ranked_texts(store, "researching") == [TURNS[0], TURNS[1]]
+    finally:
+        await store.close()
+
+
 async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(server, es_prefix):
     store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
     try:
@@ -81,7 +97,8 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
         for concrete in await store.port.concrete(alias):  # the chunks index as template 3 made it
             await store.port.delete_index(concrete)
         body = render_index("chunks", store.dialect, store.indices.caps, store.options)
-        del body["mappings"]["properties"]["context"], body["mappings"]["properties"]["speaker"]
+        for grown in ("context", "speaker", "question"):
+            del body["mappings"]["properties"][grown]
         body["aliases"] = {alias: {}}
         await store.port.create_index(f"{alias}-1", body)
     finally:
@@ -90,6 +107,7 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
     try:
         properties = (await store.port.mapping(alias))["properties"]
         assert properties["context"]["type"] == "text" and properties["speaker"]["type"] == "keyword"
+        assert properties["question"]["type"] == "boolean"
         files, _ = _files()
         await store.upsert(files)  # a strict mapping without the field would refuse these documents
         assert TURNS[1] in await _ranked_texts(store, "researching")

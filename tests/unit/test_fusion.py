@@ -270,14 +270,17 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
         0.2,
         0.5,
     )
+    assert d.question_factor == 0.8
     off = {
         "REME_ES_RELATION_VECTOR_WEIGHT": "none",
         "REME_ES_DATE_BOOST": "0",
         "REME_ES_CONTEXT_BOOST": "0",
         "REME_ES_SPEAKER_BOOST": "0",
         "REME_ES_NOTE_BOOST": "0",
+        "REME_ES_QUESTION_FACTOR": "1",
     }
     s = load_options(tmp_path, environ=off).search
+    assert s.question_factor == 1.0
     assert (s.relation_vector_weight, s.date_boost, s.context_boost, s.speaker_boost, s.note_boost) == (
         None,
         0.0,
@@ -416,3 +419,45 @@ def test_speaker_rescore_leaves_a_question_about_someone_named_through_the_speak
     assert speaker_rescore(hits, "What kind of restaurant did Kwame's stepsister open?", 5.0) is hits
     assert speaker_rescore(hits, "What did Kwame's old roommate buy?", 5.0) is hits
     assert [h.chunk.id for h in speaker_rescore(hits, "What did Ines's team win?", 5.0)] == ["b", "a"]
+
+
+def test_chunk_asks_reads_a_question_with_its_trailing_aside_left_out():
+    from reme_es.store.sources import chunk_asks, chunk_source
+
+    assert chunk_asks("Melanie: What did you paint?")
+    assert chunk_asks("Caroline: Nice! Where was it? [shares a photo of a lake]  ")
+    assert chunk_asks("Is it done? (laughs) [shares a photo]")
+    assert not chunk_asks("Caroline: I painted a lake. Did you see it? Yes, last week.")
+    assert not chunk_asks("What? [shares a photo] and then a statement.")
+    assert not chunk_asks("")
+    assert chunk_source(Chunk(id="a", path="p.md", text="Jon: how's the studio?"))["question"] is True
+    assert "question" not in chunk_source(Chunk(id="a", path="p.md", text="Jon: the studio opened."))
+
+
+def _asked(cid: str, question: bool, score: float) -> Hit:
+    return Hit(chunk=Chunk(id=cid, path=f"{cid}.md", text="", question=question), scores={"score": score})
+
+
+def test_question_rescore_lowers_the_hits_that_are_questions():
+    from reme_es.store.fusion import question_rescore
+
+    hits = [_asked("q", True, 1.0), _asked("a", False, 0.9), _asked("b", False, 0.7)]
+    out = question_rescore(hits, 0.8)
+    # the question keeps 0.8 of its score: 0.8 < 0.9, > 0.7
+    assert [h.chunk.id for h in out] == ["a", "q", "b"]
+    assert out[1].score == pytest.approx(0.8) and out[1].scores["question"] == 1.0
+    assert "question" not in out[0].scores
+    assert question_rescore(hits, 1.0) is hits  # 1: off
+    statements = [_asked("a", False, 1.0), _asked("b", False, 0.5)]
+    assert question_rescore(statements, 0.5) is statements
+
+
+def test_question_rescore_lowers_a_question_below_zero_too():
+    from reme_es.store.fusion import question_rescore
+
+    # z-score fusion gives scores below 0: the cut is taken above the lowest, so it lowers them as well
+    hits = [_asked("a", False, -0.1), _asked("q", True, -0.05), _asked("b", False, -1.0)]
+    out = question_rescore(hits, 0.5)
+    assert [h.chunk.id for h in out] == ["a", "q", "b"]
+    assert out[1].score == pytest.approx(-1.0 + 0.95 * 0.5)
+    assert [h.chunk.id for h in question_rescore(hits, 0.99)] == ["q", "a", "b"]  # -1 + 0.95 x 0.99 > -0.1
