@@ -237,7 +237,7 @@ export async function openSender(
 ): Promise<{ send: (p: SendParams) => Promise<Response>; close: () => Promise<void> }> {
   const tls = o.tls ? { ca: o.tls.ca, rejectUnauthorized: o.tls.rejectUnauthorized ?? true } : undefined;
   const request = (p: SendParams) =>
-    p.path === "/_bulk"
+    p.path === "/_bulk" || p.path === "/_msearch"
       ? { method: p.method, path: p.path, bulkBody: p.body as string, querystring: p.query }
       : { method: p.method, path: p.path, body: p.body as any, querystring: p.query };
   if (engine === "opensearch") {

@@ -3,6 +3,7 @@ export { createVectorStore, type OpenSearchVectorStore, type VectorStoreOptions 
 export { createGraphStore, type GraphStoreOptions, type OpenSearchGraphStore } from "./graph-store.js";
 export { GraphStoreError, SearchError, StoreError, type StoreErrorOptions, VectorStoreError } from "./errors.js";
 export type { ForgetOptions, ForgetResult } from "./forget.js";
+export type { CalibrateOptions, Calibration } from "./knn-calibration.js";
 export type { Auth, ConnectionOptions, Engine, RefreshPolicy } from "./connection.js";
 export { keywordScore, vectorScore } from "./dialect.js";
 export type * from "./types.js";

@@ -40,6 +40,21 @@ interface CallPolicy {
 interface EngineSettings {
   hnsw: { m: number; ef_construction: number };
   knn_candidates: { factor: number; min: number; max: number };
+  knn_calibration: {
+    target_recall: number;
+    at: number;
+    depth: number;
+    sample: number;
+    dropout: number;
+    noise: number;
+    seed: number;
+    widths: number[];
+    max_width: number;
+    latency_budget_ms: number;
+    min_docs: number;
+    recalibrate_ratio: number;
+    meta_key: string;
+  };
   retry: {
     statuses: number[];
     backoff: { jitter: [number, number] };

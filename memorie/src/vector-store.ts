@@ -4,6 +4,15 @@ import { forgetQuery, type IndexLayout, knnBody, loadTemplate, MAX_WINDOW, vecto
 import { VectorStoreError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { knnWidth, shapeOfStats, ShapeCache } from "./knn-width.js";
+import {
+  type CalibrateOptions,
+  type Calibration,
+  calibrateIndex,
+  calibratedWidth,
+  calibrationDue,
+  calibrationOfMeta,
+  CALIBRATION,
+} from "./knn-calibration.js";
 import { allIds, checkLayout, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
 import type { MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
 
@@ -24,8 +33,10 @@ export interface VectorStoreOptions extends ConnectionOptions {
    */
   hnsw?: { m?: number; efConstruction?: number };
   /**
-   * HNSW candidates per segment of every search (default: chosen from the index's entries per segment, see
-   * `knn-width.ts`; read from the index's stats at the first search and every 10 s after). From 1 to 10,000.
+   * HNSW candidates per segment of every search (default: the width calibrated on the index, `calibrate()`, kept in
+   * its `_meta`, grown with the entries per segment since; while none is recorded, chosen from the index's entries
+   * per segment, see `knn-width.ts`; the shape is read from the index's stats at the first search and every 10 s
+   * after). From 1 to 10,000.
    */
   knnCandidates?: number;
 }
@@ -38,7 +49,7 @@ export interface OpenSearchVectorStore extends VectorStore {
    */
   upsertMany(
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
-    options?: LoadOptions & { refresh?: RefreshPolicy },
+    options?: LoadOptions & { refresh?: RefreshPolicy; calibrate?: boolean },
   ): Promise<void>;
   /**
    * Delete every entry whose metadata has the tenant (and `namespace`/`subjectId` when given) in one call; `expunge`
@@ -48,6 +59,15 @@ export interface OpenSearchVectorStore extends VectorStore {
   forget(options: ForgetOptions): Promise<ForgetResult>;
   /** A view of the same index with a fixed scope inside k-NN (see `VectorStoreOptions.scope`). */
   scoped(scope: MemoryScope): OpenSearchVectorStore;
+  /**
+   * Measure the k-NN width on the index (stored vectors as probes, exact neighbours by an exact scoring query, the
+   * smallest width of the ladder whose recall@10 at depth 50 reaches 0.97) and record it in the index's `_meta`, where
+   * searches read it (`engine_settings.json` `knn_calibration`). `upsertMany` runs it when due; a scoped store
+   * measures within its scope. Refreshes the index first.
+   */
+  calibrate(options?: CalibrateOptions): Promise<Calibration>;
+  /** The recorded calibration of the index, if any. */
+  readonly calibration: Calibration | undefined;
   refresh(): Promise<void>;
   drop(): Promise<void>;
   close(): Promise<void>;
@@ -105,7 +125,43 @@ class VectorIndex {
   /** HNSW candidates per segment for the `k` nearest: the option, else from the index's shape. */
   async width(k: number): Promise<number> {
     if (this.candidates !== undefined) return Math.max(k, this.candidates);
-    return knnWidth(k, await this.shape.get(), this.info?.meta.hnsw?.m, this.conn.engine);
+    const calibration = this.calibration;
+    const shape = await this.shape.get();
+    const rule = () => knnWidth(k, shape, this.info?.meta.hnsw?.m, this.conn.engine);
+    if (!calibration) return rule();
+    const width = calibratedWidth(calibration, k, shape);
+    // The index moved away from what was measured (a merge, a load without calibrate): at least the rule until the
+    // next calibration (upsertMany's, or `calibrate()`).
+    return shape && calibrationDue(calibration, shape) ? Math.max(width, rule()) : width;
+  }
+
+  /** The width measured on the index (its `_meta`), if any. */
+  get calibration(): Calibration | undefined {
+    return calibrationOfMeta(this.info?.meta);
+  }
+
+  /** Measure and record the width (see `OpenSearchVectorStore.calibrate`); `filter`: the store's scope. */
+  async calibrate(filter: any | undefined, o: CalibrateOptions = {}): Promise<Calibration> {
+    if (!this.info) this.info = await findIndex(this.conn, this.prefix, "vectors");
+    if (!this.info) throw new VectorStoreError("calibrate: the vector index does not exist yet; upsert first");
+    const info = this.info;
+    await this.conn.refreshNow(info.alias);
+    this.shape.reset();
+    const shape = (await this.shape.get()) ?? { docs: 0, segments: 0 };
+    const result = await calibrateIndex(this.conn, info.alias, info.meta, shape, filter, o);
+    if (o.record !== false) info.meta = { ...info.meta, [CALIBRATION.meta_key]: result };
+    this.shape.reset(); // the next search reads the shape again (a merge after a load changes it at once)
+    return result;
+  }
+
+  /** Calibrate when `knn_calibration.due_rule` holds (after a load); not with a fixed `knnCandidates`. */
+  async calibrateIfDue(filter: any | undefined): Promise<Calibration | undefined> {
+    if (this.candidates !== undefined || !this.info) return undefined;
+    await this.conn.refreshNow(this.info.alias);
+    this.shape.reset();
+    const shape = await this.shape.get();
+    if (!shape || !calibrationDue(this.calibration, shape)) return undefined;
+    return this.calibrate(filter);
   }
 
   get dims(): number | undefined {
@@ -161,6 +217,14 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     return new OpenSearchVectorStoreImpl(this.idx, scope);
   }
 
+  get calibration(): Calibration | undefined {
+    return this.idx.calibration;
+  }
+
+  calibrate(options: CalibrateOptions = {}): Promise<Calibration> {
+    return this.idx.calibrate(vectorFilter(undefined, this.fixed), options);
+  }
+
   /** The metadata to store: the caller's, with a scoped store's scope (a conflicting value is an error). */
   private metadataFor(id: string, metadata?: Record<string, unknown>): Record<string, unknown> | undefined {
     if (!this.fixed) return metadata;
@@ -193,7 +257,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
 
   async upsertMany(
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
-    options: LoadOptions & { refresh?: RefreshPolicy } = {},
+    options: LoadOptions & { refresh?: RefreshPolicy; calibrate?: boolean } = {},
   ): Promise<void> {
     const conn = this.idx.conn;
     const iterator = entries[Symbol.iterator]();
@@ -219,6 +283,8 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     } finally {
       await conn.afterBulk(alias, options.refresh);
     }
+    // A load changes the width the search needs: measured again when the index grew or shrank enough (due_rule).
+    if (options.calibrate !== false) await this.idx.calibrateIfDue(vectorFilter(undefined, this.fixed));
   }
 
   async search(embedding: number[], options: VectorSearchOptions = {}): Promise<VectorSearchResult[]> {

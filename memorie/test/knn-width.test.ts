@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 
 import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDE_GRAPH_SCALE, WIDTH_FRACTION } from "../src/knn-width.js";
 import { knnCandidates } from "../src/settings.js";
+import { CALIBRATION, calibratedWidth, calibrationDue, calibrationOfMeta, climb, recallAt } from "../src/knn-calibration.js";
 
 describe("knnWidth", () => {
   it("is the shared rule without a shape, and for small segments", () => {
@@ -67,5 +68,37 @@ describe("ShapeCache", () => {
     cache.reset();
     assert.deepEqual(await cache.get(), { docs: 5, segments: 2 }, "after reset the next get waits for a new read");
     assert.equal(reads, 4);
+  });
+});
+
+describe("the calibrated width (knn-calibration.ts)", () => {
+  const record = {
+    width: 400, recall: 0.98, target: 0.97, reached: true, stopped: "target", depth: 50, at: 10, docs: 10000, segments: 4,
+    sample: 64, reference: "exact", measured_at: "2026-12-04T08:00:00Z", seconds: 1, requests: 9, steps: [] as [number, number, number][],
+  };
+  it("grows with k above the depth and with the entries per segment, never narrower than measured", () => {
+    assert.equal(calibratedWidth(record, 50), 400);
+    assert.equal(calibratedWidth(record, 100), 800);
+    assert.equal(calibratedWidth(record, 50, { docs: 20000, segments: 4 }), 800);
+    assert.equal(calibratedWidth(record, 50, { docs: 5000, segments: 4 }), 400);
+    assert.equal(calibratedWidth(record, 5000), CALIBRATION.max_width);
+  });
+  it("is due unrecorded from min_docs, and when the shape moved by the ratio", () => {
+    assert.equal(calibrationDue(undefined, { docs: CALIBRATION.min_docs - 1, segments: 1 }), false);
+    assert.equal(calibrationDue(undefined, { docs: CALIBRATION.min_docs, segments: 1 }), true);
+    assert.equal(calibrationDue(record, { docs: 12000, segments: 4 }), false);
+    assert.equal(calibrationDue(record, { docs: 10000, segments: 1 }), true);
+  });
+  it("climbs to the first width reaching the target, keeps the best within the budget or the ladder", async () => {
+    const table: Record<number, [number, number]> = { 50: [0.9, 4], 75: [0.94, 8], 100: [0.99, 12] };
+    const measure = async (w: number) => ({ width: w, recall: table[w]![0], tookMs: table[w]![1] });
+    assert.equal((await climb([50, 75, 100], measure, 0.97, undefined)).chosen.width, 100);
+    const budget = await climb([50, 75, 100], measure, 0.97, 10);
+    assert.deepEqual([budget.chosen.width, budget.stopped], [75, "latency_budget"]);
+    const capped = await climb([50, 75], measure, 0.97, undefined);
+    assert.deepEqual([capped.chosen.width, capped.stopped], [75, "max_width"]);
+    assert.equal(recallAt(["a", "c"], [["a", 0.9], ["b", 0.8], ["c", 0.8]], 2), 1);
+    assert.deepEqual(calibrationOfMeta({ knn_width: record }), record);
+    assert.equal(calibrationOfMeta({}), undefined);
   });
 });

@@ -8,6 +8,7 @@ import { describe, it } from "node:test";
 
 import { createVectorStore } from "../src/index.js";
 import { knnWidth, shapeOfStats } from "../src/knn-width.js";
+import { CALIBRATION } from "../src/knn-calibration.js";
 import { HNSW } from "../src/settings.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
 
@@ -104,8 +105,44 @@ for (const { engine, url } of targets) {
       const recall = recallAt10(vectors, queries, found);
       const narrowRecall = recallAt10(vectors, queries, narrowFound);
       t.diagnostic(`recall@10 ${recall.toFixed(3)}, shared graph and rule ${narrowRecall.toFixed(3)}`);
+      t.diagnostic(`width calibrated after the load: ${JSON.stringify(store.calibration)}`);
       assert.ok(narrowRecall < 0.97, `the shape is not hard here: the shared graph and rule already reach ${narrowRecall}`);
       assert.ok(recall >= 0.97, `recall@10 ${recall.toFixed(3)} < 0.97 (the shared graph and rule: ${narrowRecall.toFixed(3)})`);
+    });
+  });
+}
+
+// The width calibrated on the index (issue 40): a load of enough entries measures it (upsertMany), a store opened later
+// reads it from the index's `_meta`, and held-out short queries from outside the corpus reach the target with it.
+for (const { engine, url } of targets) {
+  describe(`k-NN width calibrated on the index on ${engine} ${url}`, () => {
+    const track = dropAfterSuite();
+
+    it("a load records a width reaching the target; searches of a new store use it", async (t) => {
+      const prefix = freshPrefix("calibrate");
+      const r = random(11);
+      const memories = Array.from({ length: 3000 }, () => Array.from({ length: 20 }, () => zipfRank(r())));
+      const vectors = memories.map(embed);
+      const store = track(await createVectorStore({ url, indexPrefix: prefix, dimensions: DIMS, hnsw: HNSW }));
+      await store.upsertMany(vectors.map((embedding, i) => ({ id: `m${i}`, embedding })));
+      const c = store.calibration;
+      assert.ok(c, "the load recorded no width");
+      t.diagnostic(JSON.stringify(c));
+      assert.equal(c.reached, true);
+      assert.ok(c.recall >= CALIBRATION.target_recall && c.docs === 3000 && c.sample === CALIBRATION.sample);
+      assert.deepEqual(c.steps.map((s) => s[0]), CALIBRATION.widths.filter((w) => w <= c.width));
+      assert.ok(c.steps.slice(0, -1).every((s) => s[1] < CALIBRATION.target_recall), "not the smallest width");
+      const again = track(await createVectorStore({ url, indexPrefix: prefix }));
+      assert.deepEqual(again.calibration, c);
+      const queries = Array.from({ length: 40 }, () => embed(Array.from({ length: 6 }, () => zipfRank(r()))));
+      const found: string[][] = [];
+      for (const q of queries) found.push((await again.search(q, { topK: 50 })).map((h) => h.id));
+      const recall = recallAt10(vectors, queries, found);
+      t.diagnostic(`held-out recall@10 ${recall.toFixed(3)} at width ${c.width}`);
+      assert.ok(recall >= CALIBRATION.target_recall - 0.02, `held-out recall@10 ${recall}`);
+      const capped = await again.calibrate({ maxWidth: 75, target: 1.01, record: false });
+      assert.deepEqual([capped.reached, capped.stopped, capped.steps.map((s) => s[0])], [false, "max_width", [50, 75]]);
+      assert.deepEqual(again.calibration, c, "record: false keeps the recorded width");
     });
   });
 }
