@@ -1,15 +1,18 @@
-"""Per-workspace access (`reme-es access`) on a secured OpenSearch node: two users, each granted one workspace of
-one set, read none of each other's documents on any read path, with the other's key given by hand; writes are
+"""Per-workspace access (`reme-es access`) on a secured node of either engine: two users, each granted one workspace
+of one set, read none of each other's documents on any read path, with the other's key given by hand; writes are
 bounded by the set, not the workspace.
 
-A mixin for the secured OpenSearch test class, so the cases reuse its node (`secured` -> (url, ca path), whose
-ADMIN may use the security REST API) and the class-scoped fixture `granted`, imported into the test module. The
-grants are made with the CLI, as an admin would.
+A mixin for the secured test classes (ENGINE, FLAVOUR), so the cases reuse their node (`secured` -> (url, ca path),
+whose ADMIN may use the security REST API) and the class-scoped fixture `granted`, imported into the test module.
+The grants are made with the CLI, as an admin would. On Elasticsearch, whose node starts on the basic licence,
+`granted` first starts the 30-day trial (`start_trial`): document-level security needs it, and a node has one trial
+only, so `test_secured.py` checks the refusal on basic before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from types import SimpleNamespace
@@ -37,12 +40,36 @@ def cli(url: str, ca: str, user: str, password: str, *args: str):
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
-async def _raw(settings: ClientSettings, method: str, path: str, body=None, params=None):
-    dialect = make_dialect("opensearch", settings)
+async def raw(settings: ClientSettings, method: str, path: str, body=None, params=None, engine: str = "opensearch"):
+    """One request to the node as these credentials, with no filter of the client's (a reader's raw view)."""
+    dialect = make_dialect(engine, settings)
     try:
         return await dialect.transport.request(method, path, body, params)
     finally:
         await dialect.transport.close()
+
+
+# Per engine: the security API's paths for a user, a role and a role mapping.
+SECURITY_PATHS = {
+    "opensearch": {
+        "user": "/_plugins/_security/api/internalusers/",
+        "role": "/_plugins/_security/api/roles/",
+        "mapping": "/_plugins/_security/api/rolesmapping/",
+    },
+    "elasticsearch": {"user": "/_security/user/", "role": "/_security/role/", "mapping": "/_security/role_mapping/"},
+}
+
+
+async def start_trial(admin: ClientSettings) -> None:
+    """Put an Elasticsearch node on the 30-day trial licence (document-level security), unless it has one already."""
+    licence = (await raw(admin, "GET", "/_license", engine="elasticsearch"))["license"]
+    if licence["type"] == "trial" and licence["status"] == "active":
+        return
+    eligible = await raw(admin, "GET", "/_license/trial_status", engine="elasticsearch")
+    assert eligible["eligible_to_start_trial"], f"this node's trial was used up (licence now {licence['type']})"
+    params = {"acknowledge": "true"}
+    started = await raw(admin, "POST", "/_license/start_trial", params=params, engine="elasticsearch")
+    assert (started["trial_was_started"], started["type"]) == (True, "trial"), started
 
 
 @pytest.fixture(scope="class")
@@ -51,14 +78,20 @@ async def granted(request, secured, tmp_path_factory):
     their folders), users ana (read grant) and bob (read+write grant) made through `reme-es access grant`."""
     url, ca = secured
     admin = ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca)
-    tag = uuid.uuid4().hex[:6]
-    prefix, knn = f"racc-{tag}", "2.19" in request.cls.FLAVOUR
-    ns = SimpleNamespace(url=url, ca=ca, prefix=prefix, admin=admin, knn=knn, ids={}, folders={})
+    engine, tag = request.cls.ENGINE, uuid.uuid4().hex[:6]
+    # vectors where the node has k-NN: Elasticsearch always, OpenSearch 2.19 (its plugin; the 3.4 flavour has none)
+    prefix, knn = f"racc-{tag}", engine == "elasticsearch" or "2.19" in request.cls.FLAVOUR
+    paths = SECURITY_PATHS[engine]
+    ns = SimpleNamespace(url=url, ca=ca, prefix=prefix, admin=admin, knn=knn, engine=engine, ids={}, folders={})
+    ns.raw = functools.partial(raw, engine=engine)  # a request to this node's engine
+    if engine == "elasticsearch":
+        await start_trial(admin)
     for user in ("ana", "bob"):
-        await _raw(admin, "PUT", f"/_plugins/_security/api/internalusers/{user}-{tag}", {"password": USER_PW})
+        body = {"password": USER_PW, **({"roles": []} if engine == "elasticsearch" else {})}
+        await raw(admin, "PUT", f"{paths['user']}{user}-{tag}", body, engine=engine)
         ns.folders[user] = tmp_path_factory.mktemp(f"{user}-notes")
         key = f"{user}-{tag}"
-        store = await open_store(admin, prefix, "opensearch", IndexOptions(dims=DIMS if knn else None), workspace=key)
+        store = await open_store(admin, prefix, engine, IndexOptions(dims=DIMS if knn else None), workspace=key)
         try:
             await store.claim(str(ns.folders[user]))
             c = chunk("notes/day.md", f"heron secret of {user} {tag}", vector=unit_vector(1) if knn else None)
@@ -88,16 +121,18 @@ async def granted(request, secured, tmp_path_factory):
             *extra,
         )
         assert result.exit_code == 0, result.output
-    all_docs = await _raw(admin, "POST", f"/{prefix}-*/_search", {"size": 100, "query": {"match_all": {}}})
+    everything = {"size": 100, "query": {"match_all": {}}}
+    all_docs = await raw(admin, "POST", f"/{prefix}-*/_search", everything, engine=engine)
     for hit in all_docs["hits"]["hits"]:  # every stored doc of both workspaces, as the admin sees them
         ns.ids.setdefault(hit["_source"]["workspace"], []).append((hit["_index"], hit["_id"]))
     assert {len(ns.ids[ns.key[u]]) for u in ("ana", "bob")} == {3}  # file doc, chunk, registry record
     yield ns
-    await _raw(admin, "DELETE", f"/{prefix}-*")
+    made = await raw(admin, "GET", f"/{prefix}-*/_alias", engine=engine)  # by name: ES refuses a wildcard delete
+    await raw(admin, "DELETE", f"/{','.join(sorted(made))}", engine=engine)
     for user in ("ana", "bob"):
-        await _raw(admin, "DELETE", f"/_plugins/_security/api/internalusers/{user}-{tag}")
-        await _raw(admin, "DELETE", f"/_plugins/_security/api/roles/reme-es-{prefix}-{user}-{tag}")
-        await _raw(admin, "DELETE", f"/_plugins/_security/api/rolesmapping/reme-es-{prefix}-{user}-{tag}")
+        await raw(admin, "DELETE", f"{paths['user']}{user}-{tag}", engine=engine)
+        await raw(admin, "DELETE", f"{paths['role']}reme-es-{prefix}-{user}-{tag}", engine=engine)
+        await raw(admin, "DELETE", f"{paths['mapping']}reme-es-{prefix}-{user}-{tag}", engine=engine)
 
 
 class AccessCases:
@@ -153,7 +188,7 @@ class AccessCases:
         options = IndexOptions(dims=DIMS if g.knn else None)
         # the store, own key: its own file; the other's key given by hand: nothing, on every store read
         for key, expect in ((me, 1), (other, 0)):
-            store = await open_store(creds, g.prefix, "opensearch", options, create=False, workspace=key)
+            store = await open_store(creds, g.prefix, g.engine, options, create=False, workspace=key)
             try:
                 hits = await store.keyword_search("heron", 10)
                 assert [h.chunk.text.split()[3] for h in hits] == [user] * expect
@@ -169,27 +204,27 @@ class AccessCases:
                 await store.close()
         # the raw read paths, with no workspace filter of the client at all
         everything = {"query": {"match_all": {}}, "size": 100}
-        found = await _raw(creds, "POST", f"/{g.prefix}-*/_search", everything)
+        found = await g.raw(creds, "POST", f"/{g.prefix}-*/_search", everything)
         assert {h["_source"]["workspace"] for h in found["hits"]["hits"]} == {me}
         assert len(found["hits"]["hits"]) == 3
-        counted = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"match_all": {}}})
+        counted = await g.raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"match_all": {}}})
         assert counted["count"] == 1
-        theirs = await _raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"term": {"workspace": other}}})
+        theirs = await g.raw(creds, "POST", f"/{g.prefix}-chunks/_count", {"query": {"term": {"workspace": other}}})
         assert theirs["count"] == 0
         docs = [{"_index": index, "_id": id_, "routing": other} for index, id_ in g.ids[other]]
-        got = await _raw(creds, "POST", "/_mget", {"docs": docs})
+        got = await g.raw(creds, "POST", "/_mget", {"docs": docs})
         assert [d.get("found") for d in got["docs"]] == [False] * len(docs)
         for index, id_ in g.ids[other]:  # GET by id
             with pytest.raises(RequestFailed) as err:
-                await _raw(creds, "GET", f"/{index}/_doc/{quote(id_, safe='')}", params={"routing": other})
+                await g.raw(creds, "GET", f"/{index}/_doc/{quote(id_, safe='')}", params={"routing": other})
             assert err.value.status == 404
         lines = [{"index": f"{g.prefix}-chunks"}, everything, {"index": f"{g.prefix}-workspaces"}, everything]
-        multi = await _raw(creds, "POST", "/_msearch", "".join(json.dumps(line) + "\n" for line in lines))
+        multi = await g.raw(creds, "POST", "/_msearch", "".join(json.dumps(line) + "\n" for line in lines))
         assert [{h["_source"]["workspace"] for h in r["hits"]["hits"]} for r in multi["responses"]] == [{me}, {me}]
-        page = await _raw(creds, "POST", f"/{g.prefix}-*/_search", {**everything, "size": 1}, params={"scroll": "1m"})
+        page = await g.raw(creds, "POST", f"/{g.prefix}-*/_search", {**everything, "size": 1}, params={"scroll": "1m"})
         seen = [h["_source"]["workspace"] for h in page["hits"]["hits"]]
         while page["hits"]["hits"]:
-            page = await _raw(creds, "POST", "/_search/scroll", {"scroll": "1m", "scroll_id": page["_scroll_id"]})
+            page = await g.raw(creds, "POST", "/_search/scroll", {"scroll": "1m", "scroll_id": page["_scroll_id"]})
             seen += [h["_source"]["workspace"] for h in page["hits"]["hits"]]
         assert seen == [me] * 3
 
@@ -217,7 +252,7 @@ class AccessCases:
         options = IndexOptions(dims=DIMS if g.knn else None)
         vector = unit_vector(2) if g.knn else None
         # a read grant writes nothing, not even into its own workspace
-        store = await open_store(g.creds["ana"], g.prefix, "opensearch", options, create=False, workspace=ana)
+        store = await open_store(g.creds["ana"], g.prefix, g.engine, options, create=False, workspace=ana)
         try:
             with pytest.raises((AuthError, BulkError)) as err:
                 outcome = await store.upsert([file_with("notes/new.md", [chunk("notes/new.md", "x", vector=vector)])])
@@ -226,7 +261,7 @@ class AccessCases:
         finally:
             await store.close()
         # a write grant writes its own workspace through the store ...
-        store = await open_store(g.creds["bob"], g.prefix, "opensearch", options, workspace=bob)
+        store = await open_store(g.creds["bob"], g.prefix, g.engine, options, workspace=bob)
         try:
             c = chunk("notes/more.md", "heron again bob", vector=vector)
             assert (await store.upsert([file_with("notes/more.md", [c])])).failures == []
@@ -234,14 +269,15 @@ class AccessCases:
             await store.delete("notes/more.md")
         finally:
             await store.close()
-        # ... may not touch the set's indices (no index deletion, mapping change or alias change) ...
+        # ... may not touch the set's indices (no index deletion or mapping change: Elasticsearch's `index` privilege
+        # would allow a mapping change, so its grant names the document write actions instead) ...
         with pytest.raises(AuthError):
-            await _raw(g.creds["bob"], "DELETE", f"/{g.prefix}-chunks-1")
+            await g.raw(g.creds["bob"], "DELETE", f"/{g.prefix}-chunks-1")
         with pytest.raises(AuthError):
-            await _raw(g.creds["bob"], "PUT", f"/{g.prefix}-chunks/_mapping", {"properties": {"x": {"type": "long"}}})
-        # ... and may not update a document in place (OpenSearch refuses updates under document-level security) ...
+            await g.raw(g.creds["bob"], "PUT", f"/{g.prefix}-chunks/_mapping", {"properties": {"x": {"type": "long"}}})
+        # ... and may not update a document in place (both engines refuse updates under document-level security) ...
         with pytest.raises((RequestFailed, AuthError)):
-            await _raw(
+            await g.raw(
                 g.creds["bob"],
                 "POST",
                 f"/{g.prefix}-chunks/_update/{g.ids[bob][0][1]}",
@@ -251,13 +287,13 @@ class AccessCases:
         # ... but document-level security does not confine writes: a document indexed by id into Ana's workspace
         # lands, and Ana reads it. The set is the write boundary (docs/GUARANTEES.md says so).
         planted = Scope(ana).stored_id("planted")
-        await _raw(
+        await g.raw(
             g.creds["bob"],
             "PUT",
             f"/{g.prefix}-files/_doc/{planted}",
             {"workspace": ana, "path": "planted.md"},
             params={"routing": ana, "refresh": "true"},
         )
-        seen = await _raw(g.creds["ana"], "POST", f"/{g.prefix}-files/_search", {"query": {"match_all": {}}})
+        seen = await g.raw(g.creds["ana"], "POST", f"/{g.prefix}-files/_search", {"query": {"match_all": {}}})
         assert planted in {h["_id"] for h in seen["hits"]["hits"]}
-        await _raw(g.admin, "DELETE", f"/{g.prefix}-files/_doc/{planted}", params={"routing": ana, "refresh": "true"})
+        await g.raw(g.admin, "DELETE", f"/{g.prefix}-files/_doc/{planted}", params={"routing": ana, "refresh": "true"})

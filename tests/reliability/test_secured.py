@@ -1,7 +1,11 @@
 """A secured Elasticsearch 9 node (x-pack security, TLS on HTTP and transport, file-realm users): reme-es connects
 with the right CA, fails with advice without one, hides a wrong password, and stays inside a prefix-limited role.
 An API key created through `POST /_security/api_key`, limited to one prefix, works inside it, gets 403 outside,
-and once invalidated (or with a wrong secret) gives a 401 that does not carry the key.
+and once invalidated (or with a wrong secret) gives a 401 that does not carry the key. Per-workspace access
+(`reme-es access`, tests/reliability/access_cases.py) runs on the same node: on its basic licence `access grant`
+refuses, naming the licence and the trial; then the cases' fixture starts the 30-day trial (document-level security)
+and the two users' grants are checked on every read path. A node has one trial, so the refusal runs first (file
+order; run after the trial, it puts the node back on basic).
 
 API keys live in the `.security` system index, whose `email` analyzer needs four analysis-common components the
 integ-test distribution lacks; the launcher adds them with reme-es' own test analysis plugin
@@ -13,6 +17,7 @@ passwords are stored as `{PBKDF2}` hashes (a format the file realm reads; no bcr
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -27,11 +32,13 @@ from pathlib import Path
 import pytest
 
 from reme_es.adapters.dialect import ClientSettings
-from reme_es.core.errors import AuthError
+from reme_es.core.errors import AuthError, RequestFailed
 from reme_es.store.connect import make_dialect, open_store
 from reme_es.testing.data import chunk, file_with
 from tests.containers.early import EARLY, Call, needs
 
+from .access_cases import AccessCases, cli, granted  # noqa: F401 - the class fixture of AccessCases
+from .access_cases import raw as access_raw
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node, tls_files
 
 NAME = f"rsec-{uuid.uuid4().hex[:6]}"
@@ -248,3 +255,35 @@ async def test_bad_api_key_is_a_401_auth_error_without_the_key(secured, debug_lo
     assert any("401" in record for record in debug_log)  # the client did log the refused request
     full = "".join(traceback.format_exception(err.value)) + repr(settings) + "\n".join(debug_log)
     assert [s for s in (secret, encoded, key["api_key"], key["encoded"]) if s in full] == []
+
+
+# ------------------------------------------------------------------------------------------- reme-es access
+
+
+async def test_access_grant_on_a_basic_licence_refuses_naming_the_licence_and_the_trial(secured):
+    """On the basic licence (the node starts on it; put back if the access class below started the trial first),
+    `reme-es access grant` refuses before it makes anything, names the licence and what to do."""
+    url, ca = secured
+    admin = _admin(secured)
+    if (await _request(admin, "GET", "/_license"))["license"]["type"] != "basic":
+        await access_raw(admin, "POST", "/_license/start_basic", params={"acknowledge": "true"}, engine="elasticsearch")
+    key, set_ = f"basic-{uuid.uuid4().hex[:6]}", prefix()
+    args = ("access", "grant", "--index-prefix", set_, "--workspace-key", key, "--user", "x")
+    result = await asyncio.to_thread(cli, url, ca, ADMIN, ADMIN_PW, *args)  # the CLI runs its own event loop
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(
+        "error: document-level security needs a platinum, enterprise or trial licence; this cluster's licence is "
+        "basic (active). Nothing was granted. Start a 30-day trial with `POST _license/start_trial?acknowledge=true`"
+    ), result.output
+    assert "give each workspace an index set of its own (--index-prefix)" in result.output
+    with pytest.raises(RequestFailed) as err:  # nothing was made
+        await _request(admin, "GET", f"/_security/role/reme-es-{set_}-{key}")
+    assert err.value.status == 404
+
+
+class TestAccessElasticsearch(AccessCases):
+    """Per-workspace access (`reme-es access`) on this node, once `granted` has started its trial licence (the test
+    above, on basic, runs before it)."""
+
+    ENGINE = "elasticsearch"
+    FLAVOUR = "elasticsearch-9"
