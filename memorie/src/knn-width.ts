@@ -9,7 +9,7 @@
  * c × √entries, c 4 on OpenSearch (1,265 for one segment of 100k, 517 for each of the six of 17k a load leaves) and
  * 6 on Elasticsearch, whose graphs of the same settings found fewer of the nearest at the same width; an index built
  * with the shared m 16 needs 0.12 × entries and still levels off at ~0.96 on one large segment (indices made before
- * m 32 keep their rule, read from their `_meta`). The measurements are in memorie/README.md (Performance).
+ * m 32 keep their rule, read from their `_meta`). The measurements are in docs/memorie-performance.md.
  */
 import { knnCandidates, VECTOR_HNSW } from "./settings.js";
 import type { Engine } from "./types.js";

@@ -135,7 +135,7 @@ export const HNSW = { m: SETTINGS.hnsw.m, efConstruction: SETTINGS.hnsw.ef_const
 
 /**
  * HNSW build settings of a new Memorie vector index: m 32, ef_construction 150, not the shared m 16 / 64 the ReMe
- * store keeps. Measured on Zipf bag-of-words vectors at 100k (memorie/README.md, Performance): a graph of m 16 / 64
+ * store keeps. Measured on Zipf bag-of-words vectors at 100k (docs/memorie-performance.md): a graph of m 16 / 64
  * levels off at recall@10 ~0.96 on one segment however wide the search; this one reaches 0.975 at 1,000 candidates
  * (8.4 ms p50) and 0.978 at 250 on the six segments a load leaves. The price: vector loads take ~75% longer.
  */
