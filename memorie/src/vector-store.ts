@@ -161,7 +161,13 @@ class VectorIndex {
     this.shape.reset();
     const shape = await this.shape.get();
     if (!shape || !calibrationDue(this.calibration, shape)) return undefined;
-    return this.calibrate(filter);
+    try {
+      return await this.calibrate(filter);
+    } catch (exc) {
+      // A role that may search but not put mappings (or read index stats) loads without a calibration.
+      if ([401, 403].includes((exc as { status?: number }).status ?? 0)) return undefined;
+      throw exc;
+    }
   }
 
   get dims(): number | undefined {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -9,7 +10,7 @@ from ..adapters import lookups as q
 from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, filter_clauses
 from ..adapters.port import Action
 from ..adapters.transport import BulkOutcome
-from ..core.errors import CapabilityError, RequestFailed
+from ..core.errors import AuthError, CapabilityError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, doc_id
 from .calibration import (
     RULE,
@@ -29,6 +30,8 @@ from .calibration import (
 from .indices import IndexSet
 from .sources import HitBuilder, check_vector, chunk_from_source, hit_from_source
 from .vector_plan import VectorPlan, plan_vectors
+
+log = logging.getLogger(__name__)
 
 
 def branch_hit(branch: str, raw: float, chunk: Chunk) -> Hit:
@@ -72,10 +75,14 @@ class VectorStore:
         not due, or where the width cannot be set (no vectors, a managed service, OpenSearch before 2.19)."""
         if not self.calibratable():
             return None
-        stats = await self.port.stats(self.indices.ix.chunks)
-        if not calibration_due(self.indices.knn_calibration, stats["docs"], stats["segments"]):
+        try:
+            stats = await self.port.stats(self.indices.ix.chunks)
+            if not calibration_due(self.indices.knn_calibration, stats["docs"], stats["segments"]):
+                return None
+            return await self.calibrate(stats=stats)
+        except AuthError as exc:  # a grantee's role reads no index stats and puts no mapping (adapters/security.py)
+            log.info("k-NN width not calibrated on %s: %s", self.indices.ix.chunks, exc)
             return None
-        return await self.calibrate(stats=stats)
 
     def calibratable(self) -> bool:
         """Whether this index has vectors and a search width the server takes (and stats to measure it by)."""
