@@ -1,10 +1,13 @@
 // The vector search width from the index's shape (pure), and the cache that reads the shape (a scripted reader).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 
 import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDE_GRAPH_SCALE, WIDTH_FRACTION } from "../src/knn-width.js";
 import { knnCandidates } from "../src/settings.js";
-import { CALIBRATION, calibratedWidth, calibrationDue, calibrationOfMeta, climb, recallAt } from "../src/knn-calibration.js";
+import { CALIBRATION, calibratedWidth, calibrationDue, calibrationOfMeta, climb, ladder, recallAt } from "../src/knn-calibration.js";
 
 describe("knnWidth", () => {
   it("is the shared rule without a shape, and for small segments", () => {
@@ -100,5 +103,38 @@ describe("the calibrated width (knn-calibration.ts)", () => {
     assert.equal(recallAt(["a", "c"], [["a", 0.9], ["b", 0.8], ["c", 0.8]], 2), 1);
     assert.deepEqual(calibrationOfMeta({ knn_width: record }), record);
     assert.equal(calibrationOfMeta({}), undefined);
+  });
+});
+
+// The same decisions as the Python side (tests/unit/test_knn_calibration.py reads these cases too).
+describe("calibration golden cases (tests/unit/golden/engine_settings.json knn_calibration_cases)", () => {
+  const CASES = JSON.parse(
+    readFileSync(join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "unit", "golden", "engine_settings.json"), "utf8"),
+  ).knn_calibration_cases;
+  const record = {
+    ...CASES.record, recall: 0.98, target: 0.97, reached: true, stopped: "target", at: 10, sample: 64, reference: "exact",
+    measured_at: "", seconds: 0, requests: 0, steps: [] as [number, number, number][],
+  };
+  it("widths", () => {
+    for (const [k, docs, segments, expected] of CASES.widths) {
+      const shape = docs === null ? undefined : { docs, segments };
+      assert.equal(calibratedWidth(record, k, shape), expected, JSON.stringify([k, docs, segments]));
+    }
+  });
+  it("due", () => {
+    for (const [recorded, docs, segments, expected] of CASES.due) {
+      assert.equal(calibrationDue(recorded ? record : undefined, { docs, segments }), expected, JSON.stringify([recorded, docs, segments]));
+    }
+  });
+  it("climb", async () => {
+    for (const c of CASES.climb) {
+      const table = new Map<number, [number, number]>(c.steps.map(([w, r, t]: number[]) => [w, [r, t]]));
+      const measure = async (w: number) => ({ width: w, recall: table.get(w)![0], tookMs: table.get(w)![1] });
+      const out = await climb([...table.keys()], measure, c.target, c.budget_ms ?? undefined);
+      assert.deepEqual([out.chosen.width, out.stopped, out.steps.length], c.expect);
+    }
+  });
+  it("ladder", () => {
+    for (const [depth, top, expected] of CASES.ladder) assert.deepEqual(ladder(depth, top ?? undefined), expected);
   });
 });

@@ -4,6 +4,10 @@ width a record gives for other depths and shapes, and the record's round trip th
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
+
+import pytest
 
 from reme_es.store.calibration import (
     RULE,
@@ -94,3 +98,29 @@ def test_probes_are_perturbed_copies_and_exact_bodies_score_every_vector():
     assert os["query"]["script_score"]["query"]["bool"]["filter"][-1] == {"exists": {"field": "embedding"}}
     es = exact_body("elasticsearch", q, [], 20)
     assert "cosineSimilarity" in es["query"]["script_score"]["script"]["source"]
+
+
+# The same decisions as the TypeScript side (memorie/test/knn-width.test.ts reads these cases too).
+CASES = json.loads((Path(__file__).parent / "golden" / "engine_settings.json").read_text())["knn_calibration_cases"]
+
+
+@pytest.mark.parametrize("k,docs,segments,expected", CASES["widths"])
+def test_golden_widths(k, docs, segments, expected):
+    assert _record(**CASES["record"]).width_for(k, docs, segments) == expected
+
+
+@pytest.mark.parametrize("recorded,docs,segments,expected", CASES["due"])
+def test_golden_due(recorded, docs, segments, expected):
+    assert calibration_due(_record(**CASES["record"]) if recorded else None, docs, segments) is expected
+
+
+@pytest.mark.parametrize("case", CASES["climb"])
+def test_golden_climb(case):
+    table = {w: (r, t) for w, r, t in case["steps"]}
+    chosen, stopped, steps = asyncio.run(climb(list(table), _measure(table), case["target"], case["budget_ms"]))
+    assert [chosen.width, stopped, len(steps)] == case["expect"]  # width, why, widths measured
+
+
+@pytest.mark.parametrize("depth,top,expected", CASES["ladder"])
+def test_golden_ladder(depth, top, expected):
+    assert ladder(depth, top) == expected
