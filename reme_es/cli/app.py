@@ -363,7 +363,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "optimize": (
         "reme_es.cli.admin_commands:optimize",
-        "Force-merge the indices: expunge deleted documents (or merge to --max-segments).",
+        "Force-merge the indices: expunge deleted documents (or merge to --max-segments); measure the k-NN width.",
     ),
     "templates": (
         "reme_es.cli.admin_commands:templates",
