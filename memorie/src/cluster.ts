@@ -9,8 +9,9 @@
  * went away), and when an index turns out to be missing.
  *
  * What an answer means is the shared data too (`cluster_check.answers`, `cluster_check.not_formed`): a role that may
- * not read the cluster state (401/403) cannot check and carries on; a retried status fails the try; any other status
- * fails the call. A store that opened on `_na_` (a cluster not formed yet) checks before every try until it adopts
+ * not read the cluster state (401/403) cannot check and carries on; a retried status fails the try; any other status,
+ * or an answer without a UUID, fails the call, except at open, where a 404 (`not_served`) or an answer without a UUID
+ * opens the store unchecked (`OPENS_UNCHECKED`, `openedUuid`). A store that opened on `_na_` (a cluster not formed yet) checks before every try until it adopts
  * the first real UUID. `checkAnswer` and `compareUuid` are those rules, checked against the golden file the Python
  * tests read too.
  */
@@ -51,13 +52,23 @@ export function checkAnswer(status: number): "carry_on" | "retry" | "fail" {
   return isRetryableStatus(status) ? "retry" : "fail";
 }
 
-/** What a check's UUID means for the recorded one: the same cluster, another one, or the first real UUID after `_na_`. */
-export function compareUuid(recorded: string, answered: string): "same" | "moved" | "adopt" {
+/**
+ * What a check's UUID means for the recorded one: the same cluster, another one (or an answer without a UUID,
+ * `answers.no_uuid`), or the first real UUID after `_na_`.
+ */
+export function compareUuid(recorded: string, answered: string | null | undefined): "same" | "moved" | "adopt" {
+  if (answered === null || answered === undefined) return "moved";
   if (answered === NOT_FORMED || answered === recorded) return "same";
   return recorded === NOT_FORMED ? "adopt" : "moved";
 }
 
-/** The UUID a store records from the check's answer when it opens: none when it cannot check, or none is told. */
+/** The statuses of the check at open that open the store unchecked: the role may not ask, or the state is not served. */
+export const OPENS_UNCHECKED: readonly number[] = [...CLUSTER_CHECK.cannotCheck, ...CLUSTER_CHECK.notServed];
+
+/**
+ * The UUID a store records from the check's answer when it opens (an error status other than `OPENS_UNCHECKED` has
+ * failed the open already): none when it cannot check, the state is not served, or the answer tells none.
+ */
 export function openedUuid(answer: { status: number; body: unknown }): string | undefined {
   return answer.status >= 400 ? undefined : clusterUuidOf(answer.body);
 }

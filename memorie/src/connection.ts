@@ -7,7 +7,7 @@
  * are off (`maxRetries: 0`): `transport.ts` retries under the policy shared with the Python side
  * (`engine_settings.json` `retry`: the statuses, connection failures, tries, backoff and deadlines).
  */
-import { ClusterGuard, identityRequest, openedUuid } from "./cluster.js";
+import { ClusterGuard, identityRequest, OPENS_UNCHECKED, openedUuid } from "./cluster.js";
 import { type ErrorClass, serverReason } from "./errors.js";
 import { bulkTryTimeoutMs, CLUSTER_CHECK, ENGINE_DETECTION, engineOfNode, INDEX_PREFIX, RETRY } from "./settings.js";
 import { type BulkLimits, Connection, type Limits, type Response, type RetryPolicy, type SendParams } from "./transport.js";
@@ -213,10 +213,11 @@ async function identify(
   if (detected === "opensearch" && major < 2) {
     throw probe.error(`OpenSearch ${version} is not supported: reme-es-memorie needs OpenSearch 2.x or 3.x`);
   }
-  // A role that may not read the cluster state (the shared `cannot_check` statuses) opens the store unchecked.
+  // A role that may not read the cluster state, or a server that does not serve it (`OPENS_UNCHECKED`), opens the
+  // store unchecked; any other error status fails the open.
   const identity = identityRequest(o.indexPrefix, detected);
   const what = `read the cluster UUID of ${where}`;
-  const state = await probe.request({ method: "GET", ...identity, accept: CLUSTER_CHECK.cannotCheck, what });
+  const state = await probe.request({ method: "GET", ...identity, accept: [...OPENS_UNCHECKED], what });
   return { engine: detected, version, uuid: openedUuid(state) };
 }
 /** How a sender reaches the nodes: credentials, TLS and the default timeout of one try. */

@@ -63,7 +63,7 @@ interface EngineSettings {
   };
   cluster_check: {
     idle_s: number;
-    answers: { cannot_check: number[] };
+    answers: { cannot_check: number[]; not_served: number[] };
     not_formed: { uuid: string };
     endpoint: { path: string; query: Record<string, string>; uuid_field: string };
     endpoint_query_by_engine: Record<"opensearch" | "elasticsearch", Record<string, string>>;
@@ -113,12 +113,14 @@ export const UNANSWERED_ITEM_STATUS: number = SETTINGS.retry.bulk.unanswered_ite
 
 /**
  * The cluster check (`engine_settings.json` `cluster_check`): how long idle before a check, its request, the statuses
- * that mean the role may not read the cluster state (`cannotCheck`: carry on), and the UUID of a cluster that has not
+ * that mean the role may not read the cluster state (`cannotCheck`: carry on), those that mean the cluster state is
+ * not served (`notServed`: at open, the store opens unchecked), and the UUID of a cluster that has not
  * formed yet (`notFormed`).
  */
 export const CLUSTER_CHECK = {
   idleMs: SETTINGS.cluster_check.idle_s * 1000,
   cannotCheck: SETTINGS.cluster_check.answers.cannot_check,
+  notServed: SETTINGS.cluster_check.answers.not_served,
   notFormed: SETTINGS.cluster_check.not_formed.uuid,
   endpoint: SETTINGS.cluster_check.endpoint,
   queryByEngine: SETTINGS.cluster_check.endpoint_query_by_engine,

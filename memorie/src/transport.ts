@@ -240,7 +240,10 @@ export class Connection {
     }
     cluster.guard.suspectChange();
     if (meaning === "retry") return `${what}: HTTP ${answer.status}`;
-    const now = uuid === undefined ? `a server that is not a node of any cluster (HTTP ${answer.status})` : `cluster ${uuid}`;
+    const now =
+      uuid !== undefined ? `cluster ${uuid}`
+      : answer.status < 400 ? `a server that tells no cluster UUID (HTTP ${answer.status})`
+      : `a server that is not a node of any cluster (HTTP ${answer.status})`;
     throw this.error(
       `${this.urls.join(", ")} now reaches ${now}, not cluster ${cluster.guard.uuid} where this store was opened ` +
         "(was its node restarted on another port, and another node took this one?); nothing was sent. Point `url` " +

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 
-import { ClusterGuard, identityRequest, openedUuid } from "../src/cluster.js";
+import { ClusterGuard, identityRequest, OPENS_UNCHECKED, openedUuid } from "../src/cluster.js";
 import { openSender } from "../src/connection.js";
 import { SearchError, type StoreError } from "../src/errors.js";
 import { CLUSTER_CHECK, RETRY } from "../src/settings.js";
@@ -47,7 +47,7 @@ function stepsOf(c: Case): Step[] {
 /** The outcome of a failed call as the golden file names it. */
 function outcomeOf(e: StoreError): Record<string, unknown> {
   const status = e.status === undefined ? {} : { status: e.status };
-  if (/ now reaches cluster /.test(e.message)) return { outcome: "cluster_changed" };
+  if (/ now reaches .*, not cluster /.test(e.message)) return { outcome: "cluster_changed" };
   if (/ no success within /.test(e.message)) return { outcome: "deadline", ...status };
   if (/ could not be reached /.test(e.message)) return { outcome: "unreachable" };
   return { outcome: "status", ...status };
@@ -96,6 +96,8 @@ async function replay(c: Case, engine: Engine): Promise<void> {
       server.answers = [c.open ?? { uuid: c.open_uuid as string }];
       const identity = identityRequest("golden", engine);
       const opened = await send({ method: "GET", ...identity, what: "open", timeoutMs: 30000 });
+      // what connect() accepts: an error status outside OPENS_UNCHECKED fails the open
+      assert.ok(opened.status < 400 || OPENS_UNCHECKED.includes(opened.status), `the open fails on HTTP ${opened.status}`);
       const uuid = openedUuid(opened);
       assert.equal(uuid ?? null, c.open_uuid);
       if (uuid !== undefined) cluster = { guard: new ClusterGuard(uuid, CLUSTER_CHECK.idleMs, () => clock), identity };

@@ -10,10 +10,11 @@ failed connection in between), and when a write finds its index missing. The UUI
 metadata, restricted to the store's own indices.
 
 What an answer means is the shared data too (`cluster_check.answers`, `cluster_check.not_formed`): a role that may
-not read the cluster state (401/403) cannot check and carries on; a retried status fails the try; any other status
-fails the call. A store that opened on `_na_` (a cluster not formed yet) checks before every try until it adopts
-the first real UUID. `check_answer` and `compare_uuid` are those rules as pure functions, checked against the golden
-file Memorie's tests read too.
+not read the cluster state (401/403) cannot check and carries on; a retried status fails the try; any other status,
+or an answer without a UUID, fails the call (ClusterChanged), except at open, where a 404 (`not_served`) or an answer
+without a UUID opens the store unchecked. A store that opened on `_na_` (a cluster not formed yet) checks before
+every try until it adopts the first real UUID. `check_answer` and `compare_uuid` are those rules as pure functions,
+checked against the golden file Memorie's tests read too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 IDLE_RECHECK_SECONDS: float = float(CLUSTER_CHECK["idle_s"])
 NOT_FORMED: str = CLUSTER_CHECK["not_formed"]["uuid"]  # the UUID a node reports before its cluster has formed
 CANNOT_CHECK: frozenset[int] = frozenset(CLUSTER_CHECK["answers"]["cannot_check"])
+NOT_SERVED: frozenset[int] = frozenset(CLUSTER_CHECK["answers"]["not_served"])  # at open: the store opens unchecked
 CARRY_ON, RETRY, FAIL = "carry_on", "retry", "fail"  # what a check's error status means (`check_answer`)
 SAME, MOVED, ADOPT = "same", "moved", "adopt"  # what a check's UUID means (`compare_uuid`)
 
@@ -59,9 +61,12 @@ def check_answer(status: int | None) -> str:
     return RETRY if status in RETRYABLE_STATUS else FAIL
 
 
-def compare_uuid(recorded: str, answered: str) -> str:
-    """What a check's UUID means for the recorded one (`cluster_check.not_formed`, `moved`): SAME, MOVED, or ADOPT
-    (the store opened on `_na_` and this is the first real UUID)."""
+def compare_uuid(recorded: str, answered: str | None) -> str:
+    """What a check's UUID means for the recorded one (`cluster_check.not_formed`, `moved`, `answers.no_uuid`): SAME,
+    MOVED (another cluster, or an answer without a UUID), or ADOPT (the store opened on `_na_` and this is the first
+    real UUID)."""
+    if answered is None:
+        return MOVED
     if answered == NOT_FORMED or answered == recorded:
         return SAME
     return ADOPT if recorded == NOT_FORMED else MOVED
@@ -84,21 +89,21 @@ class ClusterIdentity:
         clock = getattr(getattr(self.dialect, "transport", None), "clock", None)
         return clock.now() if clock is not None else time.monotonic()
 
-    async def _fetch(self, once: bool = False) -> str | None:
-        """The cluster UUID the hosts answer with now (`_na_` included), or None when the check cannot tell (no UUID
-        in the answer, or a status that means carry on); `once`: one try (the transport's retry loop around it
+    async def _fetch(self, once: bool = False) -> tuple[bool, str | None]:
+        """Whether the check could ask (False: a status that means carry on), and the cluster UUID the hosts answer
+        with now (`_na_` included; None: the answer holds none); `once`: one try (the transport's retry loop around it
         decides about another). Any other failure is raised."""
         engine = "elasticsearch" if self.dialect.engine == "elasticsearch" else "opensearch"
         path, query = check_request(engine, self.indices)
         try:
             if once:
-                return uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
-            return uuid_of(await self.dialect.transport.request("GET", path, None, query))
+                return True, uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
+            return True, uuid_of(await self.dialect.transport.request("GET", path, None, query))
         except (AuthError, RequestFailed) as exc:
             if check_answer(exc.status) != CARRY_ON:
                 raise
             log.debug("cluster check refused (%s): the role may not read the cluster state; going on", exc.status)
-            return None
+            return False, None
 
     async def record(self, indices: str | None = None) -> None:
         """Record the UUID of the cluster the hosts reach now (at connect; `indices`: the store's index pattern), and
@@ -108,8 +113,11 @@ class ClusterIdentity:
         self.indices = indices or self.indices
         self.dialect.transport.guard = None
         try:
-            self.uuid = await self._fetch()
-        except RequestFailed:
+            self.uuid = (await self._fetch())[1]  # None: the server does not tell its cluster (`answers.no_uuid`)
+        except RequestFailed as exc:
+            if exc.status not in NOT_SERVED:
+                raise
+            log.info("the cluster state is not served here (HTTP %s): the store's cluster is not checked", exc.status)
             self.uuid = None  # a server that serves no cluster state: nothing to compare with
         self._doubt, self._last = False, self._now()
         self.dialect.transport.guard = self
@@ -139,17 +147,24 @@ class ClusterIdentity:
         if not (force or self._doubt or self.uuid == NOT_FORMED or now - self._last >= IDLE_RECHECK_SECONDS):
             return
         self._last = now  # concurrent calls after a pause do not all ask
+        hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
         try:
-            current = await self._fetch(once=True)
-        except (ConnectionFailed, RequestFailed):
+            asked, current = await self._fetch(once=True)
+        except (ConnectionFailed, RequestFailed) as exc:
             self._doubt = True  # no answer that tells: the check stays due
+            if isinstance(exc, RequestFailed) and check_answer(exc.status) == FAIL:
+                raise ClusterChanged(
+                    f"{hosts} now answers the cluster check with HTTP {exc.status}, not as the cluster this store "
+                    f"opened (uuid {self.uuid}): another server took its URL?; nothing was sent to it. Point the hosts "
+                    "at the cluster that holds the indices (`reme-es server status` shows a managed node's URL)"
+                ) from exc
             raise
-        verdict = SAME if current is None else compare_uuid(self.uuid, current)
+        verdict = compare_uuid(self.uuid, current) if asked else SAME
         if verdict == MOVED:
             self._doubt = True
-            hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
+            reached = "a server that tells no cluster UUID" if current is None else f"another cluster (uuid {current})"
             raise ClusterChanged(
-                f"{hosts} now reaches another cluster (uuid {current}) than the one this store opened (uuid "
+                f"{hosts} now reaches {reached}, not the cluster this store opened (uuid "
                 f"{self.uuid}), e.g. a restarted node lost its port to another node; nothing was sent to it. Point "
                 "the hosts at the cluster that holds the indices (`reme-es server status` shows a managed node's "
                 "URL), or open the store again to use this cluster"
