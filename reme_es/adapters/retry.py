@@ -128,6 +128,18 @@ class Attempt:
         await self.clock.sleep(delay)
         return delay
 
+    async def again(self, error: ReMeESError, what: str) -> bool:
+        """After the failed try `error`: False when no other try is due (not a retried failure, or no tries left);
+        else sleep the backoff and True. The deadline's error (`out_of_time`) is raised when the backoff would reach
+        it. A request's loop (`Transport.request`) is written around this, one frame deep."""
+        if not (self.policy.retries(error) and self.may_retry()):
+            return False
+        delay = await self.backoff()
+        if delay is None:
+            raise out_of_time(error, what, self) from error
+        log.info("%s: %s; try %d in %.1fs", what, error, self.tries + 1, delay)
+        return True
+
 
 def out_of_time(error: ReMeESError, what: str, attempt: Attempt) -> ReMeESError:
     """The error of a call whose deadline passed: the last failure's class and status, saying so and what to do."""
@@ -140,30 +152,6 @@ def out_of_time(error: ReMeESError, what: str, attempt: Attempt) -> ReMeESError:
     if isinstance(error, RequestFailed):
         return RequestFailed(message, status=error.status, reason=error.reason, type=error.type)
     return ReMeESError(message)
-
-
-async def retried(
-    policy: RetryPolicy,
-    clock: Clock,
-    what: str,
-    once: Callable[[float, bool], Awaitable[T]],
-    failed: Callable[[ReMeESError], bool],
-) -> T:
-    """`once(timeout, connection_failed)` until it answers, under `policy`; `failed` notes each failed try and says
-    whether its connection failed. The last failure is raised, or the deadline's error when it passed first."""
-    attempt, connection_failed = Attempt(policy, clock), False
-    while True:
-        attempt.tries += 1
-        try:
-            return await once(attempt.timeout(), connection_failed)
-        except ReMeESError as error:
-            connection_failed = failed(error)
-            if not (policy.retries(error) and attempt.may_retry()):
-                raise
-            delay = await attempt.backoff()
-            if delay is None:
-                raise out_of_time(error, what, attempt) from error
-            log.info("%s: %s; try %d in %.1fs", what, error, attempt.tries + 1, delay)
 
 
 async def in_rounds(

@@ -30,7 +30,7 @@ from ..core.errors import (
     RequestFailed,
 )
 from ..core.options import ConnectionOptions
-from .retry import BULK, REQUEST, Clock, RetryPolicy, bulk_try_timeout, in_rounds, retried, unanswered
+from .retry import BULK, REQUEST, Attempt, Clock, RetryPolicy, bulk_try_timeout, in_rounds, unanswered
 
 log = logging.getLogger(__name__)
 
@@ -277,22 +277,29 @@ class Transport(ABC):
 
     async def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         """Send one request, tried again on a retried status or a failed connection under the shared policy
-        (`retry.request`: tries, backoff, deadline); before each try the cluster check runs where it is due (see
-        `guard`). Client exceptions are mapped to the ReMeESError tree."""
+        (`retry.Attempt`: tries, backoff, deadline); before each try the cluster check runs where it is due (see
+        `guard`). Client exceptions are mapped to the ReMeESError tree. The loop is written here, not passed as a
+        callback, so a request is two frames deep: this and the engine's `_perform`."""
         what = f"{method} {path}"
-
-        async def once(timeout: float, connection_failed: bool) -> Any:
-            await self._check(connection_failed)
+        attempt, connection_failed = Attempt(self.policies[REQUEST], self.clock), False
+        while True:
+            attempt.tries += 1
+            timeout = attempt.timeout()
             try:
-                answer = await self._perform(method, path, body, params, timeout)
-            except ReMeESError:
+                await self._check(connection_failed)
+                try:
+                    answer = await self._perform(method, path, body, params, timeout)
+                except ReMeESError:
+                    raise
+                except Exception as exc:
+                    raise self.map_error(exc, what) from exc
+            except ReMeESError as error:
+                connection_failed = self._failed(error)
+                if await attempt.again(error, what):
+                    continue
                 raise
-            except Exception as exc:
-                raise self.map_error(exc, what) from exc
             self._answered()
             return answer
-
-        return await retried(self.policies[REQUEST], self.clock, what, once, self._failed)
 
     async def send_once(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         """One try of a request, neither retried nor checked (the cluster check's own request)."""

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from typing import Self
 
-from ..adapters.dialect import Dialect
+from ..adapters.dialect import Dialect, keyword_body
 from ..adapters.port import IndexPort
 from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
@@ -52,7 +52,7 @@ from .calibration import Calibration
 from .fusion import candidate_depth
 from .indices import IndexSet
 from .links import LinkGraph
-from .one_version import filled, hit_key, keyed, one_version
+from .one_version import depths, enough, filled, hit_key, keyed, one_version
 from .search import SearchStore
 from .shown import Shown, fetch_shown
 from .sources import HitBuilder, chunk_source, hit_from_source, stored_chunk_source
@@ -299,8 +299,22 @@ class MemoryStore:
     ) -> list:
         """BM25 over chunk text, filtered server-side; empty query or limit <= 0 gives []. Hits are `Hit`s, or what
         `build(branch, score, stored source)` makes of each (the ReMe file store builds its FileChunks directly).
-        Each file's hits are of one version (`one_version`), as for every search below."""
-        return await self._one_version(lambda n: self.searches.keyword(query, n, search_filter, keyed(build)), limit)
+        Each file's hits are of one version (`one_version`), as for every search below.
+
+        ReMe calls this on every agent turn: it builds the body and sends it through the port itself, with
+        `one_version.filled`'s loop written out, so its request is three frames below it (`IndexPort.search`, the
+        transport, the engine's send; docs/ARCHITECTURE.md, tests/unit/test_keyword_frames.py)."""
+        f = self.indices.filter(search_filter)
+        if not query or not query.strip() or limit <= 0:
+            return []
+        chunks, pair, answer = self.indices.ix.chunks, keyed(build), []
+        for depth in depths(limit):
+            body = keyword_body(query, depth, f, self.searches.keyword_fields)
+            found = [pair("keyword", float(h["_score"]), h["_source"]) for h in await self.port.search(chunks, body)]
+            answer = await one_version(self.port, self.indices.ix.files, found, lambda p: p[0])
+            if enough(found, answer, limit, depth):
+                break
+        return [hit for _, hit in answer[:limit]]
 
     async def vector_search(
         self,

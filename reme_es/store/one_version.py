@@ -21,7 +21,7 @@ an answer is short of its limit only when the index holds no more hits of one ve
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from typing import TypeVar
 
 from ..adapters.port import IndexPort
@@ -81,16 +81,28 @@ async def one_version(
     return [x for x, keep in zip(items, kept(keys, listed), strict=True) if keep]
 
 
+def depths(limit: int) -> Iterator[int]:
+    """The depths a search for `limit` hits of one version asks for: `limit`, then twice as deep each time (REFILLS
+    more at most). The caller stops at the first answer that is `enough`."""
+    for refill in range(REFILLS + 1):
+        yield limit * 2**refill
+
+
+def enough(found: list, answer: list, limit: int, depth: int) -> bool:
+    """Whether a search asked `depth` deep is done: `limit` hits are kept, or it found fewer than asked (no more)."""
+    return len(answer) >= limit or len(found) < depth
+
+
 async def filled(
     search: Callable[[int], Awaitable[list[T]]], keep: Callable[[list[T]], Awaitable[list[T]]], limit: int
 ) -> list[T]:
     """Up to `limit` of the hits `keep` keeps of `search(depth)` (hits ranked, at most `depth`): when it left some out
-    and the search was full, it runs again twice as deep (at most REFILLS times)."""
-    depth, answer = limit, []
-    for _ in range(REFILLS + 1):
+    and the search was full, it runs again twice as deep (`depths`; `MemoryStore.keyword_search` writes this loop
+    out, so its request goes down one frame less)."""
+    answer: list[T] = []
+    for depth in depths(limit):
         found = await search(depth)
         answer = await keep(found)
-        if len(answer) >= limit or len(found) < depth:
+        if enough(found, answer, limit, depth):
             break
-        depth *= 2
     return answer[:limit]
