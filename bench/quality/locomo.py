@@ -46,13 +46,15 @@ REME_WEIGHTS = (0.7, 0.5, 0.3)
 # Rows of the drop-in with some search settings changed (IndexSet attributes, as SearchOptions names them).
 VARIANTS: dict[str, dict] = {
     "default (ranked_search)": {},
-    "before this round": {
+    "before the fifth round": {
         "note_boost": 0.0,
         "context_boost": 0.0,
         "speaker_boost": 0.0,
         "date_boost": 0.2,
         "question_factor": 1.0,
+        "turn_length": 0.0,
     },
+    "before this round": {"question_factor": 1.0, "turn_length": 0.0},
     "context 0": {"context_boost": 0.0},
     "context 0.2": {"context_boost": 0.2},
     "context 0.6": {"context_boost": 0.6},
@@ -72,6 +74,9 @@ VARIANTS: dict[str, dict] = {
     "question factor 1 (off)": {"question_factor": 1.0},
     "question factor 0.7": {"question_factor": 0.7},
     "question factor 0.9": {"question_factor": 0.9},
+    "turn length 0 (off)": {"turn_length": 0.0},
+    "turn length 0.2": {"turn_length": 0.2},
+    "turn length 0.4": {"turn_length": 0.4},
 }
 PLOTTED = (
     "reme-es default (es_search_step)",

@@ -140,14 +140,14 @@ def feedback_keyword_body(
 
 
 def candidates_only(body: dict, with_hash: bool = False) -> dict:
-    """The same search, returning only each hit's score, chunk id, path, speaker and question flag (from doc values),
-    and with `with_hash` its text hash (which lets the store fold repeated texts without fetching them; asked for only
-    when the store collapses, as it costs a little per search).
+    """The same search, returning only each hit's score, chunk id, path, speaker, question flag and word count (from
+    doc values), and with `with_hash` its text hash (which lets the store fold repeated texts without fetching them;
+    asked for only when the store collapses, as it costs a little per search).
 
     Fetching `_source` is most of a search's cost when chunks carry vectors: every hit's stored fields (the
     source with its embedding) are decompressed and parsed, even with the embedding excluded. The store ranks
     candidates from this lean answer and fetches the sources of the hits it returns in one `_mget`."""
-    fields = ["chunk_id", "path", "speaker", "question"] + (["hash"] if with_hash else [])
+    fields = ["chunk_id", "path", "speaker", "question", "words"] + (["hash"] if with_hash else [])
     return {**body, "_source": False, "stored_fields": "_none_", "docvalue_fields": fields}
 
 

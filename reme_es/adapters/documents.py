@@ -51,8 +51,8 @@ class Action:
 
 
 class Candidate(NamedTuple):
-    """One hit of a candidates-only search: its score, chunk id, path, text hash, speaker ("" where it has none) and
-    whether it is a question (`sources.chunk_asks`)."""
+    """One hit of a candidates-only search: its score, chunk id, path, text hash, speaker ("" where it has none),
+    whether it is a question (`sources.chunk_asks`) and its words (0 where not stored)."""
 
     score: float
     chunk_id: str
@@ -60,6 +60,7 @@ class Candidate(NamedTuple):
     hash: str = ""
     speaker: str = ""
     question: bool = False
+    words: int = 0
 
 
 def _candidate(hit: dict) -> Candidate:
@@ -71,6 +72,7 @@ def _candidate(hit: dict) -> Candidate:
         (fields.get("hash") or [""])[0],
         (fields.get("speaker") or [""])[0],
         bool((fields.get("question") or [False])[0]),
+        int((fields.get("words") or [0])[0]),
     )
 
 

@@ -90,6 +90,8 @@ class Chunk(BaseModel):
     speaker: str = ""
     # whether it is a question, as search candidates carry it (the stored `question`: `sources.chunk_asks`)
     question: bool = False
+    # its words, as search candidates carry them (the stored `words`: 0 where the chunk was written before the field)
+    words: int = 0
 
 
 class FileDoc(BaseModel):

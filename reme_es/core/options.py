@@ -153,6 +153,9 @@ class SearchOptions(_Section):
     note_boost: float = Field(default=0.5, ge=0.0, le=10.0)
     # the share of its score a hit keeps when it is itself a question ("What did you paint?"; 1: off)
     question_factor: float = Field(default=0.8, ge=0.0, le=1.0)
+    # lift of a dialog turn by its length: its score x (1 + this x ln(its words / the candidate turns' median)), at
+    # least fusion.MIN_LENGTH_FACTOR of it; chunks without a speaker are left as they are (0: off)
+    turn_length: float = Field(default=0.3, ge=0.0, le=2.0)
     keyword_fields: tuple[str, ...] | None = None  # fields BM25 runs over; None: chosen per query
     refresh_after: float = Field(default=1.0, ge=0.0)  # ReMe plugin: seconds a write may wait to be searchable
 

@@ -7,7 +7,9 @@ list first). Given the same two lists it produces the same order and scores as R
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 
 from ..core.checks import FUSION_METHODS
 from ..core.models import RRF_K, Hit
@@ -337,5 +339,33 @@ def question_rescore(hits: list[Hit], factor: float) -> list[Hit]:
         else h
         for h in hits
     ]
+    rescored.sort(key=lambda h: h.score, reverse=True)
+    return rescored
+
+
+MIN_LENGTH_FACTOR = 0.1  # the least share of its score a short dialog turn keeps under `turn_length`
+
+
+def turn_length_rescore(hits: list[Hit], weight: float) -> list[Hit]:
+    """The ranked hits with the score of each dialog turn (a hit with a `speaker`) times
+    1 + `weight` x ln(its words / the median words of the turns among the hits), at least MIN_LENGTH_FACTOR (above the
+    lowest score, where that is below 0), sorted again (the factor kept as `scores["length"]`). In a conversation a
+    short turn ("Wow, that's great!") seldom holds what a question asks about: LoCoMo's evidence turns hold 31.6
+    words on average, its turns 23.1. Chunks without a speaker (notes, sections, abstracts), and turns written
+    before the `words` field, are left as they are: on Cranfield's abstracts the same factor lost nDCG@10
+    (docs/quality.md)."""
+    turns = [h.chunk.words for h in hits if h.chunk.speaker and h.chunk.words > 0]
+    if weight <= 0 or len(turns) < 2:
+        return hits
+    median = statistics.median(turns)
+    floor = min(0.0, *(h.score for h in hits))
+    rescored = []
+    for h in hits:
+        if not (h.chunk.speaker and h.chunk.words > 0):
+            rescored.append(h)
+            continue
+        factor = max(MIN_LENGTH_FACTOR, 1 + weight * math.log(h.chunk.words / median))
+        score = floor + (h.score - floor) * factor
+        rescored.append(h.model_copy(update={"scores": {**h.scores, "length": factor, "score": score}}))
     rescored.sort(key=lambda h: h.score, reverse=True)
     return rescored

@@ -32,7 +32,7 @@ from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
 # Chunk fields a later template added; a chunks index made before them gets them added to its mapping when opened.
-GROWN_FIELDS = ("context", "speaker", "question")
+GROWN_FIELDS = ("context", "speaker", "question", "words")
 PAGE = 1000
 
 log = logging.getLogger(__name__)
@@ -74,11 +74,12 @@ class IndexSet:
         self.speaker_boost = search.speaker_boost  # lift of the turns of the one speaker a question names (0: none)
         self.note_boost = search.note_boost  # boost of hits whose note holds much of the fused head (0: none)
         self.question_factor = search.question_factor  # the score share of a hit that is itself a question (1: all)
+        self.turn_length = search.turn_length  # lift of a dialog turn by its length against the head's median (0: none)
         self.today: date | None = None  # what "last June" counts from (None: the current date)
         self.caps: Capabilities | None = None
         self.dims: int | None = options.dims
-        self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))
         self.knn_calibration: Calibration | None = None  # the k-NN width measured on the chunks index (its _meta)
+        self.ix = Indices(*(self.index(k) for k in INDEX_KINDS))
 
     def index(self, kind: str) -> str:
         """Alias name of one index kind."""
@@ -177,8 +178,8 @@ class IndexSet:
                 "embedding field"
             )
         self.dims = have
-
         self.knn_calibration = Calibration.from_meta((mapping.get("_meta") or {}).get("reme_es"))
+
     # --- the hybrid pipeline ------------------------------------------------------------------
     def keeps_pipeline(self) -> bool:
         """Whether this store keeps a search pipeline: the dialect fuses through one, the server has the hybrid

@@ -28,6 +28,7 @@ from .fusion import (
     question_rescore,
     rocchio,
     speaker_rescore,
+    turn_length_rescore,
 )
 from .indices import IndexSet
 from .sources import HitBuilder, chunk_from_source, hit_from_source
@@ -79,7 +80,7 @@ class SearchStore:
                 scores["vector"] = cosine_from_score(named["vector"])
             if "keyword" in named:
                 scores["keyword"] = named["keyword"]
-            chunk = Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question)
+            chunk = _bare_chunk(c)
             hits.append(Hit(chunk=chunk, scores=scores))
         return hits
 
@@ -171,6 +172,8 @@ class SearchStore:
             result.hits = await self.by_dates(query, vector, result.hits, f, candidates)
         if self.indices.question_factor < 1:
             result.hits = question_rescore(result.hits, self.indices.question_factor)
+        if self.indices.turn_length:
+            result.hits = turn_length_rescore(result.hits, self.indices.turn_length)
         return result
 
     async def by_dates(
@@ -341,8 +344,14 @@ class SearchStore:
 
 def _candidate_hit(branch: str, c: Candidate) -> Hit:
     """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (`_with_chunks` adds it)."""
-    chunk = Chunk(id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question)
-    return branch_hit(branch, c.score, chunk)
+    return branch_hit(branch, c.score, _bare_chunk(c))
+
+
+def _bare_chunk(c: Candidate) -> Chunk:
+    """A candidate's chunk without its text: what the ranking stages read from doc values."""
+    return Chunk(
+        id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question, words=c.words
+    )
 
 
 def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:

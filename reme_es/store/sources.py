@@ -88,6 +88,7 @@ def chunk_source(chunk: Chunk, context: str = "") -> dict:
         src["speaker"] = speaker
     if chunk_asks(chunk.text):
         src["question"] = True
+    src["words"] = len(chunk.text.split())
     if chunk.embedding is not None:
         src["embedding"] = chunk.embedding
     return src

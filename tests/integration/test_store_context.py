@@ -1,6 +1,7 @@
 """A chunk is found by its neighbours' words (the `context` field, issue 38), the turns of the speaker a question
 names lead (the `speaker` field), a turn that is itself a question comes after the answer it got (the `question`
-field), and a chunks index made before those fields gets them when a store opens it, on every engine under test.
+field), a longer turn before a short one (the `words` field), and a chunks index made before those fields gets them
+when a store opens it, on every engine under test.
 
 A dialog turn that answers a question often holds none of its words ("Caroline: Adoption agencies, mostly." answers
 "what did Caroline research?", whose other word is in the turn before). Each chunk is written with the text of the
@@ -75,7 +76,9 @@ async def test_the_turns_of_the_speaker_a_question_names_come_first(server, es_p
 
 
 async def test_a_turn_that_asks_comes_after_the_answer_it_got(server, es_prefix):
-    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, question_factor=0.3)
+    store = await open_store(
+        ClientSettings([server.url]), es_prefix, server.engine, question_factor=0.3, turn_length=0.0
+    )
     try:
         files, turns = _files()
         await store.upsert(files)
@@ -90,6 +93,26 @@ async def test_a_turn_that_asks_comes_after_the_answer_it_got(server, es_prefix)
         await store.close()
 
 
+async def test_a_longer_turn_comes_before_a_short_one_that_bm25_prefers(server, es_prefix):
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine, turn_length=1.0, note_boost=0.0)
+    try:
+        path = "daily/2026-05-03/chat.md"
+        short = "Melanie: The museum!"
+        long = (
+            "Melanie: Yesterday I took the kids to the museum, and they spent the whole afternoon with the dinosaurs."
+        )
+        turns = [chunk(path, t, start=i + 1) for i, t in enumerate([short, long, "Caroline: Sounds like a fun day."])]
+        await store.upsert([file_with(path, turns)])
+        stored = await store.vectors.get_chunks({path: [t.id for t in turns]})
+        assert [stored[t.id]["words"] for t in turns] == [3, 18, 6]
+        # BM25's length normalisation ranks the three-word turn first; the turn length lifts the one that says more
+        assert (await _ranked_texts(store, "museum"))[:2] == [long, short]
+        store.indices.turn_length = 0.0
+        assert (await _ranked_texts(store, "museum"))[:2] == [short, long]
+    finally:
+        await store.close()
+
+
 async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(server, es_prefix):
     store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
     try:
@@ -97,7 +120,7 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
         for concrete in await store.port.concrete(alias):  # the chunks index as template 3 made it
             await store.port.delete_index(concrete)
         body = render_index("chunks", store.dialect, store.indices.caps, store.options)
-        for grown in ("context", "speaker", "question"):
+        for grown in ("context", "speaker", "question", "words"):
             del body["mappings"]["properties"][grown]
         body["aliases"] = {alias: {}}
         await store.port.create_index(f"{alias}-1", body)
@@ -107,7 +130,7 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
     try:
         properties = (await store.port.mapping(alias))["properties"]
         assert properties["context"]["type"] == "text" and properties["speaker"]["type"] == "keyword"
-        assert properties["question"]["type"] == "boolean"
+        assert properties["question"]["type"] == "boolean" and properties["words"]["type"] == "integer"
         files, _ = _files()
         await store.upsert(files)  # a strict mapping without the field would refuse these documents
         assert TURNS[1] in await _ranked_texts(store, "researching")

@@ -187,13 +187,14 @@ def test_candidates_only_keeps_the_query_and_drops_stored_fields():
     body = candidates_only(keyword_body("orbital mechanics", 50, FILTER))
     assert body["query"] == keyword_body("orbital mechanics", 50, FILTER)["query"]
     assert (body["size"], body["_source"], body["stored_fields"]) == (50, False, "_none_")
-    assert body["docvalue_fields"] == ["chunk_id", "path", "speaker", "question"]
+    assert body["docvalue_fields"] == ["chunk_id", "path", "speaker", "question", "words"]
     # the text hash only where the store collapses repeated texts (it folds them without a fetch)
     assert candidates_only(keyword_body("orbital", 50, FILTER), with_hash=True)["docvalue_fields"] == [
         "chunk_id",
         "path",
         "speaker",
         "question",
+        "words",
         "hash",
     ]
 

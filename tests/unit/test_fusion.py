@@ -270,7 +270,7 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
         0.2,
         0.5,
     )
-    assert d.question_factor == 0.8
+    assert (d.question_factor, d.turn_length) == (0.8, 0.3)
     off = {
         "REME_ES_RELATION_VECTOR_WEIGHT": "none",
         "REME_ES_DATE_BOOST": "0",
@@ -278,9 +278,10 @@ def test_the_new_defaults_and_how_to_turn_them_off(tmp_path):
         "REME_ES_SPEAKER_BOOST": "0",
         "REME_ES_NOTE_BOOST": "0",
         "REME_ES_QUESTION_FACTOR": "1",
+        "REME_ES_TURN_LENGTH": "0",
     }
     s = load_options(tmp_path, environ=off).search
-    assert s.question_factor == 1.0
+    assert (s.question_factor, s.turn_length) == (1.0, 0.0)
     assert (s.relation_vector_weight, s.date_boost, s.context_boost, s.speaker_boost, s.note_boost) == (
         None,
         0.0,
@@ -431,6 +432,7 @@ def test_chunk_asks_reads_a_question_with_its_trailing_aside_left_out():
     assert not chunk_asks("What? [shares a photo] and then a statement.")
     assert not chunk_asks("")
     assert chunk_source(Chunk(id="a", path="p.md", text="Jon: how's the studio?"))["question"] is True
+    assert chunk_source(Chunk(id="a", path="p.md", text="Jon: how's the studio?"))["words"] == 4
     assert "question" not in chunk_source(Chunk(id="a", path="p.md", text="Jon: the studio opened."))
 
 
@@ -461,3 +463,42 @@ def test_question_rescore_lowers_a_question_below_zero_too():
     assert [h.chunk.id for h in out] == ["a", "q", "b"]
     assert out[1].score == pytest.approx(-1.0 + 0.95 * 0.5)
     assert [h.chunk.id for h in question_rescore(hits, 0.99)] == ["q", "a", "b"]  # -1 + 0.95 x 0.99 > -0.1
+
+
+def _turn(cid: str, speaker: str, words: int, score: float) -> Hit:
+    return Hit(chunk=Chunk(id=cid, path=f"{cid}.md", text="", speaker=speaker, words=words), scores={"score": score})
+
+
+def test_turn_length_rescore_lifts_long_turns_and_lowers_short_ones_against_the_median():
+    import math
+
+    from reme_es.store.fusion import MIN_LENGTH_FACTOR, turn_length_rescore
+
+    hits = [_turn("wow", "mel", 3, 1.0), _turn("mid", "mel", 12, 0.9), _turn("long", "cal", 48, 0.8)]
+    out = turn_length_rescore(hits, 0.3)
+    # the median is 12 words: 3 words x (1 + 0.3 ln 0.25) = 0.584, 12 x 1, 48 x (1 + 0.3 ln 4) = 1.333
+    assert [h.chunk.id for h in out] == ["long", "mid", "wow"]
+    assert out[0].score == pytest.approx(0.8 * (1 + 0.3 * math.log(4)))
+    assert out[2].scores["length"] == pytest.approx(1 + 0.3 * math.log(0.25))
+    assert turn_length_rescore(hits, 0.0) is hits
+    # a very short turn keeps at least MIN_LENGTH_FACTOR of its score
+    tiny = turn_length_rescore([_turn("a", "x", 1, 1.0), _turn("b", "x", 1000, 0.1), _turn("c", "x", 30, 0.1)], 2.0)
+    assert {h.chunk.id: h.scores["length"] for h in tiny}["a"] == MIN_LENGTH_FACTOR
+
+
+def test_turn_length_rescore_leaves_chunks_without_a_speaker_or_a_word_count():
+    from reme_es.store.fusion import turn_length_rescore
+
+    notes = [_turn("a", "", 3, 1.0), _turn("b", "", 300, 0.5)]  # notes, sections, abstracts: no speaker
+    assert turn_length_rescore(notes, 0.3) is notes
+    mixed = [
+        _turn("note", "", 2, 0.95),
+        _turn("short", "jo", 2, 1.0),
+        _turn("old", "jo", 0, 0.9),
+        _turn("l", "jo", 8, 0.5),
+    ]
+    out = turn_length_rescore(mixed, 0.3)
+    by_id = {h.chunk.id: h for h in out}
+    assert "length" not in by_id["note"].scores and "length" not in by_id["old"].scores  # written before `words`
+    assert by_id["note"].score == 0.95 and by_id["old"].score == 0.9
+    assert by_id["short"].score < 1.0 and by_id["l"].score > 0.5  # the median of 2 and 8 words is 5
