@@ -5,7 +5,8 @@
  *   └── StoreError            base: code, status?, reason?, details?
  *       ├── SearchError       code SEARCH_ERROR        (createSearchStore)
  *       ├── VectorStoreError  code VECTOR_STORE_ERROR  (createVectorStore)
- *       └── GraphStoreError   code GRAPH_STORE_ERROR   (createGraphStore)
+ *       ├── GraphStoreError   code GRAPH_STORE_ERROR   (createGraphStore)
+ *       └── RestoreError      code RESTORE_ERROR       (createSnapshot, restoreTenant)
  *
  * Messages and details never carry credentials: URLs lose their user-info and every configured secret is
  * masked before an error is built (see `redact`). The client's own error object is not kept as `cause`,
@@ -53,6 +54,12 @@ export class VectorStoreError extends StoreError {
 export class GraphStoreError extends StoreError {
   constructor(message: string, options?: StoreErrorOptions) {
     super(message, "GRAPH_STORE_ERROR", options);
+  }
+}
+
+export class RestoreError extends StoreError {
+  constructor(message: string, options?: StoreErrorOptions) {
+    super(message, "RESTORE_ERROR", options);
   }
 }
 

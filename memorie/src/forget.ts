@@ -139,7 +139,7 @@ async function deleteByQuery(conn: Connection, alias: string, query: any, what: 
  * Documents per page of the scan or per batch of delete-by-query: at most the index's max_result_window (10,000
  * unless lowered), which no page may exceed; search_after (or the task's scroll) goes past it.
  */
-async function pageSize(conn: Connection, alias: string): Promise<number> {
+export async function pageSize(conn: Connection, alias: string): Promise<number> {
   const window = await conn.request({
     method: "GET",
     path: `/${encodeURIComponent(alias)}/_settings/index.max_result_window`,
