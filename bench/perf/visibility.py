@@ -57,13 +57,13 @@ async def main(url: str, queries: int) -> None:
     store = await open_store(settings, prefix, "auto", options, workspace="a", collapse=False)
     other = await open_store(settings, prefix, "auto", options, workspace="b")
     sent: list[str] = []
-    request = store.dialect.transport.request
+    request = store.port.transport.request
 
     async def counted(method, path, body=None, params=None):
         sent.append(path)
         return await request(method, path, body, params)
 
-    store.dialect.transport.request = counted
+    store.port.transport.request = counted
     checked = one_version.shared_paths
     try:
         files = _files()

@@ -22,11 +22,14 @@ from __future__ import annotations
 import logging
 import time
 import urllib.parse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.checks import redact_host
 from ..core.engine_settings import CLUSTER_CHECK, RETRYABLE_STATUS
 from ..core.errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
+
+if TYPE_CHECKING:
+    from .port import IndexPort
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +76,11 @@ def compare_uuid(recorded: str, answered: str | None) -> str:
 
 
 class ClusterIdentity:
-    """The cluster UUID one dialect's store opened on, and the check that its hosts still reach that cluster."""
+    """The cluster UUID one port's store opened on, and the check that its hosts still reach that cluster: the guard
+    of the port's transport (`Transport.guarded`), asking through the port (`IndexPort.cluster_answer`)."""
 
-    def __init__(self, dialect: Any):
-        self.dialect = dialect
+    def __init__(self, port: IndexPort):
+        self.port = port
         # None: not recorded (not connected, the server does not tell, or the role may not ask): no check;
         # `_na_`: opened before the cluster formed, checked before every try until a real UUID is adopted
         self.uuid: str | None = None
@@ -86,19 +90,15 @@ class ClusterIdentity:
 
     def _now(self) -> float:
         """The transport's clock (the one its retries see), or the monotonic clock for a transport without one."""
-        clock = getattr(getattr(self.dialect, "transport", None), "clock", None)
+        clock = getattr(self.port.transport, "clock", None)
         return clock.now() if clock is not None else time.monotonic()
 
     async def _fetch(self, once: bool = False) -> tuple[bool, str | None]:
         """Whether the check could ask (False: a status that means carry on), and the cluster UUID the hosts answer
         with now (`_na_` included; None: the answer holds none); `once`: one try (the transport's retry loop around it
         decides about another). Any other failure is raised."""
-        engine = "elasticsearch" if self.dialect.engine == "elasticsearch" else "opensearch"
-        path, query = check_request(engine, self.indices)
         try:
-            if once:
-                return True, uuid_of(await self.dialect.transport.send_once("GET", path, None, query))
-            return True, uuid_of(await self.dialect.transport.request("GET", path, None, query))
+            return True, uuid_of(await self.port.cluster_answer(self.indices, once))
         except (AuthError, RequestFailed) as exc:
             if check_answer(exc.status) != CARRY_ON:
                 raise
@@ -107,11 +107,11 @@ class ClusterIdentity:
 
     async def record(self, indices: str | None = None) -> None:
         """Record the UUID of the cluster the hosts reach now (at connect; `indices`: the store's index pattern), and
-        have the transport check it before its tries from now on."""
-        if not self.dialect.cluster_identity:
+        have the port's transport check it before its tries from now on (no check while `uuid` is None)."""
+        if not self.port.dialect.cluster_identity:
             return
         self.indices = indices or self.indices
-        self.dialect.transport.guard = None
+        self.uuid = None  # the port checks nothing until a UUID is recorded (its request goes past the check anyway)
         try:
             self.uuid = (await self._fetch())[1]  # None: the server does not tell its cluster (`answers.no_uuid`)
         except RequestFailed as exc:
@@ -120,7 +120,6 @@ class ClusterIdentity:
             log.info("the cluster state is not served here (HTTP %s): the store's cluster is not checked", exc.status)
             self.uuid = None  # a server that serves no cluster state: nothing to compare with
         self._doubt, self._last = False, self._now()
-        self.dialect.transport.guard = self
 
     async def before_try(self, connection_failed: bool) -> None:
         """Before a try of a request or bulk round: check the cluster where due (the last try's connection failed,
@@ -147,7 +146,7 @@ class ClusterIdentity:
         if not (force or self._doubt or self.uuid == NOT_FORMED or now - self._last >= IDLE_RECHECK_SECONDS):
             return
         self._last = now  # concurrent calls after a pause do not all ask
-        hosts = ", ".join(redact_host(h) for h in self.dialect.settings.hosts)
+        hosts = ", ".join(redact_host(h) for h in self.port.hosts)
         try:
             asked, current = await self._fetch(once=True)
         except (ConnectionFailed, RequestFailed) as exc:

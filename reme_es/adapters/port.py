@@ -20,9 +20,9 @@ from ..core.checks import redact_host
 from ..core.errors import RequestFailed
 from . import documents
 from . import lookups as q
-from .dialect import candidates_only
+from .dialect import Dialect, candidates_only
 from .documents import Action, Candidate, StoredDoc, or_none, unavailable
-from .identity import ClusterIdentity
+from .identity import ClusterIdentity, check_request
 from .scope import Scope
 from .transport import BulkOutcome, index_missing
 
@@ -36,11 +36,31 @@ class IndexPort:
     """Typed index operations over one dialect's transport, on the cluster `identity` recorded (see `identity`), for
     the documents of one workspace (`scope`: ids, routing and look-up queries; see `reme_es.adapters.scope`)."""
 
-    def __init__(self, dialect: Any, scope: Scope | None = None):
+    def __init__(self, dialect: Dialect, scope: Scope | None = None):
         self.dialect = dialect  # builds the bodies and knows the engine
-        self.transport = dialect.transport  # sends every request of this port
-        self.identity = ClusterIdentity(dialect)
+        self.identity = ClusterIdentity(self)
+        # sends every request of this port: the dialect's transport with the cluster check before each try (a view of
+        # it: the dialect's own transport is not changed)
+        self.transport = dialect.transport.guarded(self.identity)
         self.scope = scope or Scope()
+
+    @property
+    def hosts(self) -> list[str]:
+        """The hosts this port sends to."""
+        return self.transport.settings.hosts
+
+    async def close(self) -> None:
+        """Close the client's connections (every port and store on this dialect shares them)."""
+        await self.transport.close()
+
+    async def cluster_answer(self, indices: str, once: bool = False) -> Any:
+        """The answer of the cluster check's request (`identity.check_request`, restricted to `indices`), sent past
+        the check itself (through the dialect's own transport); `once`: one try, not retried."""
+        engine = "elasticsearch" if self.dialect.engine == "elasticsearch" else "opensearch"
+        path, query = check_request(engine, indices)
+        if once:
+            return await self.dialect.transport.send_once("GET", path, None, query)
+        return await self.dialect.transport.request("GET", path, None, query)
 
     def unscoped(self) -> IndexPort:
         """This port for every workspace of the set (ids and routing as stored): same client and cluster identity."""

@@ -9,12 +9,13 @@ request and every bulk item under the shared policy (`engine_settings.json` `ret
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import socket
 import ssl
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.checks import redact_host, validate_hosts
 from ..core.engine_settings import RETRYABLE_STATUS, SETTINGS  # noqa: F401  (RETRYABLE_STATUS: re-exported)
@@ -229,21 +230,57 @@ def error_body_info(status: int | str | None, body: Any, fallback: Any) -> Error
     return ErrorInfo(status=status if isinstance(status, int) else None, type=kind, reason=str(reason), index=index)
 
 
+class Guard(Protocol):
+    """What a transport asks before each try and tells after it (`identity.ClusterIdentity`, the cluster check)."""
+
+    async def before_try(self, connection_failed: bool) -> None:
+        """Check before a try where due; raises to fail the try."""
+
+    def seen(self) -> None:
+        """A try was answered."""
+
+    def doubt(self) -> None:
+        """A try's connection failed."""
+
+
+class _Connection:
+    """The engine client of a transport and of its guarded views (`Transport.guarded`): made once, closed once."""
+
+    client: Any = None
+
+
 class Transport(ABC):
     """One engine client: created lazily, closed by `close`; `request` and `bulk` are all that callers use."""
 
+    # The cluster check asked before every try: none on a dialect's own transport; a port sends through a guarded view
+    # of it (`guarded`), so the transport itself is never changed.
+    guard: Guard | None = None
+
     def __init__(self, settings: ClientSettings):
         self.settings = settings
-        self._client: Any = None
+        self._connection = _Connection()
         tries = None if settings.max_retries is None else settings.max_retries + 1
         self.policies = {
             REQUEST: RetryPolicy.shared(REQUEST, tries=tries, try_timeout=settings.timeout),
             BULK: RetryPolicy.shared(BULK, try_timeout=bulk_try_timeout(settings.timeout)),
         }
         self.clock = Clock()
-        # The cluster check of the store that opened on this transport (`identity.ClusterIdentity.record` sets it):
-        # asked before every try whether the hosts still reach the recorded cluster; None: no check.
-        self.guard: Any = None
+
+    def guarded(self, guard: Guard) -> Transport:
+        """A view of this transport with `guard` asked before every try: the same client, settings, policies and clock
+        (shared, not copied), this transport unchanged (`IndexPort` sends through one, guarded by its cluster check)."""
+        view = copy.copy(self)
+        view.guard = guard
+        return view
+
+    @property
+    def _client(self) -> Any:
+        """The engine client if made (shared with the guarded views), else None."""
+        return self._connection.client
+
+    @_client.setter
+    def _client(self, client: Any) -> None:
+        self._connection.client = client
 
     @abstractmethod
     def _make_client(self) -> Any:

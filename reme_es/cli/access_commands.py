@@ -52,17 +52,15 @@ def _options(workspace: Path | None, config_file: Path | None, flags: dict) -> O
 
 
 async def _admin(settings: Options):
-    """The security admin of the command's cluster and set (its transport is closed by the caller)."""
-    from ..adapters.security import SecurityAdmin
+    """The command's cluster and the security admin of its set (the caller closes the cluster)."""
     from ..core.options import SHARED_SET
-    from ..store.connect import make_dialect, resolve_engine
+    from ..store.connect import open_cluster
 
     if settings.index.index_prefix is None:
         settings.index = settings.index.model_copy(update={"index_prefix": SHARED_SET})
     cs, engine = await _client(settings)
-    engine = await resolve_engine(cs, engine)
-    dialect = make_dialect(engine, cs)
-    return SecurityAdmin(dialect.transport, engine, _chosen_set(settings))
+    cluster = await open_cluster(cs, engine)
+    return cluster, cluster.security(_chosen_set(settings))
 
 
 def _line(grant) -> str:
@@ -86,11 +84,11 @@ def grant(write, users, backend_roles, workspace, config_file, **flags):
 
     async def go() -> int:
         settings = _options(workspace, config_file, flags)
-        admin = await _admin(settings)
+        cluster, admin = await _admin(settings)
         try:
             done = await admin.grant(settings.index.workspace_key, list(users), list(backend_roles), write)
         finally:
-            await admin.transport.close()
+            await cluster.close()
         click.echo(f"granted: {_line(done)}")
         return 0
 
@@ -106,11 +104,11 @@ def revoke(users, backend_roles, workspace, config_file, **flags):
 
     async def go() -> int:
         settings = _options(workspace, config_file, flags)
-        admin = await _admin(settings)
+        cluster, admin = await _admin(settings)
         try:
             left = await admin.revoke(settings.index.workspace_key, list(users), list(backend_roles))
         finally:
-            await admin.transport.close()
+            await cluster.close()
         key = settings.index.workspace_key
         click.echo(f"left: {_line(left)}" if left else f"revoked: workspace {key} is granted to nobody")
         return 0
@@ -125,11 +123,11 @@ def list_grants(as_json, config_file, **flags):
     """The set's grants: workspace, access, role, and the users and backend roles it is mapped to."""
 
     async def go() -> int:
-        admin = await _admin(_settings(None, config_file, **flags))
+        cluster, admin = await _admin(_settings(None, config_file, **flags))
         try:
             grants = await admin.list()
         finally:
-            await admin.transport.close()
+            await cluster.close()
         if as_json:
             click.echo(json.dumps([g.__dict__ for g in grants]))
         elif not grants:

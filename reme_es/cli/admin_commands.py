@@ -151,18 +151,17 @@ async def _status(settings: Options, as_json: bool, list_workspaces: bool = Fals
 async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
     """Capabilities, workspace, cluster health, index stats, the workspace's counts and the set's workspace records
     (the last four None-ish when the set has no indices yet)."""
-    from ..store import MemoryStore
-    from ..store.connect import make_dialect, resolve_engine
+    from ..store.connect import open_cluster
 
     stats = counts = workspace = records = None
     caps: Capabilities | None
     try:
         store = await _open(settings, create=False, client=(cs, engine))
     except MappingError:
-        engine = await resolve_engine(cs, engine)
-        store = MemoryStore(make_dialect(engine, cs), _chosen_set(settings))
+        on = await open_cluster(cs, engine)
+        store = on.store(_chosen_set(settings))
         try:
-            caps = await store.dialect.probe()
+            caps = await on.probe()
             cluster = await _cluster(store)
         finally:
             await store.close()
@@ -245,15 +244,13 @@ def templates_install(workspace, config_file, **flags):
 
 
 async def _templates_install(settings: Options) -> int:
-    from ..store.lifecycle import concrete_indices
-
     embedder = _embedder(settings)
     store = await _open(settings, dims=embedder.dimensions if embedder else None)
     try:
         if embedder:
             await _check_model(store, embedder, "these templates")
         for kind in ("chunks", "files", "links"):
-            click.echo(f"{store.index(kind)} -> {', '.join(await concrete_indices(store, kind))}")
+            click.echo(f"{store.index(kind)} -> {', '.join(await store.concrete_indices(kind))}")
         if store.native_hybrid_available():
             click.echo(f"search pipeline: {store.pipeline_name()}")
     finally:
@@ -269,11 +266,9 @@ def templates_diff(workspace, config_file, **flags):
 
 
 async def _templates_diff(settings: Options) -> int:
-    from ..store.lifecycle import template_diff
-
     store = await _open(settings, create=False)
     try:
-        diffs = await template_diff(store, settings.index.model_copy(update={"dims": store.dims}))
+        diffs = await store.template_diff(settings.index.model_copy(update={"dims": store.dims}))
     finally:
         await store.close()
     for kind, problems in diffs.items():
@@ -297,14 +292,12 @@ def reindex(embedding, workspace, config_file, **flags):
 
 async def _reindex(settings: Options, workspace=None) -> int:
     from ..embeddings.embedders import describe_model, same_model
-    from ..store.lifecycle import live_options, record_vectors_model, vectors_model
-    from ..store.lifecycle import reindex as run_reindex
 
     embedder = _embedder(settings)
     store = await _open(settings, create=False)
     try:
-        recorded = await vectors_model(store) if store.dims else None
-        target = await live_options(store, embedder.dimensions if embedder else store.dims)  # shards, replicas kept
+        recorded = await store.vectors_model() if store.dims else None
+        target = await store.live_options(embedder.dimensions if embedder else store.dims)  # shards, replicas kept
         given: dict[str, Any] = {
             k: getattr(settings.index, k) for k in ("shards", "replicas") if k in settings.index.model_fields_set
         }
@@ -320,7 +313,7 @@ async def _reindex(settings: Options, workspace=None) -> int:
                 f"rebuilding index set {store.prefix}: every one of its {len(await store.workspaces())} recorded "
                 "workspace(s), not only this one"
             )
-        for r in await run_reindex(store, target):
+        for r in await store.reindex(target):
             vectors = "" if r["vectors"] == "none" else f", vectors {r['vectors']}"
             click.echo(f"{r['alias']}: {r['old']} -> {r['new']} ({r['docs']} docs{vectors})")
     finally:
@@ -329,7 +322,7 @@ async def _reindex(settings: Options, workspace=None) -> int:
     try:
         model = embedder.identity if embedder else recorded if kept else None
         if target.dims and model:  # the new index's _meta comes from the template: carry the model over
-            await record_vectors_model(store, model)
+            await store.record_vectors_model(model)
     finally:
         await store.close()
     if target.dims and embedder:

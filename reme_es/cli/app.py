@@ -189,15 +189,15 @@ async def _client(settings: Options):
         cs.hosts = [info.url]
         engine = info.engine
     if settings.index.index_prefix is None:
-        from ..store.connect import choose_set, make_dialect, resolve_engine
+        from ..store.connect import open_cluster
 
-        engine = await resolve_engine(cs, engine)
-        dialect = make_dialect(engine, cs)
+        cluster = await open_cluster(cs, engine)
+        engine = cluster.engine
         try:
-            chosen = await choose_set(dialect, settings.folder)
+            chosen = await cluster.choose_set(settings.folder)
             settings.index = settings.index.model_copy(update={"index_prefix": chosen})
         finally:
-            await dialect.transport.close()
+            await cluster.close()
     return cs, engine
 
 
@@ -235,11 +235,10 @@ def _api_key(settings: Options) -> str | None:
 async def _check_model(store: MemoryStore, embedder, what: str) -> None:
     """Refuse an embedder other than the one that made the index's vectors; record it when none is recorded."""
     from ..embeddings.embedders import describe_model, same_model
-    from ..store.lifecycle import record_vectors_model, vectors_model
 
-    recorded = await vectors_model(store)
+    recorded = await store.vectors_model()
     if recorded is None:
-        await record_vectors_model(store, embedder.identity)
+        await store.record_vectors_model(embedder.identity)
     elif not same_model(recorded, embedder.identity):
         raise ConfigError(
             f"index {store.index('chunks')} holds vectors made by {describe_model(recorded)}; {what} would mix in "
@@ -253,11 +252,10 @@ async def _recorded_embedder(settings: Options, store: MemoryStore):
     import asyncio
 
     from ..embeddings.embedders import embedder_for
-    from ..store.lifecycle import vectors_model
 
     if not store.dims:
         return None
-    recorded = await vectors_model(store)
+    recorded = await store.vectors_model()
     if recorded is None:
         return None
     embedder = await asyncio.to_thread(embedder_for, recorded, _api_key(settings))

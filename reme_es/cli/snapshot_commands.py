@@ -31,13 +31,11 @@ def snapshot() -> None:
 
 async def _connect(settings: Options):
     """The index port of the cluster the settings name (no index needed) and its snapshot API."""
-    from ..adapters.port import IndexPort
     from ..adapters.snapshots import Snapshots
-    from ..store.connect import make_dialect, resolve_engine
+    from ..store.connect import open_cluster
 
     cs, engine = await _client(settings)
-    engine = await resolve_engine(cs, engine)
-    port = IndexPort(make_dialect(engine, cs))
+    port = (await open_cluster(cs, engine)).port
     return port, Snapshots(port)
 
 
@@ -88,7 +86,7 @@ async def _create(
             raise ConfigError(f"index set {prefix} has no index on this cluster: nothing to snapshot")
         info = await snaps.create(repo, name or _default_name(prefix), indices, timeout)
     finally:
-        await port.transport.close()
+        await port.close()
     if as_json:
         click.echo(json.dumps({"repo": repo, "index_prefix": prefix, **info.as_dict()}))
     else:
@@ -118,7 +116,7 @@ async def _list(settings: Options, repo: str, location: str | None, as_json: boo
         await _repository(snaps, repo, location)
         found = await snaps.snapshots(repo)
     finally:
-        await port.transport.close()
+        await port.close()
     if as_json:
         click.echo(json.dumps([s.as_dict() for s in found]))
     elif not found:
@@ -187,11 +185,11 @@ async def _restore(
             )
             result = await restore_workspace(port, snaps, repo, name, prefix, key, timeout)
         # the local sync state describes what the index held before: the next sync compares with the index instead
-        hosts = port.dialect.settings.hosts
+        hosts = port.hosts
         for state in {state_path(prefix, hosts, key), *([state_path(prefix, hosts)] if whole_set else [])}:
             state.unlink(missing_ok=True)
     finally:
-        await port.transport.close()
+        await port.close()
     if as_json:
         click.echo(json.dumps(result))
     elif whole_set:

@@ -152,8 +152,7 @@ def _reme_chunkers(settings: Options, workspace: Path):
 async def _sync_store(settings: Options, dry_run: bool):
     """The store a sync writes to and its embedder: for a dry run a store that may have no indices yet; else the
     embedder asked for (checked against the index's recorded model), or the model the index records."""
-    from ..store import MemoryStore
-    from ..store.connect import make_dialect, resolve_engine
+    from ..store.connect import open_cluster
 
     embedder = None
     if dry_run:
@@ -161,9 +160,8 @@ async def _sync_store(settings: Options, dry_run: bool):
         try:
             store = await _open(settings, create=False, client=(cs, engine))
         except MappingError:  # no indices yet: everything would be added
-            engine = await resolve_engine(cs, engine)
             prefix, key = _chosen_set(settings), settings.index.workspace_key
-            store = MemoryStore(make_dialect(engine, cs), prefix, workspace=key)
+            store = (await open_cluster(cs, engine)).store(prefix, workspace=key)
     elif _embedding_given(settings):
         embedder = _embedder(settings)
         store = await _open(settings, dims=embedder.dimensions if embedder else None)
@@ -246,7 +244,7 @@ async def _sync(
         settings.sync,
         embedder,
         reporter,
-        State(None if dry_run else state_path(store.prefix, store.dialect.settings.hosts, store.workspace)),
+        State(None if dry_run else state_path(store.prefix, store.hosts, store.workspace)),
         reme_chunkers=_reme_chunkers(settings, workspace),
     )
     _stop_on_signals(syncer.stop)

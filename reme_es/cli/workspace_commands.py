@@ -92,7 +92,7 @@ async def _drop_workspace(
     started = time.monotonic()
     result = await store.drop_workspace(expunge)
     result["seconds"] = round(time.monotonic() - started, 3)
-    state_path(store.prefix, store.dialect.settings.hosts, store.workspace).unlink(missing_ok=True)
+    state_path(store.prefix, store.hosts, store.workspace).unlink(missing_ok=True)
     if as_json:
         click.echo(json.dumps({"index_prefix": store.prefix, **result}))
     else:
@@ -111,14 +111,11 @@ async def _drop_workspace(
 
 async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> int:
     """Delete a whole index set: its indices, aliases and pipelines."""
-    from ..store import MemoryStore
-    from ..store.connect import make_dialect, resolve_engine
-    from ..store.lifecycle import drop_plan, drop_prefix
+    from ..store.connect import open_cluster
 
-    engine = await resolve_engine(cs, engine)
-    store = MemoryStore(make_dialect(engine, cs), _chosen_set(settings))
+    store = (await open_cluster(cs, engine)).store(_chosen_set(settings))
     try:
-        plan = await drop_plan(store)
+        plan = await store.drop_plan()
         found = any(plan.values())
         if not yes:
             _err(
@@ -128,7 +125,7 @@ async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> 
             )
             return 2
         if found:
-            await drop_prefix(store, plan)
+            await store.drop_prefix(plan)
     finally:
         await store.close()
     if as_json:
@@ -163,8 +160,6 @@ def migrate(source, from_key, keep_source, as_json, workspace, config_file, **fl
 async def _migrate(settings: Options, workspace: Path, source: str | None, from_key, keep_source, as_json) -> int:
     from ..core.options import SHARED_SET, default_prefix
     from ..store.connect import open_store
-    from ..store.lifecycle import migrate as run_migrate
-    from ..store.lifecycle import record_vectors_model, vectors_model
 
     source = source or default_prefix(workspace)
     settings = settings.with_index(index_prefix=settings.index.index_prefix or SHARED_SET)
@@ -182,11 +177,11 @@ async def _migrate(settings: Options, workspace: Path, source: str | None, from_
         new = await _open(settings, dims=old.dims, client=(cs, engine))
         try:
             await new.claim(str(workspace.resolve()))
-            model = await vectors_model(old) if old.dims else None
-            if model and await vectors_model(new) is None:
-                await record_vectors_model(new, model)
+            model = await old.vectors_model() if old.dims else None
+            if model and await new.vectors_model() is None:
+                await new.record_vectors_model(model)
             started = time.monotonic()
-            copied = await run_migrate(old, new)
+            copied = await old.migrate_to(new)
             seconds = round(time.monotonic() - started, 2)
         finally:
             await new.close()

@@ -15,7 +15,6 @@ from reme.schema import FileChunk, FileNode
 from ..core.models import Chunk
 from ..embeddings.minilm import describe_model, same_model
 from ..store import MemoryStore
-from ..store.lifecycle import record_vectors_model, vectors_model
 from .as_embedding import vectors_identity
 from .convert import as_vector, to_chunk
 
@@ -84,9 +83,9 @@ class Embeddings:
         """Record in the index which model makes its vectors (for `reme-es search`); warn if another one did."""
         store = self._require_store()
         mine = vectors_identity(self.embedding_store, store.dims)
-        recorded = await vectors_model(store)
+        recorded = await store.vectors_model()
         if recorded is None:
-            await record_vectors_model(store, mine)
+            await store.record_vectors_model(mine)
         elif not same_model(recorded, mine):
             self._logger.warning(
                 f"{self._name}: index {store.prefix} records vectors of {describe_model(recorded)}, but this "

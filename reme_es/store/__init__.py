@@ -44,10 +44,12 @@ from typing import Self
 
 from ..adapters.dialect import Dialect, keyword_body
 from ..adapters.port import IndexPort
+from ..adapters.templates import INDEX_KINDS
 from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
+from . import lifecycle
 from .calibration import Calibration
 from .fusion import candidate_depth
 from .indices import IndexSet
@@ -88,6 +90,7 @@ class MemoryStore:
     # --------------------------------------------------------------------- settings and state
     prefix = property(lambda self: self.indices.prefix, doc="The index prefix (the index set's name).")
     legacy = property(lambda self: self.indices.legacy, doc="The set predates workspaces (it holds one, unnamed).")
+    hosts = property(lambda self: self.port.hosts, doc="The hosts the store sends to.")
 
     @property
     def workspace(self) -> str | None:
@@ -161,7 +164,7 @@ class MemoryStore:
 
     async def close(self) -> None:
         """Close the client."""
-        await self.port.transport.close()
+        await self.port.close()
 
     async def __aenter__(self) -> Self:
         await self.connect()
@@ -449,6 +452,54 @@ class MemoryStore:
     async def calibrate_if_due(self) -> Calibration | None:
         """Measure and record the k-NN width where `knn_calibration.due_rule` holds (after a load or a merge)."""
         return await self.vectors.calibrate_if_due()
+
+    # ------------------------------------------------------------- upkeep of the set (lifecycle.py)
+    # The CLI's maintenance commands and the ReMe plugin come in here too: `lifecycle.py` is a part of the store, and
+    # no caller outside `reme_es/store/` reaches the port (docs/ARCHITECTURE.md, "One way into the store").
+    async def concrete_indices(self, kind: str) -> list[str]:
+        """The concrete indices behind one alias of the set (sorted; [] when the alias does not exist)."""
+        return await lifecycle.concrete_indices(self, kind)
+
+    async def live_options(self, dims: int | None) -> IndexOptions:
+        """The shards and replicas the set's chunks index has now (so a rebuild keeps them), with `dims`."""
+        return await lifecycle.live_options(self, dims)
+
+    async def reindex(
+        self,
+        target: IndexOptions,
+        kinds: tuple[str, ...] = INDEX_KINDS,
+        progress: Callable[[str, int], None] | None = None,
+    ) -> list[dict]:
+        """Rebuild each index kind of the set behind its alias with the current template and `target` options
+        (`lifecycle.reindex`: every workspace; vectors kept when the dimension stays)."""
+        return await lifecycle.reindex(self, target, kinds, progress)
+
+    async def template_diff(self, options: IndexOptions) -> dict[str, list[str]]:
+        """Per index kind, how the live mapping and shard/replica settings differ from the templates and `options`."""
+        return await lifecycle.template_diff(self, options)
+
+    async def drop_plan(self) -> dict[str, list[str]]:
+        """What dropping the whole prefix deletes: indices (leftovers of a reindex included), aliases, pipelines."""
+        return await lifecycle.drop_plan(self)
+
+    async def drop_prefix(self, plan: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+        """Delete what `drop_plan` lists; returns what was deleted."""
+        return await lifecycle.drop_prefix(self, plan)
+
+    async def vectors_model(self) -> dict | None:
+        """The embedding model recorded in the chunks index `_meta` (`provider`, `model`, `dims`, ...), or None."""
+        return await lifecycle.vectors_model(self)
+
+    async def record_vectors_model(self, model: dict) -> None:
+        """Record in the chunks index `_meta` which embedding model makes its vectors (the rest of `_meta` is kept)."""
+        await lifecycle.record_vectors_model(self, model)
+
+    async def migrate_to(
+        self, target: MemoryStore, progress: Callable[[str, int], None] | None = None
+    ) -> dict[str, int]:
+        """Copy this workspace's files, chunks (with vectors) and links into `target`'s workspace and check the counts
+        (`lifecycle.migrate`; this store is left as it is). Returns the documents copied per kind."""
+        return await lifecycle.migrate(self, target, progress)
 
 
 __all__ = ["HYBRID_MODES", "MemoryStore", "chunk_source", "stored_chunk_source", "validate_hybrid", "validate_prefix"]

@@ -1,4 +1,5 @@
-"""Index maintenance above the store: blue/green reindex behind the aliases, and template diffs.
+"""Index maintenance, a part of the store that callers reach through `MemoryStore`'s methods: blue/green reindex
+behind the aliases, and template diffs.
 
 Reindex copies documents with a scroll + bulk through the store's port (no `_reindex`: the OpenSearch 2.19
 test node lacks the reindex module), checks the counts, swaps the alias in one atomic request and only then
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..adapters.port import Action
 from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, render_index, replica_settings, template_shards
 from ..core.errors import ConfigError, MappingError, RequestFailed
 from ..core.models import Link, doc_id
 from ..core.options import IndexOptions
-from . import MemoryStore
+
+if TYPE_CHECKING:
+    from . import MemoryStore
 
 PAGE = 1000
 

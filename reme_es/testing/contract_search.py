@@ -382,13 +382,12 @@ class MaintenanceContract:
         # Vectors are kept out of the stored `_source` (OpenSearch derived source, Elasticsearch's default): the copy
         # must still carry them, or the new index answers k-NN with nothing and nobody notices until a search.
         from ..core.options import IndexOptions
-        from ..store.lifecycle import reindex
 
         store = await store_factory()
         require(store, "vectors")
         kept = [chunk(f"digest/r{i}.md", f"reindexed {i}", vector=unit_vector(1, i * 0.1)) for i in range(5)]
         await store.upsert([file_with(c.path, [c]) for c in kept])
-        results = await reindex(store, IndexOptions(dims=store.dims))
+        results = await store.reindex(IndexOptions(dims=store.dims))
         copies = 1 + reme_es_neighbours  # a rebuild copies every workspace of the set
         assert [(r["kind"], r["docs"], r["vectors"]) for r in results] == [
             ("chunks", 5 * copies, "kept"),

@@ -45,7 +45,7 @@ async def _search(app, query: str, boost: float) -> tuple[list[str], int]:
     fs.store.indices.date_boost = boost
     sent = record(fs)
     resp = await app.run_job("search_native", query=query, limit=3)
-    del fs.store.dialect.transport.request  # the recording wrapper off: the class's method again
+    del fs.store.port.transport.request  # the recording wrapper off: the class's method again
     return [r["path"] for r in resp.metadata["results"]], len(sent)
 
 

@@ -43,15 +43,15 @@ class Store:
         self.app, self.reader = app, reader
         self.fs = app.context.components["file_store"]["default"]
         self.refreshes = 0
-        dialect = self.fs.store.dialect
-        request = dialect.transport.request
+        transport = self.fs.store.port.transport
+        request = transport.request
 
         async def counted(method, path, body=None, params=None):
             if path.endswith("/_refresh"):
                 self.refreshes += 1
             return await request(method, path, body, params)
 
-        dialect.transport.request = counted
+        transport.request = counted
 
     async def seen_outside(self) -> int:
         """Files another client finds in the files index (searches see the last refresh only)."""
@@ -160,15 +160,15 @@ async def test_a_failed_write_makes_the_next_write_refresh_first(open_app):
 async def test_a_read_does_not_refresh_in_the_middle_of_a_write(open_app):
     s = await open_app(refresh_after=60)
     await s.fs.upsert([note(1)])  # unrefreshed: the next read refreshes
-    dialect = s.fs.store.dialect
-    bulk, gate, log = dialect.transport.bulk, asyncio.Event(), []
+    transport = s.fs.store.port.transport
+    bulk, gate, log = transport.bulk, asyncio.Event(), []
 
     async def held_bulk(actions, *args, **kwargs):
         log.append("bulk")
         await gate.wait()  # the write is stuck between its rounds
         return await bulk(actions, *args, **kwargs)
 
-    dialect.transport.bulk = held_bulk
+    transport.bulk = held_bulk
     write = asyncio.create_task(s.fs.upsert([note(2), note(3)]))  # new files: nothing to refresh before writing
     while not log:
         await asyncio.sleep(0.01)
@@ -178,7 +178,7 @@ async def test_a_read_does_not_refresh_in_the_middle_of_a_write(open_app):
     gate.set()
     await write
     hits = await read
-    dialect.transport.bulk = bulk
+    transport.bulk = bulk
     assert s.refreshes == 1
     assert sorted({h.path for h in hits}) == [f"digest/refresh-{n}.md" for n in (1, 2, 3)]
 

@@ -25,16 +25,16 @@ pytestmark = pytest.mark.asyncio
 
 
 def record(fs) -> list[tuple[str, str]]:
-    """Every (method, path) the store's dialect sends from now on."""
+    """Every (method, path) the store's port sends from now on."""
     sent: list[tuple[str, str]] = []
-    dialect = fs.store.dialect
-    request = dialect.transport.request
+    transport = fs.store.port.transport
+    request = transport.request
 
     async def recorded(method, path, body=None, params=None):
         sent.append((method, path))
         return await request(method, path, body, params)
 
-    dialect.transport.request = recorded
+    transport.request = recorded
     return sent
 
 

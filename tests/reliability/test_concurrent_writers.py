@@ -24,9 +24,9 @@ class PausedBulk:
     """Holds a store's `n`-th bulk call (0 = first) until `release` is set."""
 
     def __init__(self, store, n: int):
-        self.real, self.n, self.calls = store.dialect.transport.bulk, n, 0
+        self.real, self.n, self.calls = store.port.transport.bulk, n, 0
         self.reached, self.release = asyncio.Event(), asyncio.Event()
-        store.dialect.transport.bulk = self
+        store.port.transport.bulk = self
 
     async def __call__(self, actions, *args, **kwargs):
         if self.calls == self.n:
@@ -158,7 +158,7 @@ async def test_a_resent_conditional_write_that_had_landed_is_not_a_conflict(stor
     store = await store_factory()
     if phase == "file doc":
         await store.upsert([file_with(PATH, [C1], st_mtime=1.0)])
-    real_bulk, resent, statuses = store.dialect.transport.bulk, [], []
+    real_bulk, resent, statuses = store.port.transport.bulk, [], []
 
     async def answer_lost_once(actions, *args, **kwargs):
         if resent or not any(a["_index"] == store.index("files") for a in actions):
@@ -169,7 +169,7 @@ async def test_a_resent_conditional_write_that_had_landed_is_not_a_conflict(stor
         statuses.extend(f.status for f in outcome.failures)  # what the node said to the resend, before settling
         return outcome
 
-    store.dialect.transport.bulk = answer_lost_once
+    store.port.transport.bulk = answer_lost_once
     outcome = await store.upsert([file_with(PATH, [C2], links=["x"], st_mtime=2.0)])
 
     assert resent
