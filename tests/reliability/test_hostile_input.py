@@ -87,10 +87,12 @@ async def test_key_floods_do_not_grow_the_mapping(store_factory, server):
                     "end_line",
                     "hash",
                     "path",
+                    "question",
                     "speaker",
                     "start_line",
                     "text",
                     "text.cjk",
+                    "words",
                     "workspace",
                 ]
                 + [f"metadata{x}" for x in flat]
