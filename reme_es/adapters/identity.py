@@ -22,14 +22,12 @@ from __future__ import annotations
 import logging
 import time
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..core.checks import redact_host
 from ..core.engine_settings import CLUSTER_CHECK, RETRYABLE_STATUS
 from ..core.errors import AuthError, ClusterChanged, ConnectionFailed, RequestFailed
-
-if TYPE_CHECKING:
-    from .port import IndexPort
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +73,24 @@ def compare_uuid(recorded: str, answered: str | None) -> str:
     return ADOPT if recorded == NOT_FORMED else MOVED
 
 
+class _Asks(Protocol):
+    """What the check needs of its port (`IndexPort`): the request, the hosts it names, the dialect and transport. A
+    protocol, not the class, so this module does not import the port that imports it."""
+
+    transport: Any
+    dialect: Any
+
+    @property
+    def hosts(self) -> Sequence[str]: ...
+
+    async def cluster_answer(self, indices: str, once: bool = False) -> Any: ...
+
+
 class ClusterIdentity:
     """The cluster UUID one port's store opened on, and the check that its hosts still reach that cluster: the guard
     of the port's transport (`Transport.guarded`), asking through the port (`IndexPort.cluster_answer`)."""
 
-    def __init__(self, port: IndexPort):
+    def __init__(self, port: _Asks):
         self.port = port
         # None: not recorded (not connected, the server does not tell, or the role may not ask): no check;
         # `_na_`: opened before the cluster formed, checked before every try until a real UUID is adopted
