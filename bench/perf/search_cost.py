@@ -110,7 +110,7 @@ from bench.perf.probe import Call, Probe
 from reme_es.adapters.dialect import SOURCE_EXCLUDES, keyword_body
 from reme_es.core.models import Chunk, FileDoc, SearchFilter
 from reme_es.core.options import SearchOptions
-from reme_es.store import MemoryStore, fusion
+from reme_es.store import CANDIDATE_MULTIPLIER, MemoryStore, fusion
 from reme_es.store.fusion import candidate_depth, collapse_repeats
 
 METERS = ("breakdown", "cpu", "trips", "fusion", "raw")
@@ -122,7 +122,9 @@ PREFIXES = {  # each meter's index set (a `--keep`/`--reuse` pair must name the 
     "raw": "bench-latency",
 }
 LIMIT = 10  # the job's limit
-DEPTH = candidate_depth(LIMIT)  # ReMe's candidates per branch at that limit: min(200, 10 x 5) = 50
+DEPTH = candidate_depth(
+    LIMIT, CANDIDATE_MULTIPLIER
+)  # ReMe's candidates per branch at that limit: min(200, 10 x 5) = 50
 
 
 def rotated(names: list[str], turn: int) -> list[str]:

@@ -33,7 +33,7 @@ from bench.data.cranfield import GAINS, TREC_GAINS, doc_of, load_cranfield, path
 from reme_es.adapters.dialect import keyword_query
 from reme_es.core.models import Chunk, FileDoc, SearchFilter
 from reme_es.embeddings.minilm import LocalMiniLM, default_model_path
-from reme_es.store import MemoryStore
+from reme_es.store import CANDIDATE_MULTIPLIER, MemoryStore
 from reme_es.store.fusion import candidate_depth
 
 ANCHORS = {"BM25": (0.360, 0.714), "vector": (0.382, 0.773), "client RRF": (0.407, 0.777)}
@@ -133,7 +133,7 @@ async def native_text_only(
     """Native hybrid with a `text`-only keyword branch: the store's hybrid body with its keyword query swapped."""
     out = []
     f = SearchFilter()
-    size = candidate_depth(limit)
+    size = candidate_depth(limit, CANDIDATE_MULTIPLIER)
     for q, v in zip(queries, qvecs):
         body = store.dialect.hybrid_body(q, v.tolist(), size, f)
         body["query"]["hybrid"]["queries"][0] = keyword_query(q, f, ("text",))

@@ -18,6 +18,7 @@ SETTINGS: dict[str, Any] = json.loads(resources.files("reme_es").joinpath("engin
 HNSW_M: int = SETTINGS["hnsw"]["m"]
 HNSW_EF_CONSTRUCTION: int = SETTINGS["hnsw"]["ef_construction"]
 RETRYABLE_STATUS: frozenset[int] = frozenset(SETTINGS["retry"]["statuses"])
+REQUEST_TRY_TIMEOUT_S: float = float(SETTINGS["retry"]["request"]["try_timeout_s"])  # one request's try, by default
 CLUSTER_CHECK: dict[str, Any] = SETTINGS["cluster_check"]
 INDEX_PREFIX_RE: re.Pattern[str] = re.compile(SETTINGS["index_prefix"]["pattern"])
 

@@ -34,7 +34,7 @@ from .checks import (
     validate_prefix,
     validate_workspace_key,
 )
-from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M
+from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M, REQUEST_TRY_TIMEOUT_S
 from .errors import ConfigError
 
 CONFIG_NAME = "reme-es.yaml"
@@ -87,7 +87,7 @@ class ConnectionOptions(_Section):
     api_key: SecretStr | None = Field(default=None, exclude=True)
     verify_certs: bool = True
     ca_certs: str | None = None
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=REQUEST_TRY_TIMEOUT_S, gt=0)  # seconds one request's try waits
     aws_region: str | None = None  # set: sign requests with AWS SigV4 (botocore's credential chain)
     aws_service: Literal["es", "aoss"] = "es"  # es: OpenSearch Service; aoss: OpenSearch Serverless
     flavour: str | None = None  # the managed node's; None: the `default` node's own if it exists, else the default

@@ -20,6 +20,7 @@ from reme.steps.index._source_format import ALL_RETURNED_MESSAGE, NO_RESULTS_MES
 from reme.steps.index.search import SearchStep, _default_limit
 from reme.utils import expand_links, render_expansion_lines
 
+from ..store import CANDIDATE_MULTIPLIER
 from ..store.fusion import MAX_CANDIDATES as _MAX_CANDIDATES
 from ..store.fusion import RRF_K as _RRF_K
 from ..store.one_version import REFILLS
@@ -73,7 +74,7 @@ class EsSearchStep(SearchStep):
         query = "" if raw_query is None else str(raw_query).strip()
         limit = int(self.context.get("limit") or _default_limit())
         min_score = float(self.context.get("min_score") or 0.0)
-        candidate_multiplier = float(self.kwargs.get("candidate_multiplier", 5.0))
+        candidate_multiplier = float(self.kwargs.get("candidate_multiplier", CANDIDATE_MULTIPLIER))
         expand_links_enabled = bool(self.kwargs.get("expand_links", True))
         max_links_per_direction = int(self.kwargs.get("max_links_per_direction", 10))
         tool_context_id = (self.context.get("tool_context_id", "") or "").strip()

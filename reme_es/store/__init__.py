@@ -63,6 +63,10 @@ from .vectors import VectorStore
 from .workspaces import Registry
 from .writer import Writer
 
+# Candidates per branch for each result wanted, ReMe's `candidate_multiplier` (its search step's default): the depth
+# of a search is min(200, limit x this). Written here once; the store's parts require it, ReMe's step reads it.
+CANDIDATE_MULTIPLIER = 5
+
 
 class MemoryStore:
     """Files, chunks and links of one workspace of an index set on one cluster."""
@@ -342,7 +346,7 @@ class MemoryStore:
         limit: int = 10,
         search_filter: SearchFilter | dict | None = None,
         mode: str = "hybrid",
-        candidate_multiplier: int = 5,
+        candidate_multiplier: int = CANDIDATE_MULTIPLIER,
         min_score: float = 0.0,
         candidates: int | None = None,
     ) -> SearchResult:
@@ -502,4 +506,12 @@ class MemoryStore:
         return await lifecycle.migrate(self, target, progress)
 
 
-__all__ = ["HYBRID_MODES", "MemoryStore", "chunk_source", "stored_chunk_source", "validate_hybrid", "validate_prefix"]
+__all__ = [
+    "CANDIDATE_MULTIPLIER",
+    "HYBRID_MODES",
+    "MemoryStore",
+    "chunk_source",
+    "stored_chunk_source",
+    "validate_hybrid",
+    "validate_prefix",
+]

@@ -41,7 +41,7 @@ def weighted_rrf(vector: list[Hit], keyword: list[Hit], vector_weight: float, k:
 MAX_CANDIDATES = 200  # ReMe's cap on each branch's candidates
 
 
-def candidate_depth(limit: int, multiplier: int = 5, cap: int = MAX_CANDIDATES) -> int:
+def candidate_depth(limit: int, multiplier: int, cap: int = MAX_CANDIDATES) -> int:
     """How many candidates each branch fetches, as ReMe does: min(cap, limit x multiplier)."""
     return max(limit, min(cap, limit * multiplier))
 

@@ -103,15 +103,16 @@ class SearchStore:
     async def search(
         self,
         query: str,
-        vector: list[float] | None = None,
-        limit: int = 10,
-        search_filter: SearchFilter | dict | None = None,
-        mode: str = "hybrid",
-        candidate_multiplier: int = 5,
+        vector: list[float] | None,
+        limit: int,
+        search_filter: SearchFilter | dict | None,
+        mode: str,
+        candidate_multiplier: int,
         min_score: float = 0.0,
         candidates: int | None = None,
     ) -> SearchResult:
-        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit.
+        """Keyword, vector or hybrid search as ReMe does it: candidates per branch, fusion, min_score, limit (the
+        defaults are MemoryStore.search's, which calls it).
 
         Candidates are ranked from scores and ids alone; only the hits returned are fetched with their text.
         `candidates` sets the depth per branch directly (default: ReMe's min(200, limit x candidate_multiplier))."""

@@ -33,7 +33,7 @@ def test_rrf_by_hand():
 
 
 def test_candidate_depth_and_min_score():
-    assert [candidate_depth(n) for n in (1, 10, 40, 41, 500)] == [5, 50, 200, 200, 500]
+    assert [candidate_depth(n, 5) for n in (1, 10, 40, 41, 500)] == [5, 50, 200, 200, 500]
     hits = [_hit("a", "keyword", 0.5), _hit("b", "keyword", 0.1)]
     assert [h.chunk.id for h in apply_min_score(hits, 0.2)] == ["a"]
     assert apply_min_score(hits, 0.0) == hits
