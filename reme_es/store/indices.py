@@ -32,7 +32,7 @@ from .protocol import Indices
 
 DEFAULT_WORKSPACE = "default"  # the workspace key of a store opened without one
 # Chunk fields a later template added; a chunks index made before them gets them added to its mapping when opened.
-GROWN_FIELDS = ("context", "speaker", "question", "words")
+GROWN_FIELDS = ("context", "speaker", "question", "words", "written")
 PAGE = 1000
 
 log = logging.getLogger(__name__)

@@ -69,9 +69,10 @@ def chunk_contexts(chunks: list[Chunk]) -> dict[str, str]:
     return out
 
 
-def chunk_source(chunk: Chunk, context: str = "") -> dict:
+def chunk_source(chunk: Chunk, context: str = "", written: str = "") -> dict:
     """The `_source` of a chunk doc as the chunks template maps it (pure; the store validates before writing), with
-    its neighbours' text as `context` where it has any (`chunk_contexts`)."""
+    its neighbours' text as `context` where it has any (`chunk_contexts`), and the token of the write call that
+    stores it as `written` (`reme_es.store.one_version`: hits one call wrote are of one version)."""
     src: dict[str, Any] = {
         "chunk_id": chunk.id,
         "path": chunk.path,
@@ -89,6 +90,8 @@ def chunk_source(chunk: Chunk, context: str = "") -> dict:
     if chunk_asks(chunk.text):
         src["question"] = True
     src["words"] = len(chunk.text.split())
+    if written:
+        src["written"] = written
     if chunk.embedding is not None:
         src["embedding"] = chunk.embedding
     return src
@@ -188,13 +191,13 @@ def check_vector(dims: int | None, vector: list[float] | None, what: str) -> Non
         raise DimensionMismatch(f"{what} has a {len(vector)}-d vector; the index expects {dims}-d")
 
 
-def checked_chunk_source(chunk: Chunk, dims: int | None, context: str = "") -> dict:
-    """A chunk's source (with its `context`) after the size, vector and JSON checks."""
+def checked_chunk_source(chunk: Chunk, dims: int | None, context: str = "", written: str = "") -> dict:
+    """A chunk's source (with its `context` and `written` token) after the size, vector and JSON checks."""
     if len(chunk.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise InvalidInput(
             f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it"
         )
     check_vector(dims, chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
-    src = chunk_source(chunk, context)
+    src = chunk_source(chunk, context, written)
     check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
     return src

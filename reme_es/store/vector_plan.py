@@ -33,7 +33,8 @@ def plan_vectors(chunks: list[Chunk], stored: dict[str, dict], with_vector: set[
     for chunk in chunks:
         old = stored.get(chunk.id) if chunk.id in with_vector else None
         if old is not None and old.get("text") == chunk.text:
-            if old == stored_chunk_source(chunk, context.get(chunk.id, "")):
+            content = {k: v for k, v in old.items() if k != "written"}  # the storing call's token is not content
+            if content == stored_chunk_source(chunk, context.get(chunk.id, "")):
                 plan.unchanged.add(chunk.id)
             else:
                 plan.reusable.append(chunk)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Awaitable, Callable, Iterable
 
 from ..adapters import lookups as q
@@ -41,7 +42,8 @@ class Writer:
         return stored
 
     def wanted(self, files: list[tuple[FileDoc, list[Chunk]]]) -> dict[str, p.Wanted]:
-        """The files to write, checked (a path given twice: the last one wins)."""
+        """The files to write, checked (a path given twice: the last one wins). Their chunks carry one new token as
+        `written`: the chunks of one write call are of one version (`reme_es.store.one_version`)."""
         by_path: dict[str, tuple[FileDoc, list[Chunk]]] = {}
         for file, chunks in files:
             for chunk in chunks:
@@ -49,10 +51,10 @@ class Writer:
                     raise InvalidInput(f"chunk {chunk.id} has path {chunk.path!r} but belongs to file {file.path!r}")
             by_path[file.path] = (file, chunks)
         dims = self._dims()
-        sources = {}
+        sources, written = {}, secrets.token_hex(6)
         for path, (_, chunks) in by_path.items():
             context = chunk_contexts(chunks)
-            sources[path] = [checked_chunk_source(c, dims, context.get(c.id, "")) for c in chunks]
+            sources[path] = [checked_chunk_source(c, dims, context.get(c.id, ""), written) for c in chunks]
         return {path: p.Wanted(f, cs, sources[path], file_source(f)) for path, (f, cs) in by_path.items()}
 
     async def _settle(

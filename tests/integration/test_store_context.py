@@ -120,7 +120,7 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
         for concrete in await store.port.concrete(alias):  # the chunks index as template 3 made it
             await store.port.delete_index(concrete)
         body = render_index("chunks", store.dialect, store.indices.caps, store.options)
-        for grown in ("context", "speaker", "question", "words"):
+        for grown in ("context", "speaker", "question", "words", "written"):
             del body["mappings"]["properties"][grown]
         body["aliases"] = {alias: {}}
         await store.port.create_index(f"{alias}-1", body)
@@ -131,6 +131,7 @@ async def test_a_chunks_index_from_before_the_context_field_gets_it_when_opened(
         properties = (await store.port.mapping(alias))["properties"]
         assert properties["context"]["type"] == "text" and properties["speaker"]["type"] == "keyword"
         assert properties["question"]["type"] == "boolean" and properties["words"]["type"] == "integer"
+        assert properties["written"] == {"type": "keyword", "index": False, "doc_values": False}
         files, _ = _files()
         await store.upsert(files)  # a strict mapping without the field would refuse these documents
         assert TURNS[1] in await _ranked_texts(store, "researching")

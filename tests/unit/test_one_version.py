@@ -8,13 +8,19 @@ from reme_es.store.one_version import REFILLS, filled, kept, shared_paths
 A, B = "a.md", "b.md"
 
 
-def test_only_files_with_two_or_more_hits_are_checked():
-    assert shared_paths([("1", A), ("2", B), ("3", A), ("4", A)]) == [A]
-    assert shared_paths([("1", A), ("2", B)]) == []
+def test_only_files_with_two_or_more_hits_without_one_common_token_are_checked():
+    # no tokens (hits that do not carry them, chunks from before the field): every file with two hits
+    assert shared_paths([("1", A, None), ("2", B, None), ("3", A, None), ("4", A, None)]) == [A]
+    assert shared_paths([("1", A, None), ("2", B, None)]) == []
+    # one write call's chunks are of one version: no file doc to read, whatever the number of hits
+    assert shared_paths([("1", A, "w1"), ("2", A, "w1"), ("3", B, "w2"), ("4", B, "w2")]) == []
+    # two calls' chunks (a write half done beside the old version, or unchanged chunks beside rewritten ones), or
+    # one hit without a token among them: read the file doc
+    assert shared_paths([("1", A, "w1"), ("2", B, "w1"), ("3", A, "w2"), ("4", B, None), ("5", B, "w1")]) == [A, B]
 
 
 def test_a_hit_is_kept_when_its_file_doc_lists_it_or_there_is_none_to_ask():
-    keys = [("new", A), ("old", A), ("same", A), ("x", B), ("y", "c.md")]
+    keys = [("new", A, "w2"), ("old", A, "w1"), ("same", A, "w1"), ("x", B, None), ("y", "c.md", None)]
     listed = {A: {"old", "same"}, B: None}  # B has no file doc; c.md was not read (a single hit)
     assert kept(keys, listed) == [False, True, True, True, True]
 

@@ -33,7 +33,13 @@ def writer(port: MemoryPort) -> Writer:
 
 
 def rounds(port: MemoryPort) -> list[list[dict]]:
-    return [[a.as_dict() for a in r] for r in port.rounds]
+    """The bulk rounds as dicts; each write call's random `written` token named by its order: "call 1", "call 2"."""
+    calls: dict[str, str] = {}
+    out = [[a.as_dict() for a in r] for r in port.rounds]
+    for action in (a for r in out for a in r):
+        if token := (action.get("source") or {}).get("written"):
+            action["source"] = {**action["source"], "written": calls.setdefault(token, f"call {len(calls) + 1}")}
+    return out
 
 
 def check(name: str, trace: dict) -> None:
