@@ -84,17 +84,22 @@ def _launch(command: list[str], folder: Path, home: Path, env: dict[str, str]) -
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` runs. A recorded pid can outlive its process and be reused by a thread of another one
+    (`kill(pid, 0)` reaches threads too): a pid that is a thread, not a process, counts as dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a zombie child of ours counts as dead
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            status = dict(line.split(":", 1) for line in fh if ":" in line)
     except OSError:
         return True
+    if status.get("Tgid", "").strip() not in ("", str(pid)):
+        return False  # a thread of another process
+    return not status.get("State", "").strip().startswith("Z")  # a zombie child of ours counts as dead
 
 
 def _reap(pid: int) -> None:

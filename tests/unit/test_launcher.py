@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from reme_es.core.errors import ConfigError, ServerError
 from reme_es.server import node
 from reme_es.server.flavours import FLAVOURS, get_flavour
+from reme_es.server.process import _alive
 
 
 def test_flavours_pair_plugin_versions_with_the_server():
@@ -238,3 +242,20 @@ def test_concurrent_installs_of_one_flavour_assemble_it_once_and_both_get_it(tmp
     assert len(assembled) == 1
     assert homes["a"] == homes["b"] and (homes["a"] / "lib" / "engine.jar").read_text() == "jar"
     assert not (homes["a"].parent.with_name(homes["a"].parent.name + ".partial")).exists()
+
+
+def test_a_recorded_pid_now_held_by_a_thread_of_another_process_is_not_a_running_node():
+    """A node's recorded pid can be reused after it stopped, also as a thread id of another process (`kill(pid, 0)`
+    reaches threads): `server start` then thought the node ran and returned at once without starting it."""
+    seen: list[int] = []
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (seen.append(threading.get_native_id()), done.wait(10)))
+    thread.start()
+    try:
+        while not seen:
+            time.sleep(0.01)
+        assert seen[0] != os.getpid()
+        assert _alive(os.getpid()) and not _alive(seen[0])
+    finally:
+        done.set()
+        thread.join()
