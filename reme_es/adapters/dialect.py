@@ -233,8 +233,9 @@ class Dialect(ABC):
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
         context: float = 0.0,
+        num_candidates: int | None = None,
     ) -> dict:
-        """A native hybrid request body (engines without one raise)."""
+        """A native hybrid request body (engines without one raise); `num_candidates` as for `knn_body`."""
         raise CapabilityError(f"{self.engine} has no native hybrid request; use hybrid: client")
 
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:

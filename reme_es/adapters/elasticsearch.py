@@ -151,9 +151,10 @@ class ElasticsearchDialect(Dialect):
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
         context: float = 0.0,
+        num_candidates: int | None = None,
     ) -> dict:
         """One request through the `rrf` retriever (licensed; used only when the probe finds it usable)."""
-        knn = self.knn_body(vector, size, f)["knn"]
+        knn = self.knn_body(vector, size, f, num_candidates)["knn"]
         return {
             "size": size,
             "retriever": {

@@ -200,11 +200,12 @@ class OpenSearchDialect(Dialect):
         fields: tuple[str, ...] | None = None,
         caps: Capabilities | None = None,
         context: float = 0.0,
+        num_candidates: int | None = None,
     ) -> dict:
         """The hybrid query; its branches are named `keyword` and `vector`, so each hit can tell its branch scores."""
         keyword = keyword_query(text, f, fields, context)
         keyword["bool"]["_name"] = "keyword"
-        knn = self.knn_query(vector, size, f, caps=caps)
+        knn = self.knn_query(vector, size, f, num_candidates, caps)
         knn["knn"]["embedding"]["_name"] = "vector"
         query = {"hybrid": {"queries": [keyword, knn]}}
         return {"size": size, "query": query, "_source": {"excludes": SOURCE_EXCLUDES}}

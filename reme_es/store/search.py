@@ -320,7 +320,14 @@ class SearchStore:
         ix, dialect = self.indices, self.indices.dialect
         self.vectors.check(vector, "the query")
         body = dialect.hybrid_body(
-            query, vector, candidates, f, self.keyword_fields, caps=ix.caps, context=ix.context_boost
+            query,
+            vector,
+            candidates,
+            f,
+            self.keyword_fields,
+            caps=ix.caps,
+            context=ix.context_boost,
+            num_candidates=self.vectors.width(candidates),  # the width calibrated on the index, as the k-NN branch
         )
         pipeline = {"search_pipeline": ix.pipeline_name()} if dialect.uses_search_pipeline else {}
         params = {**pipeline, **dialect.hybrid_params(ix.caps)} or None

@@ -4,6 +4,8 @@ later reads it into every k-NN body, and the climb says when the target is out o
 
 from __future__ import annotations
 
+import json
+
 from reme_es.adapters.dialect import ClientSettings, knn_candidates
 from reme_es.core.options import IndexOptions
 from reme_es.store.calibration import RULE
@@ -38,6 +40,24 @@ async def _recall(store, shape, ids, width: int) -> float:
         good = {ids[i] for i, s in enumerate(sum(a * b for a, b in zip(v, q)) for v in shape.vectors) if s >= floor}
         found += sum(1 for h in hits[:10] if h["_source"]["chunk_id"] in good) / 10
     return found / len(shape.queries)
+
+
+def _widths_sent(bodies: list) -> list[int]:
+    """Every k-NN width (`ef_search`, `num_candidates`) in these request bodies (dicts, or `_msearch` lines)."""
+    found: list[int] = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            found.extend(v for k, v in x.items() if k in ("ef_search", "num_candidates"))
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    for body in bodies:
+        walk([json.loads(line) for line in body.splitlines()] if isinstance(body, (str, bytes)) else body)
+    return found
 
 
 def _width_in(body: dict) -> int:
@@ -81,6 +101,26 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
         )
         hits = await again.vector_search(shape.queries[0], 10)
         assert len(hits) == 10
+
+        # the hybrid search's k-NN branch too, whatever the fusion (fused here on these nodes; the native request's
+        # body carries the same width: tests/unit/test_builders.py)
+        for fusion in ("zscore", "minmax"):
+            hybrid = await open_store(
+                ClientSettings([server.url]), es_prefix, server.engine, options, fusion=fusion, feedback=0
+            )
+            sent: list = []
+            request = hybrid.port.transport.request
+
+            async def recorded(method, path, body=None, params=None, sent=sent, request=request):
+                sent.append(body)
+                return await request(method, path, body, params)
+
+            hybrid.port.transport.request = recorded
+            try:
+                assert len((await hybrid.search("chunk", shape.queries[0], 10)).hits) == 10
+            finally:
+                await hybrid.close()
+            assert set(_widths_sent(sent)) == {record.width}, fusion
 
         # Out of reach within the ladder: the best width and its recall are reported, not recorded as reached.
         capped = await again.calibrate(max_width=75, target=1.01, record=False)

@@ -52,6 +52,15 @@ def test_opensearch_hybrid_body():
     check("hybrid_body_opensearch", OpenSearchDialect(SETTINGS).hybrid_body("orbital", [0.1, 0.2], 50, FILTER))
 
 
+def test_a_native_hybrid_request_carries_the_calibrated_knn_width():
+    os_body = OpenSearchDialect(SETTINGS).hybrid_body("orbital", [0.1, 0.2], 50, FILTER, num_candidates=123)
+    knn = os_body["query"]["hybrid"]["queries"][1]["knn"]["embedding"]
+    assert knn["method_parameters"] == {"ef_search": 123} and knn["k"] == 50
+    es_body = ElasticsearchDialect(SETTINGS).hybrid_body("orbital", [0.1, 0.2], 50, FILTER, num_candidates=123)
+    knn = es_body["retriever"]["rrf"]["retrievers"][1]["knn"]
+    assert knn["num_candidates"] == 123 and knn["k"] == 50
+
+
 @pytest.mark.parametrize("kind,weighted", [("minmax", False), ("rrf", False), ("rrf", True)])
 def test_pipeline_bodies(kind, weighted):
     dialect = OpenSearchDialect(SETTINGS)
