@@ -68,7 +68,7 @@ class ServerlessDialect(OpenSearchDialect):
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
         return False
 
-    def hybrid_body(self, text, vector, size, f, fields=None, caps=None, context=0.0) -> dict:
+    def hybrid_body(self, text, vector, size, f, fields=None, caps=None, context=0.0, num_candidates=None) -> dict:
         """Serverless has no hybrid search pipelines."""
         raise CapabilityError("Amazon OpenSearch Serverless has no search pipelines; hybrid is fused client-side")
 
