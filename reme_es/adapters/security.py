@@ -12,6 +12,15 @@ delete in S may do it to any workspace's documents by id. So a grant is read-onl
 write grant gives document writes only (index, delete, bulk): never creating, deleting, re-mapping or merging the
 set's indices, which stay with the admin. The write boundary is the set; reads are private per workspace.
 
+A grant of Memorie tenant T of Memorie index prefix P (`reme-es access grant --memorie-tenant`) is the same machinery
+on Memorie's three indices, `P-memorie-memories|vectors|relations` (aliases over versioned indices, `...-v<n>`; the
+role names both): one role, `reme-es-memorie.P.T` (a `.` no set name or workspace key has, so the two kinds of role
+never share a name), whose query is one bool/should over the three kinds' clauses: a memory whose `tenant_id` is T,
+a vector whose metadata holds `tenantId` T (`meta_kv`, as Memorie's `forgetQuery` matches it; `has_meta` keeps a
+memory's own metadata out, which may hold a `tenantId` key of any value), a relation with either end in T (the scope
+of Memorie's `forget`: a relation between two tenants' memories is read by both). A term on a field an index lacks
+matches nothing there. Writes follow the workspace policy: the prefix is the write boundary.
+
 Elasticsearch offers document-level security with a platinum, enterprise or trial licence only
 (`check_licence`).
 """
@@ -19,8 +28,9 @@ Elasticsearch offers document-level security with a platinum, enterprise or tria
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.checks import validate_prefix, validate_workspace_key
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
@@ -29,6 +39,11 @@ from .templates import SET_KINDS
 
 ROLE_PREFIX = "reme-es-"  # every role (and role mapping) `reme-es access` makes starts with it
 DLS_LICENCES = ("platinum", "enterprise", "trial")  # Elasticsearch licences with document-level security
+MEMORIE_ROLE_PREFIX = f"{ROLE_PREFIX}memorie."  # a Memorie tenant's grant: `reme-es-memorie.<prefix>.<tenant>`
+MEMORIE_KINDS = ("memories", "vectors", "relations")  # `<prefix>-memorie-<kind>` (memorie/src/dialect.ts indexNames)
+META_SEP = "\u001f"  # between a metadata key and its value's canonical JSON in `meta_kv` (memorie/src/metadata.ts)
+# A tenant id a grant may name: it is part of the role's name, which is part of a URL path.
+_TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 
 # OpenSearch security: what a grantee's store needs beyond document reads (connect: node info, the cluster UUID,
 # the analyzer probe; the hybrid search pipeline, put at connect where the set has vectors).
@@ -55,16 +70,102 @@ ES_INDEX_READ = ["read", "view_index_metadata", "indices:admin/refresh*"]
 ES_INDEX_WRITE = ["indices:data/write/index*", "indices:data/write/delete*", "indices:data/write/bulk*"]
 
 
+def validate_tenant(tenant: object) -> str:
+    """Refuse a Memorie tenant id a grant cannot name: 1-128 letters, digits, '.', '_', '@' and '-', starting with a
+    letter or digit (it becomes part of the role's name)."""
+    if not isinstance(tenant, str) or not _TENANT_RE.fullmatch(tenant):
+        raise ConfigError(
+            f"Memorie tenant {tenant!r} cannot be granted: use 1-128 characters of letters, digits, '.', '_', '@' "
+            "and '-', starting with a letter or digit"
+        )
+    return tenant
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """What a grant confines reads to: one workspace of a ReMe index set (the `workspace` field of its four
+    indices)."""
+
+    prefix: str
+    key: str
+    kind: ClassVar[str] = "workspace"
+
+    def __post_init__(self) -> None:
+        validate_prefix(self.prefix)
+        validate_workspace_key(self.key)
+
+    @property
+    def role(self) -> str:
+        """The role (and role mapping) of the grant."""
+        return role_name(self.prefix, self.key)
+
+    def indices(self) -> list[str]:
+        """The index names (aliases and concrete indices) the role reads through its query."""
+        return set_indices(self.prefix)
+
+    def query(self) -> dict:
+        """The document-level security query."""
+        return dls_query(self.key)
+
+    def described(self) -> str:
+        """What is granted, for the role's description."""
+        return f"workspace {self.key} of index set {self.prefix}"
+
+
+@dataclass(frozen=True)
+class MemorieTenant:
+    """What a grant confines reads to: one tenant of a Memorie index prefix (its three indices; module docstring)."""
+
+    prefix: str
+    key: str
+    kind: ClassVar[str] = "memorie_tenant"
+
+    def __post_init__(self) -> None:
+        validate_prefix(self.prefix)
+        validate_tenant(self.key)
+
+    @property
+    def role(self) -> str:
+        """The role (and role mapping) of the grant: `reme-es-memorie.<prefix>.<tenant>`."""
+        return f"{MEMORIE_ROLE_PREFIX}{self.prefix}.{self.key}"
+
+    def indices(self) -> list[str]:
+        """Memorie's three aliases and their versioned indices (`<alias>-v<n>`), and no other prefix's."""
+        return [
+            n for kind in MEMORIE_KINDS for n in (f"{self.prefix}-memorie-{kind}", f"{self.prefix}-memorie-{kind}-v*")
+        ]
+
+    def query(self) -> dict:
+        """The tenant's memories, vectors and relations (either end) as one query over the three indices."""
+        return memorie_dls_query(self.key)
+
+    def described(self) -> str:
+        """What is granted, for the role's description."""
+        return f"Memorie tenant {self.key} of index prefix {self.prefix}"
+
+
+Target = Workspace | MemorieTenant
+
+
 @dataclass
 class Grant:
-    """One workspace of one set granted to users and backend roles (Elasticsearch: groups), through `role`."""
+    """One workspace of one set, or one Memorie tenant of one prefix (`memorie_tenant`, `workspace` None), granted to
+    users and backend roles (Elasticsearch: groups), through `role`."""
 
     role: str
     prefix: str
-    workspace: str
+    workspace: str | None
     write: bool
     users: list[str] = field(default_factory=list)
     backend_roles: list[str] = field(default_factory=list)
+    memorie_tenant: str | None = None
+
+    @classmethod
+    def of(cls, target: Target, write: bool, users: list[str], backend_roles: list[str]) -> Grant:
+        """The grant of `target` to these users and backend roles."""
+        tenant = target.key if isinstance(target, MemorieTenant) else None
+        workspace = target.key if isinstance(target, Workspace) else None
+        return cls(target.role, target.prefix, workspace, write, users, backend_roles, tenant)
 
 
 def role_name(prefix: str, workspace: str) -> str:
@@ -83,23 +184,43 @@ def dls_query(workspace: str) -> dict:
     return {"term": {WORKSPACE_FIELD: validate_workspace_key(workspace)}}
 
 
-def _description(prefix: str, workspace: str, write: bool) -> str:
+def memorie_dls_query(tenant: str) -> dict:
+    """The document-level security query of a Memorie tenant's grant, one clause per kind of index (a term on a field
+    an index lacks matches nothing there): memories by `tenant_id`; vectors by the `tenantId` metadata Memorie's
+    engine writes (`has_meta` as well: memories index their metadata in `meta_kv` too); relations by either end. The
+    clauses are the stores' own (memorie/test/access-query.test.ts compares them with the golden roles)."""
+    tenant = validate_tenant(tenant)
+    vector = [{"term": {"meta_kv": f"tenantId{META_SEP}{json.dumps(tenant)}"}}, {"term": {"has_meta": True}}]
+    return {
+        "bool": {
+            "should": [
+                {"term": {"tenant_id": tenant}},
+                {"bool": {"filter": vector}},
+                {"term": {"from_tenant_id": tenant}},
+                {"term": {"to_tenant_id": tenant}},
+            ],
+            "minimum_should_match": 1,
+        }
+    }
+
+
+def _description(target: Target, write: bool) -> str:
     access = "reads and writes documents of" if write else "reads"
-    return f"reme-es access: {access} workspace {workspace} of index set {prefix} (document-level security)"
+    return f"reme-es access: {access} {target.described()} (document-level security)"
 
 
 # ------------------------------------------------------------------------------------------------- OpenSearch
-def opensearch_role(prefix: str, workspace: str, write: bool = False) -> dict:
-    """The body of `PUT _plugins/_security/api/roles/<role>`: the set's indices read through the workspace's DLS
-    query (the query is a string in this API), plus document writes when `write`."""
+def opensearch_role(target: Target, write: bool = False) -> dict:
+    """The body of `PUT _plugins/_security/api/roles/<role>`: the target's indices read through its DLS query (the
+    query is a string in this API), plus document writes when `write`."""
     actions = OS_INDEX_READ + (OS_INDEX_WRITE if write else [])
     return {
-        "description": _description(prefix, workspace, write),
+        "description": _description(target, write),
         "cluster_permissions": OS_CLUSTER_READ + (OS_CLUSTER_WRITE if write else []),
         "index_permissions": [
             {
-                "index_patterns": set_indices(prefix),
-                "dls": json.dumps(dls_query(workspace), separators=(",", ":")),
+                "index_patterns": target.indices(),
+                "dls": json.dumps(target.query(), separators=(",", ":")),
                 "allowed_actions": actions,
             },
             {"index_patterns": ["*"], "allowed_actions": OS_ANY_INDEX},
@@ -131,49 +252,62 @@ def _merged(old: list[str] | None, new: list[str]) -> list[str]:
     return list(dict.fromkeys([*(old or []), *new]))
 
 
-def grant_of_opensearch_role(name: str, role: dict) -> tuple[str, str, bool] | None:
-    """(set, workspace, write) of a role `reme-es access` made, read from its index permissions; None for any
-    other role."""
+def _target_of_permission(perm: dict) -> Target | None:
+    """The grant target an index permission `opensearch_role` made reads, or None."""
+    try:
+        query = json.loads(perm.get("dls") or "null")
+        patterns = perm.get("index_patterns") or []
+        if "term" in query:
+            target: Target = Workspace(patterns[0].removesuffix(f"-{SET_KINDS[0]}"), query["term"][WORKSPACE_FIELD])
+        else:
+            tenant = query["bool"]["should"][0]["term"]["tenant_id"]
+            target = MemorieTenant(patterns[0].removesuffix(f"-memorie-{MEMORIE_KINDS[0]}"), tenant)
+    except (TypeError, KeyError, IndexError, ValueError, AttributeError, ConfigError):
+        return None
+    return target if target.indices() == patterns and target.query() == query else None
+
+
+def grant_of_opensearch_role(name: str, role: dict) -> tuple[Target, bool] | None:
+    """(target, write) of a role `reme-es access` made, read from its index permissions (which must be those the
+    role's name stands for); None for any other role."""
     if not name.startswith(ROLE_PREFIX):
         return None
     for perm in role.get("index_permissions") or []:
-        try:
-            term = json.loads(perm.get("dls") or "null")["term"][WORKSPACE_FIELD]
-        except (TypeError, KeyError, ValueError):
-            continue
-        patterns = perm.get("index_patterns") or []
-        prefix = patterns[0].removesuffix(f"-{SET_KINDS[0]}") if patterns else ""
-        if role_name_or_none(prefix, term) == name:
-            return prefix, term, "indices:data/write/index" in (perm.get("allowed_actions") or [])
+        target = _target_of_permission(perm)
+        if target is not None and target.role == name:
+            return target, "indices:data/write/index" in (perm.get("allowed_actions") or [])
     return None
 
 
-def role_name_or_none(prefix: str, workspace: object) -> str | None:
-    """`role_name`, or None where the set or workspace is not a valid one (`workspace` as read back: any JSON value)."""
-    if not isinstance(workspace, str):
-        return None
-    try:
-        return role_name(prefix, workspace)
-    except ConfigError:
-        return None
-
-
 # ------------------------------------------------------------------------------------------------- Elasticsearch
-def elasticsearch_role(prefix: str, workspace: str, write: bool = False) -> dict:
-    """The body of `PUT _security/role/<role>`: the set's indices read through the workspace's DLS query, plus
-    document writes when `write`."""
+def elasticsearch_role(target: Target, write: bool = False) -> dict:
+    """The body of `PUT _security/role/<role>`: the target's indices read through its DLS query, plus document writes
+    when `write`; its metadata names the target (read back by `target_of_elasticsearch_role`)."""
     return {
-        "description": _description(prefix, workspace, write),
+        "description": _description(target, write),
         "cluster": list(ES_CLUSTER),
         "indices": [
             {
-                "names": set_indices(prefix),
+                "names": target.indices(),
                 "privileges": ES_INDEX_READ + (ES_INDEX_WRITE if write else []),
-                "query": dls_query(workspace),
+                "query": target.query(),
             }
         ],
-        "metadata": {"reme_es": {"index_prefix": prefix, "workspace": workspace, "write": write}},
+        "metadata": {"reme_es": {"index_prefix": target.prefix, target.kind: target.key, "write": write}},
     }
+
+
+def target_of_elasticsearch_role(name: str, role: dict) -> tuple[Target, bool] | None:
+    """(target, write) of a role `elasticsearch_role` made, read from its metadata; None for any other role."""
+    meta = (role.get("metadata") or {}).get("reme_es") or {}
+    for kind in (Workspace, MemorieTenant):
+        try:
+            target: Target = kind(meta.get("index_prefix"), meta.get(kind.kind))  # type: ignore[arg-type]
+        except ConfigError:
+            continue
+        if target.role == name:
+            return target, bool(meta.get("write"))
+    return None
 
 
 def elasticsearch_role_mapping(role: str, users: list[str], groups: list[str]) -> dict:
@@ -239,24 +373,28 @@ class SecurityAdmin:
         if not self.opensearch:
             check_licence(await self.transport.request("GET", "/_license"))
 
-    async def grant(self, workspace: str, users: list[str], backend_roles: list[str], write: bool) -> Grant:
-        """Put the workspace's role (replacing an earlier one: `write` as now asked) and add the users and backend
+    def workspace(self, key: str) -> Workspace:
+        """Workspace `key` of this set, as a grant's target."""
+        return Workspace(self.prefix, key)
+
+    def memorie_tenant(self, tenant: str) -> MemorieTenant:
+        """Memorie tenant `tenant` of this prefix (`<prefix>-memorie-*`), as a grant's target."""
+        return MemorieTenant(self.prefix, tenant)
+
+    async def grant(self, target: Target, users: list[str], backend_roles: list[str], write: bool) -> Grant:
+        """Put the target's role (replacing an earlier one: `write` as now asked) and add the users and backend
         roles to its mapping."""
         if not users and not backend_roles:
-            raise ConfigError("name at least one --user or --backend-role to grant the workspace to")
+            raise ConfigError(f"name at least one --user or --backend-role to grant {target.described()} to")
         await self.check()
-        role = role_name(self.prefix, workspace)
+        role = target.role
         if self.opensearch:
-            await self.transport.request(
-                "PUT", f"/_plugins/_security/api/roles/{role}", opensearch_role(self.prefix, workspace, write)
-            )
+            await self.transport.request("PUT", f"/_plugins/_security/api/roles/{role}", opensearch_role(target, write))
             stored = (await self._get(f"/_plugins/_security/api/rolesmapping/{role}") or {}).get(role)
             body = mapping_with(stored, users, backend_roles)
             await self.transport.request("PUT", f"/_plugins/_security/api/rolesmapping/{role}", body)
-            return Grant(role, self.prefix, workspace, write, body["users"], body["backend_roles"])
-        await self.transport.request(
-            "PUT", f"/_security/role/{role}", elasticsearch_role(self.prefix, workspace, write)
-        )
+            return Grant.of(target, write, body["users"], body["backend_roles"])
+        await self.transport.request("PUT", f"/_security/role/{role}", elasticsearch_role(target, write))
         stored = (await self._get(f"/_security/role_mapping/{role}") or {}).get(role) or {}
         old_users, old_groups = mapped_of_elasticsearch(stored)
         all_users, groups = _merged(old_users, users), _merged(old_groups, backend_roles)
@@ -265,7 +403,7 @@ class SecurityAdmin:
         )
         for user in users:  # a native user's roles are its own: role mappings do not reach it
             await self._native_roles(user, add=role)
-        return Grant(role, self.prefix, workspace, write, all_users, groups)
+        return Grant.of(target, write, all_users, groups)
 
     async def _native_roles(self, user: str, add: str | None = None, remove: str | None = None) -> None:
         found = (await self._get(f"/_security/user/{user}") or {}).get(user)
@@ -275,10 +413,10 @@ class SecurityAdmin:
         body = {k: found[k] for k in ("full_name", "email", "metadata", "enabled") if found.get(k) is not None}
         await self.transport.request("PUT", f"/_security/user/{user}", {**body, "roles": _merged([], roles)})
 
-    async def revoke(self, workspace: str, users: list[str], backend_roles: list[str]) -> Grant | None:
-        """Take the users and backend roles out of the workspace's grant; with none named, or none left, delete the
+    async def revoke(self, target: Target, users: list[str], backend_roles: list[str]) -> Grant | None:
+        """Take the users and backend roles out of the target's grant; with none named, or none left, delete the
         role and its mapping. Returns what is left (None: the grant is gone, or never was)."""
-        role = role_name(self.prefix, workspace)
+        role = target.role
         grants = {g.role: g for g in await self.list()}
         grant = grants.get(role)
         if grant is None:
@@ -302,29 +440,27 @@ class SecurityAdmin:
             await self.transport.request(
                 "PUT", f"/_security/role_mapping/{role}", elasticsearch_role_mapping(role, left_users, left_roles)
             )
-        return Grant(role, self.prefix, workspace, grant.write, left_users, left_roles)
+        return Grant.of(target, grant.write, left_users, left_roles)
 
     async def list(self) -> list[Grant]:
-        """Every grant of this set's workspaces, by role name."""
+        """Every grant of this prefix, by role name: its set's workspaces and its Memorie tenants."""
         grants: list[Grant] = []
         if self.opensearch:
             roles = await self.transport.request("GET", "/_plugins/_security/api/roles") or {}
             mappings = await self.transport.request("GET", "/_plugins/_security/api/rolesmapping") or {}
-            for name, role in sorted(roles.items()):
-                found = grant_of_opensearch_role(name, role)
-                if found is None or found[0] != self.prefix:
-                    continue
-                mapped = mappings.get(name) or {}
-                grants.append(
-                    Grant(name, *found, list(mapped.get("users") or []), list(mapped.get("backend_roles") or []))
-                )
-            return grants
-        roles = await self._get("/_security/role") or {}
-        mappings = await self._get("/_security/role_mapping") or {}
+        else:
+            roles = await self._get("/_security/role") or {}
+            mappings = await self._get("/_security/role_mapping") or {}
         for name, role in sorted(roles.items()):
-            meta = (role.get("metadata") or {}).get("reme_es") or {}
-            if meta.get("index_prefix") != self.prefix or role_name_or_none(self.prefix, meta.get("workspace")) != name:
+            found = (
+                grant_of_opensearch_role(name, role) if self.opensearch else target_of_elasticsearch_role(name, role)
+            )
+            if found is None or found[0].prefix != self.prefix:
                 continue
-            users, groups = mapped_of_elasticsearch(mappings.get(name) or {})
-            grants.append(Grant(name, self.prefix, meta["workspace"], bool(meta.get("write")), users, groups))
+            mapped = mappings.get(name) or {}
+            if self.opensearch:
+                users, backend_roles = list(mapped.get("users") or []), list(mapped.get("backend_roles") or [])
+            else:
+                users, backend_roles = mapped_of_elasticsearch(mapped)
+            grants.append(Grant.of(found[0], found[1], users, backend_roles))
         return grants

@@ -2,7 +2,8 @@
 through document-level security (`reme_es.adapters.security` builds the roles and mappings and says what they
 allow). Run them with an admin's credentials (`REME_ES_USERNAME`/`REME_ES_PASSWORD`, `username`/`password` in
 `reme-es.yaml`, or an API key) on a cluster with the OpenSearch security plugin, or on Elasticsearch with a licence
-that has document-level security."""
+that has document-level security. `--memorie-tenant T` grants one tenant of the Memorie stores of the prefix
+(`<prefix>-memorie-*`) instead of a workspace."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..core.errors import ConfigError
 from .app import _chosen_set, _client, _run, _settings, common
 
 if TYPE_CHECKING:
+    from ..adapters.security import SecurityAdmin, Target
     from ..core.options import Options
 
 
@@ -27,6 +29,10 @@ def access() -> None:
 
 def _target(f):
     f = common(with_workspace=False)(f)
+    f = click.option(
+        "--memorie-tenant",
+        help="A tenant of the Memorie stores of the prefix (<prefix>-memorie-*) instead of a workspace.",
+    )(f)
     return click.option(
         "-w",
         "--workspace",
@@ -45,10 +51,23 @@ def _who(f):
     return click.option("--user", "users", multiple=True, help="A user name; repeat for several.")(f)
 
 
-def _options(workspace: Path | None, config_file: Path | None, flags: dict) -> Options:
-    if workspace is None and not flags.get("workspace_key"):
-        raise ConfigError("name the workspace: -w FOLDER (its key) or --workspace-key KEY")
+def _options(workspace: Path | None, tenant: str | None, config_file: Path | None, flags: dict) -> Options:
+    named = workspace is not None or bool(flags.get("workspace_key"))
+    if tenant is not None and named:
+        raise ConfigError("name a workspace (-w, --workspace-key) or a Memorie tenant (--memorie-tenant), not both")
+    if tenant is None and not named:
+        raise ConfigError("name the workspace: -w FOLDER (its key) or --workspace-key KEY (or --memorie-tenant T)")
+    if tenant is not None and not flags.get("index_prefix"):
+        raise ConfigError("name the Memorie stores' indexPrefix with --index-prefix to grant a Memorie tenant")
     return _settings(workspace, config_file, **flags)
+
+
+def _chosen(admin: SecurityAdmin, settings: Options, tenant: str | None) -> Target:
+    """The grant's target: the Memorie tenant when one is named, else the command's workspace."""
+    if tenant is not None:
+        return admin.memorie_tenant(tenant)
+    assert settings.index.workspace_key is not None, "_options required one"
+    return admin.workspace(settings.index.workspace_key)
 
 
 async def _admin(settings: Options):
@@ -66,7 +85,8 @@ async def _admin(settings: Options):
 def _line(grant) -> str:
     access = "read+write" if grant.write else "read"
     who = [f"user {u}" for u in grant.users] + [f"backend role {r}" for r in grant.backend_roles]
-    return f"{grant.workspace}\t{access}\t{grant.role}\t{', '.join(who) or '(nobody)'}"
+    what = grant.workspace if grant.memorie_tenant is None else f"memorie tenant {grant.memorie_tenant}"
+    return f"{what}\t{access}\t{grant.role}\t{', '.join(who) or '(nobody)'}"
 
 
 @access.command("grant")
@@ -78,15 +98,17 @@ def _line(grant) -> str:
 )
 @_who
 @_target
-def grant(write, users, backend_roles, workspace, config_file, **flags):
+def grant(write, users, backend_roles, workspace, memorie_tenant, config_file, **flags):
     """Let users or backend roles read one workspace of the set, and nothing else of it (a role with
-    document-level security on the `workspace` field, `reme-es-<set>-<workspace>`, and its mapping)."""
+    document-level security on the `workspace` field, `reme-es-<set>-<workspace>`, and its mapping); or, with
+    --memorie-tenant, one tenant of the prefix's Memorie stores (`reme-es-memorie.<prefix>.<tenant>`)."""
 
     async def go() -> int:
-        settings = _options(workspace, config_file, flags)
+        settings = _options(workspace, memorie_tenant, config_file, flags)
         cluster, admin = await _admin(settings)
         try:
-            done = await admin.grant(settings.index.workspace_key, list(users), list(backend_roles), write)
+            target = _chosen(admin, settings, memorie_tenant)
+            done = await admin.grant(target, list(users), list(backend_roles), write)
         finally:
             await cluster.close()
         click.echo(f"granted: {_line(done)}")
@@ -98,19 +120,20 @@ def grant(write, users, backend_roles, workspace, config_file, **flags):
 @access.command("revoke")
 @_who
 @_target
-def revoke(users, backend_roles, workspace, config_file, **flags):
-    """Take users or backend roles out of a workspace's grant; with none named, delete the grant (its role and
-    mapping)."""
+def revoke(users, backend_roles, workspace, memorie_tenant, config_file, **flags):
+    """Take users or backend roles out of a workspace's (or a Memorie tenant's) grant; with none named, delete the
+    grant (its role and mapping)."""
 
     async def go() -> int:
-        settings = _options(workspace, config_file, flags)
+        settings = _options(workspace, memorie_tenant, config_file, flags)
         cluster, admin = await _admin(settings)
         try:
-            left = await admin.revoke(settings.index.workspace_key, list(users), list(backend_roles))
+            target = _chosen(admin, settings, memorie_tenant)
+            left = await admin.revoke(target, list(users), list(backend_roles))
         finally:
             await cluster.close()
-        key = settings.index.workspace_key
-        click.echo(f"left: {_line(left)}" if left else f"revoked: workspace {key} is granted to nobody")
+        what = f"workspace {target.key}" if memorie_tenant is None else f"memorie tenant {target.key}"
+        click.echo(f"left: {_line(left)}" if left else f"revoked: {what} is granted to nobody")
         return 0
 
     _run(go)
@@ -120,7 +143,8 @@ def revoke(users, backend_roles, workspace, config_file, **flags):
 @click.option("--json", "as_json", is_flag=True)
 @common(with_workspace=False)
 def list_grants(as_json, config_file, **flags):
-    """The set's grants: workspace, access, role, and the users and backend roles it is mapped to."""
+    """The prefix's grants: workspace (or `memorie tenant T`), access, role, and the users and backend roles it is
+    mapped to (JSON: `workspace` or `memorie_tenant` set, the other null)."""
 
     async def go() -> int:
         cluster, admin = await _admin(_settings(None, config_file, **flags))
@@ -131,7 +155,7 @@ def list_grants(as_json, config_file, **flags):
         if as_json:
             click.echo(json.dumps([g.__dict__ for g in grants]))
         elif not grants:
-            click.echo(f"no workspace of index set {admin.prefix} is granted")
+            click.echo(f"no workspace of index set {admin.prefix} and no Memorie tenant of it is granted")
         for g in grants if not as_json else []:
             click.echo(_line(g))
         return 0

@@ -1,20 +1,32 @@
 """Per-workspace access (`reme-es access`) on a secured node of either engine: two users, each granted one workspace
-of one set, read none of each other's documents on any read path, with the other's key given by hand; writes are
-bounded by the set, not the workspace.
+of one set (or one Memorie tenant of one prefix), read none of each other's documents on any read path, with the
+other's key given by hand; writes are bounded by the set (the prefix), not the workspace (the tenant).
 
 A mixin for the secured test classes (ENGINE, FLAVOUR), so the cases reuse their node (`secured` -> (url, ca path),
-whose ADMIN may use the security REST API) and the class-scoped fixture `granted`, imported into the test module.
-The grants are made with the CLI, as an admin would. On Elasticsearch, whose node starts on the basic licence,
-`granted` first starts the 30-day trial (`start_trial`): document-level security needs it, and a node has one trial
-only, so `test_secured.py` checks the refusal on basic before.
+whose ADMIN may use the security REST API) and the class-scoped fixtures `granted` and `memorie_granted`, imported
+into the test module. The grants are made with the CLI, as an admin would. On Elasticsearch, whose node starts on
+the basic licence, the fixtures first start the 30-day trial (`start_trial`): document-level security needs it, and a
+node has one trial only, so `test_secured.py` checks the refusal on basic before.
+
+The Memorie half (`access grant --memorie-tenant`) is driven through Memorie's real TypeScript stores: the script
+memorie/test/access-probe.ts, compiled by the package's build to memorie/dist/test/access-probe.js, writes as the
+admin and reads as a grantee, and prints what it saw. `./run test` builds the package once before pytest starts;
+a run of these modules alone builds it here when the script is missing (`npm ci && npm run build`, under a file lock
+so that parallel sessions build once). Without node and npm the Memorie cases fail, saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 import uuid
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import quote
 
@@ -32,6 +44,8 @@ from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 from .secured_cases import ADMIN, ADMIN_PW
 
 USER_PW = f"Kq7!vLm3-{uuid.uuid4().hex[:10]}-Wp"  # the security plugin refuses weak passwords
+MEMORIE = Path(__file__).resolve().parents[2] / "memorie"
+PROBE = MEMORIE / "dist" / "test" / "access-probe.js"
 
 
 def cli(url: str, ca: str, user: str, password: str, *args: str):
@@ -47,6 +61,44 @@ async def raw(settings: ClientSettings, method: str, path: str, body=None, param
         return await dialect.transport.request(method, path, body, params)
     finally:
         await dialect.transport.close()
+
+
+def built_memorie() -> Path:
+    """The compiled probe script; the package is installed and built first when it is missing (module docstring)."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(
+            f"the Memorie access cases run Memorie's TypeScript stores and need Node 20+ with npm; not found: "
+            f"{', '.join(missing)}"
+        )
+    with open(Path(tempfile.gettempdir()) / "reme-es-memorie-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another session may be building: wait for it, then look again
+        if not PROBE.exists():
+            for step in (["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], ["npm", "run", "build"]):
+                done = subprocess.run(step, cwd=MEMORIE, capture_output=True, text=True, timeout=900)
+                assert done.returncode == 0, f"memorie: {' '.join(step)} failed:\n{done.stdout}\n{done.stderr}"
+    assert PROBE.exists(), f"the memorie build made no {PROBE}"
+    return PROBE
+
+
+def probe(ns, action: str, user: str, password: str, tenants: list[str], memory: str = ""):
+    """Run the Memorie probe (memorie/test/access-probe.ts) as this user and return the JSON it printed."""
+    env = {
+        **os.environ,
+        "REME_ES_PROBE_URL": ns.url,
+        "REME_ES_PROBE_USER": user,
+        "REME_ES_PROBE_PASSWORD": password,
+        "REME_ES_PROBE_CA": ns.ca,
+        "REME_ES_PROBE_PREFIX": ns.mprefix,
+        "REME_ES_PROBE_TENANTS": ",".join(tenants),
+        "REME_ES_PROBE_VECTORS": "1" if ns.knn else "0",
+        "REME_ES_PROBE_MEMORY": memory,
+    }
+    done = subprocess.run(
+        ["node", str(built_memorie()), action], env=env, capture_output=True, text=True, timeout=300, cwd=MEMORIE
+    )
+    assert done.returncode == 0, f"access-probe {action} as {user} failed:\n{done.stderr}"
+    return json.loads(done.stdout)
 
 
 # Per engine: the security API's paths for a user, a role and a role mapping.
@@ -137,6 +189,80 @@ async def granted(request, secured, tmp_path_factory):
         await raw(admin, "DELETE", f"{paths['user']}{user}-{tag}", engine=engine)
         await raw(admin, "DELETE", f"{paths['role']}reme-es-{prefix}-{user}-{tag}", engine=engine)
         await raw(admin, "DELETE", f"{paths['mapping']}reme-es-{prefix}-{user}-{tag}", engine=engine)
+
+
+@pytest.fixture(scope="class")
+async def memorie_granted(request, secured):
+    """(Class scope; the test module imports it.) Memorie stores at prefix rmem-… holding two tenants' memories,
+    vectors (where the node has k-NN) and relations, written by the admin through the TypeScript stores; user carl
+    granted tenant acme-… (read), user dora tenant globex-… (read+write), by `reme-es access grant --memorie-tenant`.
+    """
+    url, ca = secured
+    engine, tag = request.cls.ENGINE, uuid.uuid4().hex[:6]
+    admin = ClientSettings([url], username=ADMIN, password=ADMIN_PW, ca_certs=ca)
+    knn = engine == "elasticsearch" or "2.19" in request.cls.FLAVOUR
+    ns = SimpleNamespace(url=url, ca=ca, mprefix=f"rmem-{tag}", admin=admin, knn=knn, engine=engine)
+    ns.raw = functools.partial(raw, engine=engine)
+    ns.tenant = {"carl": f"acme-{tag}", "dora": f"globex-{tag}"}
+    ns.user = {who: f"{who}-{tag}" for who in ("carl", "dora")}
+    ns.creds = {
+        who: ClientSettings([url], username=ns.user[who], password=USER_PW, ca_certs=ca, max_retries=0)
+        for who in ("carl", "dora")
+    }
+    paths = SECURITY_PATHS[engine]
+    if engine == "elasticsearch":
+        await start_trial(admin)
+    tenants = [ns.tenant["carl"], ns.tenant["dora"]]
+    ns.written = await asyncio.to_thread(probe, ns, "write", ADMIN, ADMIN_PW, tenants)
+    for who, extra in (("carl", []), ("dora", ["--write"])):
+        body = {"password": USER_PW, **({"roles": []} if engine == "elasticsearch" else {})}
+        await raw(admin, "PUT", f"{paths['user']}{ns.user[who]}", body, engine=engine)
+        args = ("access", "grant", "--memorie-tenant", ns.tenant[who], "--index-prefix", ns.mprefix)
+        result = await asyncio.to_thread(cli, url, ca, ADMIN, ADMIN_PW, *args, "--user", ns.user[who], *extra)
+        assert result.exit_code == 0, result.output
+    yield ns
+    made = await raw(admin, "GET", f"/{ns.mprefix}-memorie-*/_alias", engine=engine)
+    await raw(admin, "DELETE", f"/{','.join(sorted(made))}", engine=engine)
+    for who in ("carl", "dora"):
+        await raw(admin, "DELETE", f"{paths['user']}{ns.user[who]}", engine=engine)
+        role = f"reme-es-memorie.{ns.mprefix}.{ns.tenant[who]}"
+        for kind in ("mapping", "role"):
+            try:
+                await raw(admin, "DELETE", f"{paths[kind]}{role}", engine=engine)
+            except RequestFailed as exc:  # a test revoked it
+                assert exc.status == 404
+
+
+def memorie_expected(tenant: str, other: str, knn: bool) -> list[dict]:
+    """What the probe's `read` (memorie/test/access-probe.ts) sees as a grantee of `tenant`: its own tenant's
+    memories, vectors and relation on every unscoped call and on its own scope; nothing on the other tenant's."""
+    own = sorted([f"{tenant}-m1", f"{tenant}-m2"])
+    out = [
+        {"call": "search.search", "tenant": None, "ids": own},
+        {"call": "search.search text", "tenant": None, "ids": own},
+        {"call": "search.listIds", "tenant": None, "ids": own},
+        {"call": "graph.listRelations", "tenant": None, "ids": [f"{tenant}-r1"]},
+    ]
+    if knn:
+        out += [
+            {"call": "vectors.search", "tenant": None, "ids": own},
+            {"call": "vectors.listIds", "tenant": None, "ids": own},
+        ]
+    for asked in (tenant, other):
+        mine = asked == tenant
+        calls = [
+            ("search.search", own),
+            ("search.search text", own),
+            ("search.search scope+filters", own),
+            ("graph.getRelated out", [f"{tenant}-m2"]),
+            ("graph.getRelated in", [f"{tenant}-m1"]),
+            ("graph.getRelated both", [f"{tenant}-m2"]),
+            ("graph.traverse", [f"{tenant}-m2"]),
+        ]
+        if knn:
+            calls += [("vectors.search filter", own), ("vectors.scoped.search", own), ("vectors.scoped.listIds", own)]
+        out += [{"call": call, "tenant": asked, "ids": ids if mine else []} for call, ids in calls]
+    return out
 
 
 class AccessCases:
@@ -301,3 +427,99 @@ class AccessCases:
         seen = await g.raw(g.creds["ana"], "POST", f"/{g.prefix}-files/_search", {"query": {"match_all": {}}})
         assert planted in {h["_id"] for h in seen["hits"]["hits"]}
         await g.raw(g.admin, "DELETE", f"/{g.prefix}-files/_doc/{planted}", params={"routing": ana, "refresh": "true"})
+
+    # ------------------------------------------------------------------------------------------ Memorie tenants
+    def test_memorie_tenant_grants_are_listed_apart_from_workspaces_and_revoked(self, memorie_granted):
+        m = memorie_granted
+        listed = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", m.mprefix, "--json")
+        assert listed.exit_code == 0, listed.output
+        rows = {
+            r["role"]: (r["memorie_tenant"], r["workspace"], r["write"], r["users"]) for r in json.loads(listed.output)
+        }
+        assert rows == {
+            f"reme-es-memorie.{m.mprefix}.{m.tenant['carl']}": (m.tenant["carl"], None, False, [m.user["carl"]]),
+            f"reme-es-memorie.{m.mprefix}.{m.tenant['dora']}": (m.tenant["dora"], None, True, [m.user["dora"]]),
+        }
+        # a workspace grant of the same prefix is listed beside them, as a workspace
+        ws = ("--index-prefix", m.mprefix, "--workspace-key", "acme")
+        assert cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *ws, "--user", "erin").exit_code == 0
+        text = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", m.mprefix).output.splitlines()
+        assert text == [  # by role name
+            f"memorie tenant {m.tenant['carl']}\tread\treme-es-memorie.{m.mprefix}.{m.tenant['carl']}\t"
+            f"user {m.user['carl']}",
+            f"memorie tenant {m.tenant['dora']}\tread+write\treme-es-memorie.{m.mprefix}.{m.tenant['dora']}\t"
+            f"user {m.user['dora']}",
+            f"acme\tread\treme-es-{m.mprefix}-acme\tuser erin",
+        ]
+        # revoking the workspace "acme" leaves the Memorie tenant grants; a third tenant's, user by user, then whole
+        gone = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *ws)
+        assert gone.output.strip() == "revoked: workspace acme is granted to nobody"
+        extra = ("--index-prefix", m.mprefix, "--memorie-tenant", "initech")
+        made = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "fay", "--backend-role", "ops")
+        assert made.output.strip() == (
+            f"granted: memorie tenant initech\tread\treme-es-memorie.{m.mprefix}.initech\tuser fay, backend role ops"
+        )
+        left = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--user", "fay")
+        assert left.output.strip() == (
+            f"left: memorie tenant initech\tread\treme-es-memorie.{m.mprefix}.initech\tbackend role ops"
+        )
+        gone = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra)
+        assert gone.output.strip() == "revoked: memorie tenant initech is granted to nobody"
+        after = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", m.mprefix, "--json")
+        assert sorted(r["role"] for r in json.loads(after.output)) == sorted(rows)
+        # a Memorie grant names its prefix, and a tenant a role name can hold
+        unnamed = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", "--memorie-tenant", "x", "--user", "fay")
+        assert unnamed.exit_code == 2 and "--index-prefix" in unnamed.output, unnamed.output
+        bad = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *extra[:2], "--memorie-tenant", "a/b", "--user", "f")
+        assert bad.exit_code == 2 and "Memorie tenant 'a/b' cannot be granted" in bad.output, bad.output
+
+    @pytest.mark.parametrize("who", ["carl", "dora"])
+    async def test_memorie_stores_read_only_the_granted_tenant(self, memorie_granted, who):
+        m = memorie_granted
+        tenant, other = m.tenant[who], m.tenant["dora" if who == "carl" else "carl"]
+        # every read method of Memorie's three stores, unscoped, on its own tenant and on the other's asked by hand
+        seen = await asyncio.to_thread(probe, m, "read", m.user[who], USER_PW, [tenant, other])
+        assert seen == memorie_expected(tenant, other, m.knn)
+        # as the admin, the same calls see both tenants (the probe and the data are not what hides them)
+        everything = await asyncio.to_thread(probe, m, "read", ADMIN, ADMIN_PW, [tenant, other])
+        both = {(r["call"], r["tenant"]): r["ids"] for r in everything}
+        assert both[("search.search", None)] == sorted(f"{t}-m{i}" for t in (tenant, other) for i in (1, 2))
+        assert both[("graph.getRelated out", other)] == [f"{other}-m2"]
+        # the raw read paths on the Memorie indices, with no filter of a store's at all
+        creds, pattern = m.creds[who], f"/{m.mprefix}-memorie-*"
+        found = await m.raw(creds, "POST", f"{pattern}/_search", {"query": {"match_all": {}}, "size": 100})
+        kinds = ("memories", "vectors", "relations") if m.knn else ("memories", "relations")
+        hits = sorted((h["_index"].split("-memorie-")[1].split("-v")[0], h["_id"]) for h in found["hits"]["hits"])
+        own = {"memories": ["m1", "m2"], "vectors": ["m1", "m2"], "relations": ["r1"]}
+        assert hits == sorted((k, f"{tenant}-{x}") for k in kinds for x in own[k])
+        for kind, want in (("memories", 2), ("relations", 1)):
+            counted = await m.raw(creds, "POST", f"/{m.mprefix}-memorie-{kind}/_count", {"query": {"match_all": {}}})
+            assert counted["count"] == want
+        theirs = {"query": {"term": {"tenant_id": other}}}
+        assert (await m.raw(creds, "POST", f"/{m.mprefix}-memorie-memories/_count", theirs))["count"] == 0
+        docs = [
+            {"_index": f"{m.mprefix}-memorie-{kind}", "_id": f"{other}-{x}"} for kind in kinds for x in own[kind]
+        ] + [{"_index": f"{m.mprefix}-memorie-memories", "_id": f"{tenant}-m1"}]
+        got = await m.raw(creds, "POST", "/_mget", {"docs": docs})
+        assert [d.get("found") for d in got["docs"]] == [False] * (len(docs) - 1) + [True]
+        with pytest.raises(RequestFailed) as err:  # GET by id
+            await m.raw(creds, "GET", f"/{m.mprefix}-memorie-memories/_doc/{other}-m1")
+        assert err.value.status == 404
+
+    async def test_memorie_writes_read_grant_refused_write_grant_bounded_by_the_prefix(self, memorie_granted):
+        m = memorie_granted
+        carl, dora = m.tenant["carl"], m.tenant["dora"]
+        # a read grant writes nothing, not even its own tenant's memory
+        refused = await asyncio.to_thread(probe, m, "index-as", m.user["carl"], USER_PW, [], f"{carl}-new,{carl}")
+        assert (refused["ok"], refused["status"]) == (False, 403), refused
+        # a write grant writes its own tenant's memory ...
+        own = await asyncio.to_thread(probe, m, "index-as", m.user["dora"], USER_PW, [], f"{dora}-new,{dora}")
+        assert own == {"ok": True}
+        # ... and, document-level security confining reads only, a memory of the other tenant: the prefix is the
+        # write boundary (docs/GUARANTEES.md), and carl reads what dora planted
+        planted = await asyncio.to_thread(probe, m, "index-as", m.user["dora"], USER_PW, [], f"{carl}-planted,{carl}")
+        assert planted == {"ok": True}
+        seen = await m.raw(m.creds["carl"], "POST", f"/{m.mprefix}-memorie-memories/_search", {"size": 10})
+        assert sorted(h["_id"] for h in seen["hits"]["hits"]) == [f"{carl}-m1", f"{carl}-m2", f"{carl}-planted"]
+        for id_ in (f"{carl}-planted", f"{dora}-new"):
+            await m.raw(m.admin, "DELETE", f"/{m.mprefix}-memorie-memories/_doc/{id_}", params={"refresh": "true"})

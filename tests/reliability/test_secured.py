@@ -37,7 +37,7 @@ from reme_es.store.connect import make_dialect, open_store
 from reme_es.testing.data import chunk, file_with
 from tests.containers.early import EARLY, Call, needs
 
-from .access_cases import AccessCases, cli, granted  # noqa: F401 - the class fixture of AccessCases
+from .access_cases import AccessCases, cli, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .access_cases import raw as access_raw
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node, tls_files
 

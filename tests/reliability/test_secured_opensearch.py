@@ -30,7 +30,7 @@ from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours
 
-from .access_cases import AccessCases, granted  # noqa: F401 - the class fixture of AccessCases
+from .access_cases import AccessCases, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, secured_node, tls_files
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).

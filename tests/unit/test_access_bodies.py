@@ -14,16 +14,22 @@ from reme_es.core.errors import CapabilityError, ConfigError
 GOLDEN = Path(__file__).parent / "golden" / "access_roles.json"
 
 
+ANA = s.Workspace("team", "ana-notes")
+ACME = s.MemorieTenant("team", "acme")
+
+
 def bodies() -> dict:
     return {
-        "opensearch_role_read": s.opensearch_role("team", "ana-notes"),
-        "opensearch_role_write": s.opensearch_role("team", "ana-notes", write=True),
+        "opensearch_role_read": s.opensearch_role(ANA),
+        "opensearch_role_write": s.opensearch_role(ANA, write=True),
         "opensearch_mapping_added": s.mapping_with({"users": ["bob"], "hosts": []}, ["ana", "bob"], ["readers"]),
         "opensearch_mapping_removed": s.mapping_without(
             {"users": ["ana", "bob"], "backend_roles": ["readers"]}, ["ana"], ["readers"]
         ),
-        "elasticsearch_role_write": s.elasticsearch_role("team", "ana-notes", write=True),
+        "elasticsearch_role_write": s.elasticsearch_role(ANA, write=True),
         "elasticsearch_role_mapping": s.elasticsearch_role_mapping("reme-es-team-ana-notes", ["ana"], ["readers"]),
+        "opensearch_memorie_role_read": s.opensearch_role(ACME),
+        "elasticsearch_memorie_role_write": s.elasticsearch_role(ACME, write=True),
     }
 
 
@@ -32,19 +38,21 @@ def test_bodies_match_golden():
 
 
 def test_the_dls_query_is_the_workspace_term_as_a_string_and_covers_only_the_set():
-    perm = s.opensearch_role("team", "ana-notes")["index_permissions"][0]
+    perm = s.opensearch_role(ANA)["index_permissions"][0]
     assert json.loads(perm["dls"]) == {"term": {"workspace": "ana-notes"}}
     assert "team-*" not in perm["index_patterns"]  # a set named team-x is not covered
     assert not set(perm["allowed_actions"]) & {"indices:monitor/stats", "crud", "write", "manage", "create_index"}
 
 
 def test_a_grant_reads_back_from_its_role():
-    assert s.grant_of_opensearch_role("reme-es-team-ana-notes", s.opensearch_role("team", "ana-notes", True)) == (
-        "team",
-        "ana-notes",
-        True,
-    )
-    assert s.grant_of_opensearch_role("reme-es-team-x", s.opensearch_role("team", "ana-notes")) is None
+    assert s.grant_of_opensearch_role("reme-es-team-ana-notes", s.opensearch_role(ANA, True)) == (ANA, True)
+    assert s.grant_of_opensearch_role("reme-es-team-x", s.opensearch_role(ANA)) is None
+    assert s.grant_of_opensearch_role("reme-es-memorie.team.acme", s.opensearch_role(ACME)) == (ACME, False)
+    assert s.grant_of_opensearch_role("reme-es-memorie.team.acme", s.opensearch_role(ANA)) is None
+    for target in (ANA, ACME):
+        role = s.elasticsearch_role(target, write=True)
+        assert s.target_of_elasticsearch_role(target.role, role) == (target, True)
+        assert s.target_of_elasticsearch_role("reme-es-team-x", role) is None
     assert s.grant_of_opensearch_role("all_access", {"index_permissions": [{"index_patterns": ["*"]}]}) is None
     mapping = s.elasticsearch_role_mapping("r", ["ana", "bob"], ["readers"])
     assert s.mapped_of_elasticsearch(mapping) == (["ana", "bob"], ["readers"])
@@ -72,6 +80,38 @@ def test_a_licence_without_dls_is_refused_with_what_to_do(licence):
         f"licence is {licence['type']} ({licence['status']}). Nothing was granted."
     )
     assert "POST _license/start_trial?acknowledge=true" in message
+
+
+def test_the_memorie_query_names_each_kind_of_index_and_only_the_prefix_s_memorie_indices():
+    perm = s.opensearch_role(ACME)["index_permissions"][0]
+    should = json.loads(perm["dls"])["bool"]["should"]
+    assert should == [
+        {"term": {"tenant_id": "acme"}},
+        # the metadata term as Memorie indexes it (metadata.ts: key, U+001F, the value's JSON); has_meta: a vector
+        {"bool": {"filter": [{"term": {"meta_kv": 'tenantId\u001f"acme"'}}, {"term": {"has_meta": True}}]}},
+        {"term": {"from_tenant_id": "acme"}},
+        {"term": {"to_tenant_id": "acme"}},
+    ]
+    assert perm["index_patterns"] == [
+        "team-memorie-memories",
+        "team-memorie-memories-v*",
+        "team-memorie-vectors",
+        "team-memorie-vectors-v*",
+        "team-memorie-relations",
+        "team-memorie-relations-v*",
+    ]
+    assert not set(perm["allowed_actions"]) & {"indices:monitor/stats", "crud", "write", "manage", "create_index"}
+
+
+def test_memorie_and_workspace_roles_never_share_a_name():
+    # no set name or workspace key has a '.', so `reme-es-memorie.<prefix>.<tenant>` is never a workspace's role
+    assert s.MemorieTenant("memorie", "x").role == "reme-es-memorie.memorie.x"
+    assert s.Workspace("memorie", "x").role == "reme-es-memorie-x"
+    for bad in ("", "a/b", "a b", "-a", "é", "x" * 129, "a,b", "*"):
+        with pytest.raises(ConfigError):
+            s.MemorieTenant("team", bad)
+    with pytest.raises(ConfigError):
+        s.MemorieTenant("Team", "acme")
 
 
 def test_role_names_are_checked():
