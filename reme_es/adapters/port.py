@@ -389,6 +389,11 @@ class IndexPort:
             "bytes": total["store"]["size_in_bytes"],
         }
 
+    async def merges_running(self, index: str) -> int:
+        """How many merges run on the primaries of an index or alias now."""
+        resp = await self.transport.request("GET", f"/{index}/_stats/merge")
+        return int(resp["_all"]["primaries"]["merges"]["current"])
+
     async def forcemerge(self, index: str, max_segments: int | None = None) -> None:
         """Force-merge: down to `max_segments`, or (None) only expunging deleted docs."""
         params = (

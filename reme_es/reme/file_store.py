@@ -8,7 +8,8 @@ The store is composed of parts that own their state behind a small interface: `E
 vector planning through the store's one planner, backfill: backfill.py), `PendingChanges` (pending.py: changes kept
 while the cluster is unreachable), `HealthCounts` (counts.py: the counts ReMe's health views read), `TagIndexSync`
 (tags.py: the tag index) and `DeferredRefresh` (visibility.py: when writes are refreshed: before this store's next
-read, at dump and close, soon after in the background); `convert` holds the pure ReMe <-> reme-es conversions and
+read, at dump and close, soon after in the background), `KnnWidth` (width.py: the k-NN width measured in the
+background when due, at start and after `dump`); `convert` holds the pure ReMe <-> reme-es conversions and
 `keys` the configuration keys, parsed into the options model (`reme_es.core.options`).
 """
 
@@ -39,6 +40,7 @@ from .opening import HOSTS_ENV, open_matching, resolve_hosts
 from .pending import PendingChanges, unreachable
 from .tags import TagIndexSync
 from .visibility import DeferredRefresh
+from .width import KnnWidth
 
 _REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
 
@@ -82,6 +84,7 @@ class EsFileStore(BaseFileStore):
             self.name,
         )
         self.tags = TagIndexSync(lambda: self.tag_index, self._tagged_files, self.logger, self.name)
+        self.knn_width = KnnWidth(lambda: self.store, self.logger, self.name)
         self.file_graph = EsFileGraph(store=self)
         ClientSettings.from_options(self.options.connection)  # refuse conflicting auth settings at once
 
@@ -177,10 +180,12 @@ class EsFileStore(BaseFileStore):
         self._views = await stand_in_for_paired(self, self.paired)
         await self.tags.rebuild("startup synchronization")
         self.vectors.start_backfill()
+        self.knn_width.later()
 
     async def _close(self) -> None:
         self.vectors.closing = True
         await self.vectors.cancel_backfill()
+        await self.knn_width.stop()
         await self.refresher.stop()
         for view in self._views:
             await view.close()
@@ -193,8 +198,9 @@ class EsFileStore(BaseFileStore):
 
     async def dump(self) -> None:
         """Make every write so far searchable and the health counts current (each write is durable when its call
-        returns; see `visibility`)."""
+        returns; see `visibility`), then measure the k-NN width in the background when due (`width`)."""
         await self.refresher.settled()
+        self.knn_width.later()
 
     async def load(self) -> None:
         """Nothing to load: the cluster holds the state."""

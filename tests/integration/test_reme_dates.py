@@ -34,6 +34,7 @@ async def app(server, es_prefix, tmp_path):
         fs = application.context.components["file_store"]["default"]
         await fs.wait_backfill()
         await fs.keyword_search("settle", 1, {})
+        await fs.knn_width.wait()  # its background check whether a k-NN calibration is due sends requests too
         fs.store.indices.today = dt.date(2026, 12, 1)
         yield application
     finally:

@@ -51,6 +51,7 @@ async def app(server, es_prefix, tmp_path):
         fs = application.context.components["file_store"]["default"]
         await fs.wait_backfill()
         await fs.keyword_search("settle", 1, {})  # nothing left unrefreshed
+        await fs.knn_width.wait()  # the background check whether a k-NN calibration is due (`reme_es.reme.width`)
         yield application
     finally:
         await application.close()
@@ -153,6 +154,7 @@ async def test_feedback_from_a_long_top_hit_costs_one_more_msearch(app):
     await fs.upsert([(FileNode(path=path, st_mtime=1_770_000_000.0), [chunk])])
     await fs.dump()
     await fs.wait_backfill()
+    await fs.knn_width.wait()
     sent = record(fs)
     resp = await app.run_job("search_native", query="lantern harbour tide tables", limit=1)
     assert resp.success, resp.answer
