@@ -168,14 +168,16 @@ async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> t
 
 
 async def settle(fs) -> float:
-    """reme-es: wait until the node runs no merge on the chunks index (queries are then measured on the index as it
-    stays, not while segments are being merged); the seconds waited."""
+    """reme-es: wait until the node runs no merge on the chunks index and the file store has measured its k-NN width
+    when due (`reme_es.reme.width`: it starts once the merges are done), so queries are measured on the index as it
+    stays, at the width its searches keep; the seconds waited."""
     from bench.common import Raw
 
     raw, t = Raw(fs.store.dialect), time.perf_counter()
     while True:
         stats = await raw.request("GET", f"/{fs.store.index('chunks')}/_stats/merge")
         if stats["_all"]["primaries"]["merges"]["current"] == 0:
+            await fs.knn_width.wait()
             return time.perf_counter() - t
         await asyncio.sleep(0.2)
 
