@@ -39,6 +39,7 @@ def chunk_speaker(text: str) -> str:
 
 # A trailing bracketed aside (` [shares a photo of ...]`, `(laughs)`) left out before asking whether a chunk asks.
 _ASIDE = re.compile(r"\s*(?:\[[^\[\]]*\]|\([^()]*\))\s*$")
+_ASIDE_ENDS = ("]", ")")
 
 
 def chunk_asks(text: str) -> bool:
@@ -46,7 +47,9 @@ def chunk_asks(text: str) -> bool:
     (`Melanie: What did you paint?`). A question kept in memory seldom holds the answer to one: the search weighs
     such hits by `question_factor`."""
     text = text.rstrip()
-    while (cut := _ASIDE.sub("", text)) != text:
+    # The aside pattern can only match a text that ends with a bracket: any other text is answered without running
+    # it (it tries every position of the text, the cost of this function on a bulk load).
+    while text.endswith(_ASIDE_ENDS) and (cut := _ASIDE.sub("", text)) != text:
         text = cut
     return text.endswith("?")
 

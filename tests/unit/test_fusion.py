@@ -436,6 +436,44 @@ def test_chunk_asks_reads_a_question_with_its_trailing_aside_left_out():
     assert "question" not in chunk_source(Chunk(id="a", path="p.md", text="Jon: the studio opened."))
 
 
+def _asks_by_the_pattern_alone(text: str) -> bool:
+    """chunk_asks as the aside pattern alone decides it (no shortcut): the reference for the test below."""
+    from reme_es.store.sources import _ASIDE
+
+    text = text.rstrip()
+    while (cut := _ASIDE.sub("", text)) != text:
+        text = cut
+    return text.endswith("?")
+
+
+def test_chunk_asks_runs_the_aside_pattern_only_on_a_text_that_ends_with_a_bracket(monkeypatch):
+    import random
+
+    from reme_es.store import sources
+
+    rng = random.Random(7)
+    parts = ["Where?", "it", "was", "?", "[a photo]", "(laughs)", "]", ")", "(", "[", " ", "\n", "\t", "ok."]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 8))) for _ in range(3000)]
+    assert [sources.chunk_asks(t) for t in texts] == [_asks_by_the_pattern_alone(t) for t in texts]
+
+    class Counting:
+        def __init__(self):
+            self.calls = 0
+
+        def sub(self, repl, text):
+            self.calls += 1
+            return sources._ASIDE_PATTERN.sub(repl, text)
+
+    monkeypatch.setattr(sources, "_ASIDE_PATTERN", sources._ASIDE, raising=False)
+    counting = Counting()
+    monkeypatch.setattr(sources, "_ASIDE", counting)
+    assert sources.chunk_asks("a hundred words that end in a question mark?  ")
+    assert not sources.chunk_asks("a statement (with an aside) in the middle.")
+    assert counting.calls == 0  # a bulk load's chunks mostly end this way: the pattern tries every position
+    assert sources.chunk_asks("Where was it? [shares a photo]")
+    assert counting.calls == 1  # the aside left out; what is left ends with "?", not a bracket
+
+
 def _asked(cid: str, question: bool, score: float) -> Hit:
     return Hit(chunk=Chunk(id=cid, path=f"{cid}.md", text="", question=question), scores={"score": score})
 
