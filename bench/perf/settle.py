@@ -15,12 +15,18 @@ default):
   tier20       `index.merge.policy.segments_per_tier: 20` (fewer merges during the load, more segments after)
   forcemerge   default, measured, then `_forcemerge?max_num_segments=1` once the node stopped merging (timed) and
                measured again
+  refresh30+tier20  both: no refresh during the load, and `max_merge_at_once` 10 (OpenSearch 3's default is 30: a
+               tier that overflows merges up to 30 segments, most of a 100k load's HNSW graphs, at once)
   bulk4mb      bulk requests of at most 4 MiB (bulk10mb: 10 MiB), whatever the store's own bound
   nomerge+fm   no merges during the load (`segments_per_tier` and `max_merge_at_once` 100),
                then the defaults back and one `_forcemerge?max_num_segments=1`
+  faiss        not a strategy: ReMe's own faiss store loaded the same way in this run (in-process, nothing to
+               settle), the baseline of the `x faiss` column (faiss's ingest to steady state / the strategy's)
 
 Per strategy: upsert + dump s, bulk items the node rejected (429/5xx, retried), merging after s, force-merge s,
-ingest to steady state s (their sum), segments of the chunks index, the node's total merge time, and p50 of keyword /
+ingest to steady state s (their sum) and as a speed against faiss's, the CPU seconds the node and this process spent
+until then (on a shared machine the CPU figures move less than the wall times: compare those there), segments of the
+chunks index, the node's total merge time, and p50 of keyword /
 vector / date-filtered vector search (limit 50, as bench/compare/reme_backends.py, after 20 warm-up queries) with
 recall@10 beside them (the top 10 of each vector search against the exact top 10).
 """
@@ -31,6 +37,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import sys
 import tempfile
 import time
@@ -51,10 +58,17 @@ STRATEGIES = {
     "tier20": {"settings": {"index.merge.policy.segments_per_tier": 20}},
     "forcemerge": {"forcemerge": 1},
     "nomerge+fm": {"settings": NO_MERGE, "after": MERGE_DEFAULTS, "forcemerge": 1},
+    # no refresh during the load (the node's indexing buffer cuts the segments: fewer, larger ones) and a tier wide
+    # enough that the tiered policy leaves a 100k load's segments unmerged (each merge rebuilds an HNSW graph)
+    "refresh30+tier20": {
+        "refresh_after": 30.0,
+        "settings": {"index.merge.policy.segments_per_tier": 20, "index.merge.policy.max_merge_at_once": 10},
+    },
     "bulk4mb": {"bulk_bytes": 4 << 20},
     "bulk10mb": {"bulk_bytes": 10 << 20},
 }
 MODES = ("keyword", "vector", "vector filtered")
+FAISS = "faiss"  # not a strategy: ReMe's own faiss store loaded the same way, in the same run (the ratio's baseline)
 
 
 class Rejections(logging.Handler):
@@ -79,6 +93,12 @@ def bound_bulk(transport, chunk_bytes: int) -> None:
         return bulk(actions, max_retries, chunk_bytes, require_alias)
 
     transport.bulk = bounded
+
+
+async def node_cpu_s(raw) -> float:
+    """CPU seconds the node's process has used (every thread: indexing, refreshes, merges)."""
+    nodes = (await raw.request("GET", "/_nodes/stats/process"))["nodes"]
+    return sum(n["process"]["cpu"]["total_in_millis"] for n in nodes.values()) / 1000
 
 
 async def chunks_stats(raw, index: str) -> dict:
@@ -108,9 +128,35 @@ async def measure(fs, corpus: Corpus, queries: list[str], vectors) -> dict:
     return out
 
 
+async def run_faiss(args, work: Path) -> dict:
+    """The same load into ReMe's own faiss store (in-process, nothing to settle): the baseline of the ratio."""
+    corpus = rb.set_corpus(Corpus(args.workload))
+    ws = work / FAISS
+    ws.mkdir(parents=True)
+    vectors = np.lib.format.open_memmap(ws / "vectors.npy", mode="w+", dtype=np.float32, shape=(args.size, DIMS))
+    app = rb.make_app(rb.app_config(ws, "faiss", None, FAISS))
+    await app.start()
+    fs = rb.file_store(app)
+    result: dict = {"strategy": FAISS, "size": args.size, "workload": args.workload, "merge_s": 0.0}
+    try:
+        cpu = time.process_time()
+        result["upsert_s"], result["dump_s"] = await rb.upsert_all(fs, corpus, args.size, vectors)
+        result["client_cpu_s"] = time.process_time() - cpu
+        result.update(rejected_rounds=0, rejected_items=0, forcemerge_s=0.0, segments=0, docs=args.size)
+        result.update(merge_total_s=0.0, node_cpu_s=math.nan)  # no node
+        result["steady_s"] = result["upsert_s"] + result["dump_s"]
+        vectors.flush()
+        result.update(await measure(fs, corpus, corpus.queries(rb.WARMUP + args.queries), vectors))
+    finally:
+        await app.close()
+    return result
+
+
 async def run(strategy: str, args, work: Path) -> dict:
     from bench.common import Raw
 
+    if strategy == FAISS:
+        return await run_faiss(args, work)
     spec = STRATEGIES[strategy]
     corpus = rb.set_corpus(Corpus(args.workload))
     ws = work / strategy
@@ -137,7 +183,9 @@ async def run(strategy: str, args, work: Path) -> dict:
             bound_bulk(fs.store.dialect.transport, spec["bulk_bytes"])
         if spec.get("settings"):
             await raw.request("PUT", f"/{index}/_settings", spec["settings"])
+        cpu_node, cpu_client = await node_cpu_s(raw), time.process_time()
         result["upsert_s"], result["dump_s"] = await rb.upsert_all(fs, corpus, args.size, vectors)
+        result["client_cpu_s"] = time.process_time() - cpu_client  # the bench's own data generation included
         result["rejected_rounds"], result["rejected_items"] = rejections.rounds, rejections.items
         result["merge_s"] = await rb.settle(fs)
         vectors.flush()
@@ -146,13 +194,16 @@ async def run(strategy: str, args, work: Path) -> dict:
             await raw.request("PUT", f"/{index}/_settings", spec["after"])
         result["forcemerge_s"] = 0.0
         if spec.get("forcemerge") and not spec.get("after"):  # the index as the load left it, then force-merged
+            cpu_before = await node_cpu_s(raw)
             result["before"] = {**await chunks_stats(raw, index), **await measure(fs, corpus, queries, vectors)}
+            cpu_node += await node_cpu_s(raw) - cpu_before  # the node's CPU for these queries is not the load's
         if spec.get("forcemerge"):
             t = time.perf_counter()
             await raw.request("POST", f"/{index}/_forcemerge", params={"max_num_segments": spec["forcemerge"]})
             await fs.store.indices.refresh()
             result["forcemerge_s"] = time.perf_counter() - t + await rb.settle(fs)
         result["steady_s"] = result["upsert_s"] + result["dump_s"] + result["merge_s"] + result["forcemerge_s"]
+        result["node_cpu_s"] = await node_cpu_s(raw) - cpu_node
         result.update(await chunks_stats(raw, index))
         result.update(await measure(fs, corpus, queries, vectors))
     finally:
@@ -166,14 +217,20 @@ async def run(strategy: str, args, work: Path) -> dict:
 def table(results: list[dict]) -> str:
     from bench.common import table as render
 
+    base = next((r["steady_s"] for r in results if r["strategy"] == FAISS), None)
+
     def row(r: dict, name: str, fm: float, m: dict) -> list[str]:
+        steady = r["upsert_s"] + r["dump_s"] + r["merge_s"] + fm
         return [
             name,
             rb.fmt(r["upsert_s"] + r["dump_s"]),
             str(r["rejected_items"]),
             rb.fmt(r["merge_s"]),
             rb.fmt(fm),
-            rb.fmt(r["upsert_s"] + r["dump_s"] + r["merge_s"] + fm),
+            rb.fmt(steady),
+            rb.fmt(base / steady, 2) if base else "",
+            rb.fmt(r.get("node_cpu_s", math.nan)) if m is r else "",
+            rb.fmt(r.get("client_cpu_s", math.nan)) if m is r else "",
             str(m["segments"]),
             rb.fmt(m["merge_total_s"]),
             *(rb.fmt(m[x]) for x in MODES),
@@ -192,6 +249,9 @@ def table(results: list[dict]) -> str:
         "merging after s",
         "force-merge s",
         "ingest to steady state s",
+        "x faiss (speed)",
+        "node CPU s",
+        "client CPU s",
         "segments",
         "node merge time s",
         *(f"{m} p50 ms" for m in MODES),
