@@ -5,11 +5,16 @@
 //
 //   cd memorie && npm run build && node scripts/calibration-bench.mjs --url http://127.0.0.1:9431 --sizes 10000
 //     [--engine elasticsearch] [--shapes zipf-hash,zipf-memory,clustered,uniform] [--merge] [--m 16]
+//     [--probe-sets '[[0.75,0.1],[0.85,0.1]]'] [--sample-seeds 1,2,3]
+//
+// --probe-sets: probe sets of one group each ([dropout, noise], 128 probes of one sample) measured at every width up
+// to 6,400 beside the held-out queries (how a probe design stands for real queries). --sample-seeds: the rule's probe
+// groups drawn from other samples, each group climbed alone (the width each would record; the rule takes the wider).
 //
 // Recall does not depend on the CPU; times do (a shared 2-core machine: medians of one run, noisy).
 import { createVectorStore } from "../dist/src/index.js";
 import { knnWidth } from "../dist/src/knn-width.js";
-import { ladder, CALIBRATION } from "../dist/src/knn-calibration.js";
+import { ladder, CALIBRATION, probeQueries, sampleBody } from "../dist/src/knn-calibration.js";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -21,6 +26,15 @@ const SHAPES = arg("shapes", "zipf-hash,zipf-memory,clustered,uniform").split(",
 const MERGE = process.argv.includes("--merge");
 const M = arg("m") ? Number(arg("m")) : undefined;
 const QUERIES = Number(arg("queries", "200"));
+const PROBE_SETS = JSON.parse(arg("probe-sets", "[]"));
+const SAMPLE_SEEDS = arg("sample-seeds", "").split(",").filter((x) => x !== "").map(Number);
+
+/** `size` stored vectors of a random sample drawn with `seed` (the calibration's sample request). */
+async function sampleVectors(alias, engine, size, seed) {
+  const body = JSON.stringify(sampleBody(engine, undefined, size, seed));
+  const r = await (await fetch(`${URL_}/${alias}/_search`, { method: "POST", headers: { "content-type": "application/json" }, body })).json();
+  return r.hits.hits.map((h) => h._source.embedding);
+}
 
 function random(seed) {
   let a = seed >>> 0;
@@ -136,12 +150,39 @@ for (const n of SIZES) {
       const probe = cal.steps.find((s) => s[0] === w);
       curve.push([w, probe ? probe[1] : null, (await heldOut(URL_, prefix, w, queries, good)).recall]);
     }
+    const probeSets = [];
+    if (PROBE_SETS.length > 0) {
+      const sample = await sampleVectors(alias, store.engine, 128, 11);
+      const held = new Map(); // width -> held-out recall, measured once
+      for (const [dropout, noise] of PROBE_SETS) {
+        const probes = probeQueries(sample, CALIBRATION.seed, [{ dropout, noise }]);
+        const c = await store.calibrate({ queries: probes, target: 1.01, budgetMs: 1e9, maxWidth: 6400, record: false });
+        const curve = [];
+        for (const [w, probe] of c.steps) {
+          if (!held.has(w)) held.set(w, (await heldOut(URL_, prefix, w, queries, good)).recall);
+          curve.push([w, probe, held.get(w)]);
+        }
+        probeSets.push({ dropout, noise, curve_width_probe_heldout: curve });
+      }
+    }
+    const samples = [];
+    for (const seed of SAMPLE_SEEDS) {
+      const probes = probeQueries(await sampleVectors(alias, store.engine, CALIBRATION.sample, seed), seed);
+      const groups = [];
+      for (let g = 0; g < CALIBRATION.probes.length; g++) {
+        const c = await store.calibrate({ queries: probes.filter((_, i) => i % CALIBRATION.probes.length === g), record: false });
+        groups.push([c.width, c.recall]);
+      }
+      samples.push({ seed, groups, width: Math.max(...groups.map(([w]) => w)) });
+    }
     console.log(JSON.stringify({
       engine: store.engine, shape: name, n, ...sh, m: M ?? 32, load_s: Math.round(loadS * 10) / 10,
       old_width: oldWidth, old_recall: old.recall, old_ms: Math.round(old.ms * 10) / 10,
       width: cal.width, probe_recall: cal.recall, stopped: cal.stopped, reference: cal.reference,
       recall: now.recall, ms: Math.round(now.ms * 10) / 10, cal_s: cal.seconds, cal_requests: cal.requests,
       curve_width_probe_heldout: curve,
+      ...(probeSets.length ? { probe_sets: probeSets } : {}),
+      ...(samples.length ? { sample_seeds: samples } : {}),
     }));
     if (!process.argv.includes("--keep")) await store.drop();
     await store.close();

@@ -1,12 +1,13 @@
 /**
  * The k-NN width measured on the index itself (issue 40; the Python side: reme_es/store/calibration.py). A width rule
  * fitted to one data shape (`knn-width.ts`) does not hold on another, so stored vectors are sampled and turned into
- * probe queries (part of each vector kept, noise added: real queries are not stored vectors), their exact neighbours
- * come from an exact scoring query on the node (OpenSearch `knn_score`, Elasticsearch painless `cosineSimilarity`;
- * without painless the widest k-NN search stands in), and the approximate k-NN at the callers' depth runs at widths
- * of a ladder until recall@10 reaches the target. The record (width, recall, what it was measured on) is kept in the
- * index's `_meta.reme_es`; search reads it and falls back to `knnWidth` while none is recorded. The rule and its
- * numbers are shared (`engine_settings.json` `knn_calibration`).
+ * probe queries (part of each vector kept, noise added: real queries are not stored vectors; a light and a heavy
+ * group, as how much of an entry a real query names differs from one use to another), their exact neighbours come
+ * from an exact scoring query on the node (OpenSearch `knn_score`, Elasticsearch painless `cosineSimilarity`; without
+ * painless the widest k-NN search stands in), and the approximate k-NN at the callers' depth runs at widths of a
+ * ladder until recall@10 reaches the target in every group (the worst group decides). The record (width, recall,
+ * what it was measured on) is kept in the index's `_meta.reme_es`; search reads it and falls back to `knnWidth` while
+ * none is recorded. The rule and its numbers are shared (`engine_settings.json` `knn_calibration`).
  */
 import type { Connection } from "./transport.js";
 import { SETTINGS } from "./settings.js";
@@ -16,11 +17,14 @@ import type { Engine } from "./types.js";
 
 export const CALIBRATION = SETTINGS.knn_calibration;
 
-/** One width tried: recall@`at` over the probes and the median server time of one search (ms). */
+/** One width tried: recall@`at` of the worst probe group and of each, and the median server time of one search (ms). */
 export interface CalibrationStep {
   width: number;
+  /** The worst probe group's (what the climb compares with the target). */
   recall: number;
   tookMs: number;
+  /** Recall@`at` of each probe group (`knn_calibration.probes`). */
+  groups?: number[];
 }
 
 /** A measured width and what it was measured on (kept in `_meta.reme_es.knn_width`, snake_case as Python writes it). */
@@ -43,6 +47,8 @@ export interface Calibration {
   requests: number;
   /** [width, recall, median took ms] of every width tried. */
   steps: [number, number, number][];
+  /** Each probe group's recall at the chosen width (records before the probe groups have none). */
+  groups?: number[];
 }
 
 export interface CalibrateOptions {
@@ -94,17 +100,36 @@ function random(seed: number): () => number {
   };
 }
 
-/** Probe queries from stored vectors: each coordinate kept with probability 1 - dropout, then Gaussian noise of
- * `noise` x the vector's norm spread over the coordinates (the same rule as Python's, not the same numbers). */
-export function probeQueries(vectors: number[][], seed = CALIBRATION.seed): number[][] {
+/** Probe queries from stored vectors, dealt in turn to the groups of `knn_calibration.probes` (vector i to group
+ * i mod groups): each coordinate kept with probability 1 - the group's dropout, then Gaussian noise of the group's
+ * `noise` x the vector's norm spread over the coordinates (the same rule as Python's, not the same numbers; `groups`
+ * other than the rule's: for measuring probe sets, scripts/calibration-bench.mjs). */
+export function probeQueries(
+  vectors: number[][],
+  seed = CALIBRATION.seed,
+  groups: { dropout: number; noise: number }[] = CALIBRATION.probes,
+): number[][] {
   const r = random(seed);
   const gauss = () => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
-  const keep = 1 - CALIBRATION.dropout;
-  return vectors.map((v) => {
+  return vectors.map((v, i) => {
+    const group = groups[i % groups.length] as { dropout: number; noise: number };
+    const keep = 1 - group.dropout;
     const norm = Math.hypot(...v) || 1;
-    const sigma = (CALIBRATION.noise * norm) / Math.sqrt(Math.max(1, v.length));
+    const sigma = (group.noise * norm) / Math.sqrt(Math.max(1, v.length));
     return v.map((x) => (r() < keep ? x : 0) + gauss() * sigma);
   });
+}
+
+/** The mean recall of each group of queries (query i in group i mod `groups`, as `probeQueries` deals them) and the
+ * worst of them, which is what must reach the target (the callers' own queries: one group). */
+export function groupRecalls(recalls: number[], groups: number): { worst: number; means: number[] } {
+  const g = Math.max(1, groups);
+  const means: number[] = [];
+  for (let k = 0; k < g; k++) {
+    const mine = recalls.filter((_, i) => i % g === k);
+    if (mine.length > 0) means.push(mine.reduce((s, x) => s + x, 0) / mine.length);
+  }
+  return { worst: means.length > 0 ? Math.min(...means) : 1, means };
 }
 
 /** Share of the exact top `at` found in the approximate top `at`; entries tied with the `at`-th exact score count. */
@@ -207,6 +232,7 @@ export async function calibrateIndex(
   const top = o.maxWidth ?? CALIBRATION.max_width;
   const budget = o.budgetMs ?? CALIBRATION.latency_budget_ms;
   let queries = o.queries;
+  let groups = 1; // the callers' own queries: one group
   if (!queries) {
     const r = await conn.request({
       method: "POST",
@@ -217,6 +243,7 @@ export async function calibrateIndex(
     requests++;
     const vectors = (r.body?.hits?.hits ?? []).map((h: any) => h._source?.embedding).filter((v: any) => Array.isArray(v));
     queries = probeQueries(vectors);
+    groups = CALIBRATION.probes.length;
   }
   if (queries.length === 0) throw conn.error(`index ${alias} holds no vectors to calibrate on`);
   const approx = (q: number[], width: number, size: number) => ({ ...knnBody(engine, q, depth, filter, width), size, _source: false });
@@ -237,7 +264,8 @@ export async function calibrateIndex(
     const out = await answers(conn, alias, queries!.map((q) => approx(q, width, at)), `k-NN at width ${width}`);
     requests++;
     const found = out.map((a, i) => recallAt((a.hits?.hits ?? []).map((h: any) => h._id), truth[i] ?? [], at));
-    return { width, recall: found.reduce((s, x) => s + x, 0) / found.length, tookMs: median(out.map((a) => a.took ?? 0)) };
+    const { worst, means } = groupRecalls(found, groups);
+    return { width, recall: worst, tookMs: median(out.map((a) => a.took ?? 0)), groups: means };
   };
   const { chosen, stopped, steps } = await climb(ladder(depth, top), measure, target, budget);
   const result: Calibration = {
@@ -256,6 +284,7 @@ export async function calibrateIndex(
     seconds: 0,
     requests: 0,
     steps: steps.map((s) => [s.width, Math.round(s.recall * 10000) / 10000, Math.round(s.tookMs * 10) / 10]),
+    groups: (chosen.groups ?? []).map((g) => Math.round(g * 10000) / 10000),
   };
   result.seconds = Math.round((Date.now() - started) / 10) / 100;
   result.requests = requests + (o.record !== false ? 1 : 0);

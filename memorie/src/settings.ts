@@ -45,9 +45,8 @@ interface EngineSettings {
     at: number;
     depth: number;
     sample: number;
-    dropout: number;
-    noise: number;
     seed: number;
+    probes: { dropout: number; noise: number }[];
     widths: number[];
     max_width: number;
     latency_budget_ms: number;

@@ -7,7 +7,17 @@ import { describe, it } from "node:test";
 
 import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDE_GRAPH_SCALE, WIDTH_FRACTION } from "../src/knn-width.js";
 import { knnCandidates } from "../src/settings.js";
-import { CALIBRATION, calibratedWidth, calibrationDue, calibrationOfMeta, climb, ladder, recallAt } from "../src/knn-calibration.js";
+import {
+  CALIBRATION,
+  calibratedWidth,
+  calibrationDue,
+  calibrationOfMeta,
+  climb,
+  groupRecalls,
+  ladder,
+  probeQueries,
+  recallAt,
+} from "../src/knn-calibration.js";
 
 describe("knnWidth", () => {
   it("is the shared rule without a shape, and for small segments", () => {
@@ -104,6 +114,30 @@ describe("the calibrated width (knn-calibration.ts)", () => {
     assert.deepEqual(calibrationOfMeta({ knn_width: record }), record);
     assert.equal(calibrationOfMeta({}), undefined);
   });
+  it("deals the probes to a light and a heavy group in turn", () => {
+    const groups = CALIBRATION.probes;
+    assert.ok(groups.length >= 2 && new Set(groups.map((g) => g.dropout)).size === groups.length, "dropout levels that differ");
+    const dims = 4000;
+    const probes = probeQueries(Array.from({ length: 2 * groups.length }, () => new Array(dims).fill(1)), 3);
+    probes.forEach((q, i) => {
+      const kept = q.reduce((s, x) => s + x, 0) / dims; // noise is centred: the mean coordinate is the share kept
+      assert.ok(Math.abs(kept - (1 - groups[i % groups.length]!.dropout)) < 0.05, `probe ${i}: ${kept}`);
+    });
+  });
+  it("lets the worst probe group decide the step", async () => {
+    // the mean of all probes (0.975) reaches 0.97, the heavy group (0.95) does not: the width is not enough
+    const recalls = Array.from({ length: 4 }, () => [1, 0.9, 1, 1]).flat();
+    const { worst, means } = groupRecalls(recalls, 2);
+    assert.ok(Math.abs(worst - 0.95) < 1e-9 && Math.abs(means[0]! - 1) < 1e-9, JSON.stringify(means));
+    assert.ok(Math.abs(groupRecalls(recalls, 1).worst - 0.975) < 1e-9, "the callers' own queries: one group");
+    const table: Record<number, number[]> = { 50: [1, 0.9, 1, 0.9], 75: [1, 0.95, 1, 0.95], 100: [1, 1, 1, 1] };
+    const measure = async (w: number) => {
+      const g = groupRecalls(table[w]!, 2);
+      return { width: w, recall: g.worst, tookMs: 1, groups: g.means };
+    };
+    const out = await climb([50, 75, 100], measure, 0.97, undefined);
+    assert.deepEqual([out.chosen.width, out.stopped, out.chosen.groups], [100, "target", [1, 1]]);
+  });
 });
 
 // The same decisions as the Python side (tests/unit/test_knn_calibration.py reads these cases too).
@@ -136,5 +170,12 @@ describe("calibration golden cases (tests/unit/golden/engine_settings.json knn_c
   });
   it("ladder", () => {
     for (const [depth, top, expected] of CASES.ladder) assert.deepEqual(ladder(depth, top ?? undefined), expected);
+  });
+  it("groups", () => {
+    const round = (x: number) => Math.round(x * 10000) / 10000;
+    for (const [recalls, groups, worst, means] of CASES.groups.cases) {
+      const got = groupRecalls(recalls, groups);
+      assert.deepEqual([round(got.worst), got.means.map(round)], [worst, means], JSON.stringify([recalls, groups]));
+    }
   });
 });

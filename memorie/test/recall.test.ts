@@ -130,6 +130,7 @@ for (const { engine, url } of targets) {
       t.diagnostic(JSON.stringify(c));
       assert.equal(c.reached, true);
       assert.ok(c.recall >= CALIBRATION.target_recall && c.docs === 3000 && c.sample === CALIBRATION.sample);
+      assert.ok(c.groups?.length === CALIBRATION.probes.length && Math.min(...c.groups) === c.recall, "the worst group decides");
       assert.deepEqual(c.steps.map((s) => s[0]), CALIBRATION.widths.filter((w) => w <= c.width));
       assert.ok(c.steps.slice(0, -1).every((s) => s[1] < CALIBRATION.target_recall), "not the smallest width");
       const again = track(await createVectorStore({ url, indexPrefix: prefix }));

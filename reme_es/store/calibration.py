@@ -3,8 +3,10 @@ target on this data, recorded in the index's `_meta` and read by search.
 
 A width rule fitted to one data shape does not hold on another (docs/benchmarks.md, "k-NN width calibration"). So
 stored vectors of the index are sampled and turned into probe queries (`probe_queries`: part of each vector kept,
-noise added, since real queries are not stored vectors), their exact neighbours come from an exact scoring query on the
-node, and the approximate k-NN at the callers' depth runs at widths of a ladder until recall@10 reaches the target.
+noise added, since real queries are not stored vectors; a light and a heavy group, as how much of a stored entry a
+real query names differs from one use to another), their exact neighbours come from an exact scoring query on the
+node, and the approximate k-NN at the callers' depth runs at widths of a ladder until recall@10 reaches the target in
+every group (the worst group decides).
 The rule and its numbers are shared with Memorie (`engine_settings.json` `knn_calibration`; TypeScript:
 `memorie/src/knn-calibration.ts`). Bodies and decisions are pure functions here; `VectorStore.calibrate` does the I/O.
 """
@@ -27,11 +29,13 @@ META_KEY: str = RULE["meta_key"]
 
 @dataclass
 class Step:
-    """One width tried: recall@`at` over the probes and the median server time of one search (ms)."""
+    """One width tried: recall@`at` of the worst probe group and of each, and the median server time of one search
+    (ms)."""
 
     width: int
-    recall: float
+    recall: float  # the worst probe group's (what the climb compares with the target)
     took_ms: float
+    groups: list[float] = field(default_factory=list)  # recall@`at` of each probe group (`knn_calibration.probes`)
 
 
 @dataclass
@@ -53,12 +57,14 @@ class Calibration:
     seconds: float = 0.0
     requests: int = 0
     steps: list[Step] = field(default_factory=list)
+    groups: list[float] = field(default_factory=list)  # each probe group's recall at the chosen width
 
     def to_meta(self) -> dict:
         """The record as stored in `_meta` (steps included: what each width reached)."""
         out = asdict(self)
         out["steps"] = [[s.width, round(s.recall, 4), round(s.took_ms, 1)] for s in self.steps]
         out["recall"] = round(self.recall, 4)
+        out["groups"] = [round(g, 4) for g in self.groups]
         return out
 
     @classmethod
@@ -102,18 +108,35 @@ def calibration_due(record: Calibration | None, docs: int, segments: int) -> boo
     return moved(docs, record.docs) or moved(docs / max(1, segments), record.per_segment)
 
 
-def probe_queries(vectors: Sequence[Sequence[float]], seed: int | None = None) -> list[list[float]]:
-    """Probe queries from stored vectors: each coordinate kept with probability 1 - dropout, then Gaussian noise of
-    `noise` x the vector's norm spread over the coordinates (a query that names part of a memory, in other words)."""
+def probe_queries(
+    vectors: Sequence[Sequence[float]], seed: int | None = None, groups: Sequence[dict] | None = None
+) -> list[list[float]]:
+    """Probe queries from stored vectors, dealt in turn to the groups of `knn_calibration.probes` (vector i to group
+    i mod groups): each coordinate kept with probability 1 - the group's dropout, then Gaussian noise of the group's
+    `noise` x the vector's norm spread over the coordinates. A light group (a query naming half of a memory) and a
+    heavy one (a few words of it): which of them is harder depends on the data, so each must reach the target.
+    `groups` other than the rule's: for measuring probe sets."""
     rng = random.Random(RULE["seed"] if seed is None else seed)
-    keep, noise = 1.0 - RULE["dropout"], RULE["noise"]
+    groups = RULE["probes"] if groups is None else groups
     out = []
-    for vec in vectors:
+    for i, vec in enumerate(vectors):
+        group = groups[i % len(groups)]
+        keep = 1.0 - group["dropout"]
         norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-        sigma = noise * norm / math.sqrt(max(1, len(vec)))
-        q = [(x if rng.random() < keep else 0.0) + rng.gauss(0.0, sigma) for x in vec]
-        out.append(q)
+        sigma = group["noise"] * norm / math.sqrt(max(1, len(vec)))
+        out.append([(x if rng.random() < keep else 0.0) + rng.gauss(0.0, sigma) for x in vec])
     return out
+
+
+def group_recalls(recalls: Sequence[float], groups: int) -> tuple[float, list[float]]:
+    """The mean recall of each group of queries (query i in group i mod `groups`, as `probe_queries` deals them) and
+    the worst of them, which is what must reach the target (the callers' own queries: one group)."""
+    means = []
+    for g in range(max(1, groups)):
+        mine = recalls[g :: max(1, groups)]
+        if mine:
+            means.append(sum(mine) / len(mine))
+    return (min(means) if means else 1.0), means
 
 
 def recall_at(approx_ids: Sequence[str], exact: Sequence[tuple[str, float]], at: int) -> float:
@@ -213,6 +236,7 @@ __all__ = [
     "calibration_due",
     "climb",
     "exact_body",
+    "group_recalls",
     "ladder",
     "lean",
     "median_took",

@@ -19,6 +19,7 @@ from .calibration import (
     calibration_due,
     climb,
     exact_body,
+    group_recalls,
     ladder,
     lean,
     median_took,
@@ -120,10 +121,12 @@ class VectorStore:
             stats, requests = await port.stats(ix.ix.chunks), requests + 1
         f = ix.filter(None)
         clauses = filter_clauses(f)
+        groups = 1  # the callers' own queries: one group
         if queries is None:
             body = sample_body(clauses, sample or RULE["sample"], RULE["seed"], dialect.source_with_vectors())
             hits, requests = await port.search(ix.ix.chunks, body), requests + 1
             queries = probe_queries([h["_source"]["embedding"] for h in hits if h.get("_source", {}).get("embedding")])
+            groups = len(RULE["probes"])
         if not queries:
             raise CapabilityError(f"index {ix.ix.chunks} holds no vectors of this workspace to calibrate on")
         reference = "exact"
@@ -145,7 +148,8 @@ class VectorStore:
             answers = await self._answers(bodies)
             requests += 1
             found = [recall_at([h["_id"] for h in a["hits"]["hits"]], t, at) for a, t in zip(answers, truth)]
-            return Step(width, sum(found) / len(found), median_took(answers))
+            worst, means = group_recalls(found, groups)
+            return Step(width, worst, median_took(answers), means)
 
         chosen, stopped, steps = await climb(ladder(depth, top), measure, target, budget)
         result = Calibration(
@@ -162,6 +166,7 @@ class VectorStore:
             reference=reference,
             measured_at=now_iso(),
             steps=steps,
+            groups=chosen.groups,
         )
         result.seconds, result.requests = round(time.monotonic() - started, 2), requests + (2 if record else 0)
         if record:  # its cost as measured up to here, the two requests that record it counted

@@ -79,6 +79,7 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
         record = await store.calibrate()
         assert record.reached and record.stopped == "target" and record.recall >= RULE["target_recall"]
         assert (record.docs, record.sample, record.depth) == (N, RULE["sample"], RULE["depth"])
+        assert len(record.groups) == len(RULE["probes"]) and min(record.groups) == record.recall  # the worst decides
         assert [s.width for s in record.steps] == [w for w in RULE["widths"] if w <= record.width]
         assert all(s.recall < RULE["target_recall"] for s in record.steps[:-1])  # the smallest width reaching it
         assert record.requests >= 4 and record.seconds > 0

@@ -1,5 +1,6 @@
 """The k-NN width calibration's pure parts (issue 40): the climb over the ladder, recall with ties, the due rule, the
-width a record gives for other depths and shapes, and the record's round trip through `_meta`."""
+width a record gives for other depths and shapes, the record's round trip through `_meta`, and the probe groups (a
+light and a heavy dropout, the worst group deciding)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from reme_es.store.calibration import (
     calibration_due,
     climb,
     exact_body,
+    group_recalls,
     ladder,
     probe_queries,
     recall_at,
@@ -100,6 +102,33 @@ def test_probes_are_perturbed_copies_and_exact_bodies_score_every_vector():
     assert "cosineSimilarity" in es["query"]["script_score"]["script"]["source"]
 
 
+def test_probes_are_dealt_to_a_light_and_a_heavy_group_in_turn():
+    groups = RULE["probes"]
+    assert len(groups) >= 2 and len({g["dropout"] for g in groups}) == len(groups)  # dropout levels that differ
+    dims = 4000
+    probes = probe_queries([[1.0] * dims] * (2 * len(groups)), seed=3)
+    for i, q in enumerate(probes):
+        kept = sum(q) / dims  # noise is centred: the mean coordinate is the share kept (about +-0.01 here)
+        assert kept == pytest.approx(1.0 - groups[i % len(groups)]["dropout"], abs=0.05), i
+
+
+def test_the_worst_probe_group_decides_the_step():
+    # the mean of all probes (0.975) reaches 0.97, the heavy group (0.95) does not: the width is not enough
+    recalls = [1.0, 0.9, 1.0, 1.0] * 4
+    worst, means = group_recalls(recalls, 2)
+    assert worst == pytest.approx(0.95) and means == pytest.approx([1.0, 0.95])
+    assert group_recalls(recalls, 1)[0] == pytest.approx(0.975)  # the callers' own queries: one group
+    table = {50: ([1.0, 0.9] * 4, 1), 75: ([1.0, 0.95] * 4, 1), 100: ([1.0, 1.0] * 4, 1)}
+
+    async def measure(width: int) -> Step:
+        found, took = table[width]
+        worst, means = group_recalls(found, 2)
+        return Step(width, worst, took, means)
+
+    chosen, stopped, _ = asyncio.run(climb(list(table), measure, 0.97, None))
+    assert (chosen.width, stopped, chosen.groups) == (100, "target", [1.0, 1.0])
+
+
 # The same decisions as the TypeScript side (memorie/test/knn-width.test.ts reads these cases too).
 CASES = json.loads((Path(__file__).parent / "golden" / "engine_settings.json").read_text())["knn_calibration_cases"]
 
@@ -124,3 +153,9 @@ def test_golden_climb(case):
 @pytest.mark.parametrize("depth,top,expected", CASES["ladder"])
 def test_golden_ladder(depth, top, expected):
     assert ladder(depth, top) == expected
+
+
+@pytest.mark.parametrize("recalls,groups,worst,means", CASES["groups"]["cases"])
+def test_golden_groups(recalls, groups, worst, means):
+    got_worst, got_means = group_recalls(recalls, groups)
+    assert round(got_worst, 4) == worst and [round(m, 4) for m in got_means] == means
