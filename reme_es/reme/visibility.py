@@ -7,8 +7,9 @@ refreshes them (and re-reads its health counts) when it matters:
 
 - before any read of this store (search, nodes, links, reindex, backfill): a caller always sees its own writes;
 - at `dump()`, which ReMe's index step calls after its batches, and at close;
-- in the background, `refresh_after` seconds after the last write (at most 10x that during a steady stream of
-  writes), so other processes reading the same indices see the changes soon too;
+- in the background, `refresh_after` seconds after the last write (a write call still running counts as the last
+  write; at most 10x that during a steady stream of writes), so other processes reading the same indices see the
+  changes soon too;
 - before the next write when a write failed (so the write protocol sees any chunk the failed one left behind).
 
 A refresh never runs while a write call is sending its requests (both hold the refresh lock), so this store's own
@@ -31,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 MAX_DELAY_FACTOR = 10  # a steady stream of writes is refreshed at least every refresh_after x this
@@ -72,6 +73,7 @@ class DeferredRefresh:
         self._last_write = 0.0
         self._write_failed = False
         self._lock = asyncio.Lock()  # held by a refresh and by a write call's requests (`writing`)
+        self._writes = 0  # write calls asking for or holding the lock
         self._task: asyncio.Task | None = None
         self._counts_stale = False  # a refresh showed writes the health counts do not include yet
 
@@ -80,9 +82,17 @@ class DeferredRefresh:
         """Whether a write since the last refresh is not searchable yet."""
         return self._unrefreshed_since is not None
 
-    def writing(self) -> asyncio.Lock:
-        """`async with refresher.writing():` around a write call's requests: no refresh can split them."""
-        return self._lock
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        """`async with refresher.writing():` around a write call's requests: no refresh can split them. A write
+        call counts as a write from when it asks until it ends (`_refresh_later`)."""
+        self._writes += 1
+        try:
+            async with self._lock:
+                yield
+        finally:
+            self._writes -= 1
+            self._last_write = self._clock()
 
     async def before_write(self) -> None:
         """Refresh first when the last write failed (what it left behind must be visible to the write protocol)."""
@@ -139,11 +149,15 @@ class DeferredRefresh:
             return refreshed
 
     async def _refresh_later(self) -> None:
-        """The background refresh: after `refresh_after` s without writes, or `MAX_DELAY_FACTOR` x that at most."""
+        """The background refresh: after `refresh_after` s without writes, or `MAX_DELAY_FACTOR` x that at most. A
+        write call still running is the latest write: a stream of write calls that each take longer than
+        `refresh_after` (a bulk load: ReMe's index step upserting batch after batch) is refreshed at the cap, not
+        after every other call (each refresh cuts a segment per indexing thread, and the node merges them again)."""
         while self._unrefreshed_since is not None or self._counts_stale:
             if self._unrefreshed_since is not None:
                 since = self._unrefreshed_since
-                due = min(self._last_write + self.refresh_after, since + self.refresh_after * MAX_DELAY_FACTOR)
+                last = self._clock() if self._writes else self._last_write
+                due = min(last + self.refresh_after, since + self.refresh_after * MAX_DELAY_FACTOR)
                 delay = due - self._clock()
                 if delay > 0:
                     await self._sleep(delay)

@@ -99,6 +99,29 @@ async def test_each_write_moves_the_refresh_on_but_a_stream_is_refreshed_within_
     assert port.refreshed_at == [1.0 * MAX_DELAY_FACTOR, 2.0 * MAX_DELAY_FACTOR]
 
 
+async def test_a_stream_of_write_calls_longer_than_refresh_after_is_refreshed_at_the_cap():
+    """ReMe's index step upserting batch after batch: each call takes 3 s, the next starts 0.5 s after. A running
+    call is the latest write, so the stream is refreshed at the cap, not right after every other call."""
+    refresher, port, clock = deferred(1.0)
+
+    async def call() -> None:
+        async with refresher.writing():
+            await clock.sleep(3.0)
+        await refresher.written()
+
+    for _ in range(7):  # 24.5 s of calls
+        task = asyncio.create_task(call())
+        await settle()
+        await clock.advance(3.0)
+        await task
+        await clock.advance(0.5)
+    # calls end at 3, 6.5, 10, 13.5, 17, 20.5, 24 s. The cap, 10 s after the first write (3 s), falls in the fourth
+    # call: refreshed when it ends. Before, every call ended inside the next one's refresh_after: a refresh after each
+    assert port.refreshed_at == [13.5]
+    await clock.advance(0.5)  # the stream paused: refresh_after after the last call (the next cap, 27 s, not reached)
+    assert port.refreshed_at == [13.5, 25.0]
+
+
 async def test_a_read_refreshes_only_what_is_unrefreshed():
     refresher, port, clock = deferred(5.0)
     await refresher.visible()
