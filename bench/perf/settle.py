@@ -15,8 +15,9 @@ default):
   tier20       `index.merge.policy.segments_per_tier: 20` (fewer merges during the load, more segments after)
   forcemerge   default, measured, then `_forcemerge?max_num_segments=1` once the node stopped merging (timed) and
                measured again
-  refresh30+tier20  both: no refresh during the load, and `max_merge_at_once` 10 (OpenSearch 3's default is 30: a
-               tier that overflows merges up to 30 segments, most of a 100k load's HNSW graphs, at once)
+  tier20max10  `segments_per_tier` 20 and `max_merge_at_once` 10 (OpenSearch 3's default is 30: a tier that
+               overflows merges up to 30 segments, most of a 100k load's HNSW graphs, at once, after the load)
+  refresh30+tier20  both: no refresh during the load, and tier20max10
   bulk4mb      bulk requests of at most 4 MiB (bulk10mb: 10 MiB), whatever the store's own bound
   nomerge+fm   no merges during the load (`segments_per_tier` and `max_merge_at_once` 100),
                then the defaults back and one `_forcemerge?max_num_segments=1`
@@ -58,6 +59,10 @@ STRATEGIES = {
     "tier20": {"settings": {"index.merge.policy.segments_per_tier": 20}},
     "forcemerge": {"forcemerge": 1},
     "nomerge+fm": {"settings": NO_MERGE, "after": MERGE_DEFAULTS, "forcemerge": 1},
+    # a tier wide enough that the tiered policy leaves a 100k load's segments unmerged, merges of at most 10 segments
+    "tier20max10": {
+        "settings": {"index.merge.policy.segments_per_tier": 20, "index.merge.policy.max_merge_at_once": 10}
+    },
     # no refresh during the load (the node's indexing buffer cuts the segments: fewer, larger ones) and a tier wide
     # enough that the tiered policy leaves a 100k load's segments unmerged (each merge rebuilds an HNSW graph)
     "refresh30+tier20": {
