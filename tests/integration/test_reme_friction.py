@@ -184,7 +184,11 @@ async def stored_index(url: str, prefix: str, workspace: str | None = None) -> d
         await store.close()
     return {
         "files": [f.model_dump() for f in files],
-        "chunks": {cid: {k: v for k, v in src.items() if k != "embedding"} for cid, src in sorted(chunks.items())},
+        # not `written`: each write call's own token (reme_es.store.one_version), which two writers never share
+        "chunks": {
+            cid: {k: v for k, v in src.items() if k not in ("embedding", "written")}
+            for cid, src in sorted(chunks.items())
+        },
     }
 
 
