@@ -78,6 +78,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import os
 import time
 from pathlib import Path
@@ -251,6 +252,22 @@ async def breakdown(args, workload: str, size: int, report: Report) -> None:
         report(table(headers, rows, f"Where the time goes, ms (median of {args.queries} queries per part)"))
         kw, bare = median([c.wall for c in calls["keyword"]]), median([c.wall for c in calls["bare match"]])
         report(f"keyword / bare match p50: {kw / bare:.2f}x")
+        args.records.append(
+            {
+                "workload": workload,
+                "size": size,
+                "engine": f"{fs.store.caps.engine} {fs.store.caps.version}",
+                "calls": {
+                    name: {
+                        "p50": median([c.wall for c in got]),
+                        "p95": percentile([c.wall for c in got], 95),
+                        "trips": median([c.trips for c in got]),
+                        **{part: median([getattr(c, part) for c in got]) for part in PARTS},
+                    }
+                    for name, got in calls.items()
+                },
+            }
+        )
     finally:
         if not args.keep:
             await file_store(app).clear()
@@ -874,6 +891,7 @@ def arguments() -> argparse.Namespace:
     p.description, p.formatter_class = __doc__, argparse.RawDescriptionHelpFormatter
     p.add_argument("--meter", required=True, choices=METERS, help="what to measure (see above)")
     p.add_argument("--quick", action="store_true", help="2k chunks, 60 queries (cpu: 5 s per client count)")
+    p.add_argument("--json", default=None, help="breakdown: also write each call kind's medians here (JSON)")
     p.add_argument("--sizes", default=None, help="chunks, e.g. 10k,100k (default 10k,100k; --quick and trips: 2k)")
     p.add_argument("--workload", default=None, help="workload shapes, hash and/or topics (default hash; trips: both)")
     p.add_argument("--queries", type=int, default=None, help="queries per call kind (default 200; --quick 60)")
@@ -903,6 +921,7 @@ def arguments() -> argparse.Namespace:
     args.seconds = args.seconds or (5.0 if args.quick else 10.0)
     args.warm = args.warm if args.warm is not None else (15.0 if args.quick else 30.0)
     args.clients = [int(c) for c in args.clients.split(",")]
+    args.records = []
     quick = args.quick or args.meter == "trips"
     args.sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else SIZES["quick" if quick else "full"]
     args.workload = (args.workload or ("hash,topics" if args.meter == "trips" else "hash")).split(",")
@@ -935,6 +954,9 @@ def main() -> None:
     else:
         engine = asyncio.run(store_against_raw(args, report))
     report.save(args.out, f"search_cost-{args.meter}", engine)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"meter": args.meter, "engine": engine, "runs": args.records}, indent=1))
 
 
 if __name__ == "__main__":
