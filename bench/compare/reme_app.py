@@ -306,6 +306,9 @@ async def run_worker(args) -> dict:
     result["upsert_s"], result["dump_s"] = await upsert_all(fs, corpus, size, vectors)
     if backend in FLAVOURS:
         result["merge_s"] = await settle(fs)
+        record = fs.store.indices.knn_calibration  # what the queries below search with (None: the rule)
+        if record is not None:
+            result["knn_width"] = {k: getattr(record, k) for k in ("width", "recall", "stopped", "seconds")}
     vectors.flush()
     t = time.perf_counter()
     await app.close()

@@ -149,9 +149,9 @@ def reme_table(runs: list[Path], out: list[str]) -> dict[str, list]:
     found: dict[str, list] = {}
     out.append(
         "| workload | backend | ingest to steady state s (x faiss) | keyword | vector | keyword, 1 month "
-        "| vector, 1 month | search job | recall@10 | restart s | raw keyword / vector (same node) |"
+        "| vector, 1 month | search job | recall@10 | restart s | raw keyword | raw vector |"
     )
-    out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for workload in ("hash", "topics"):
         per_run = [{r["backend"]: r for r in (load(d / f"{workload}.json") or [])} for d in runs]
         backends = list(dict.fromkeys(b for rows in per_run for b in rows))
@@ -167,18 +167,28 @@ def reme_table(runs: list[Path], out: list[str]) -> dict[str, list]:
                 f / i if r and fr and i else None
                 for r, fr, i, f in zip(rows, faiss, ingest, [steady(x) if x else None for x in faiss], strict=True)
             ]
-            raw = (
-                f"{cells(lat('keyword', kind='raw'))} / {cells(lat('vector', kind='raw'))}"
-                if any(r and "raw" in r for r in rows)
-                else ""
-            )
+            has_raw = any(r and "raw" in r for r in rows)
+            raw = f"{cells(lat('keyword', kind='raw'))} | {cells(lat('vector', kind='raw'))}" if has_raw else " | "
             out.append(
-                f"| {workload} | {backend} | {cells(ingest, '{:.1f}')} ({cells(speed)}x) | {cells(lat('keyword'))} "
+                f"| {workload} | {backend} | {cells(ingest, '{:.1f}')} ({cells(speed, '{:.2f}x')}) "
+                f"| {cells(lat('keyword'))} "
                 f"| {cells(lat('vector'))} | {cells(lat('keyword filtered'))} | {cells(lat('vector filtered'))} "
                 f"| {cells(lat('search job'))} | {col(rows, lambda r: r.get('recall_at_10'), '{:.3f}')} "
                 f"| {col(rows, lambda r: r.get('restart_s'))} | {raw} |"
             )
             found[f"{workload}/{backend}"] = rows
+    widths = [
+        f"{key}: "
+        + " / ".join(
+            f"{r['knn_width']['width']:,} ({r['knn_width']['stopped']})" if r and "knn_width" in r else "-"
+            for r in rows
+        )
+        for key, rows in found.items()
+        if any(r and "knn_width" in r for r in rows)
+    ]
+    if widths:
+        out.append("")
+        out.append("k-NN width each run searched with (why its calibration stopped): " + "; ".join(widths))
     return found
 
 
@@ -346,6 +356,10 @@ def report(out_dir: Path) -> str:
         )
         lines.append(f"- {d.name}: {said}")
     lines += ["", "## ReMe's file-store interface (p50 ms; limit 50 per branch, ReMe's depth at limit 10)", ""]
+    lines += [
+        "raw: the same queries sent straight to the same node by the same client, interleaved with reme-es' own",
+        "",
+    ]
     reme = reme_table(runs, lines)
     lines += ["", "## Many agents at once"]
     agents_table(runs, lines)
