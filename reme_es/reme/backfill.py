@@ -16,6 +16,7 @@ from ..core.models import Chunk
 from ..embeddings.minilm import describe_model, same_model
 from ..store import MemoryStore
 from .as_embedding import vectors_identity
+from .background import cancel
 from .convert import as_vector, to_chunk
 
 EMBED_BATCH = 256
@@ -214,15 +215,9 @@ class Embeddings:
     async def cancel_backfill(self) -> None:
         """Stop a running backfill (what it wrote stays)."""
         task, self._backfill_task = self._backfill_task, None
-        if task is None:
-            return
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
-        except Exception:
-            self._logger.exception(f"{self._name}: embedding backfill failed during shutdown")
+        failed = await cancel(task)
+        if failed is not None:
+            self._logger.error(f"{self._name}: embedding backfill failed during shutdown", exc_info=failed)
 
     async def backfill(self, *, skip_health_check: bool = False, rebuild: bool = False) -> dict[str, int]:
         """Embed stored chunks that have no vector (every chunk if `rebuild`), reading them from the index."""

@@ -35,6 +35,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from .background import cancel
+
 MAX_DELAY_FACTOR = 10  # a steady stream of writes is refreshed at least every refresh_after x this
 
 Refresh = Callable[[], Awaitable[bool]]
@@ -172,11 +174,8 @@ class DeferredRefresh:
 
     async def stop(self) -> None:
         """At close: stop the background refresh and make the last writes searchable (best effort)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):  # its failure was logged; refreshed below
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel(task)  # a failure of it was logged; the writes are made searchable below
         try:
             await self.visible()
         except Exception as e:  # noqa: BLE001 - the writes are durable; the next refresh of anyone shows them

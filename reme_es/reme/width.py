@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 
 from ..store import MemoryStore
+from .background import cancel
 
 SETTLE_POLL_S = 1.0  # how often the merges of the chunks index are asked while it merges
 SETTLE_MAX_S = 300.0  # then it calibrates anyway
@@ -82,10 +83,6 @@ class KnnWidth:
     async def stop(self) -> None:
         """Cancel this store's calibration (the store closes)."""
         task, self._task = self._task, None
-        if task is None or task.done():
-            return
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
+        failed = await cancel(task)
+        if failed is not None:  # the calibration logs its own failures; this would be a defect of it
+            self._log.warning("%s: k-NN width calibration ended with %r", self._name, failed)
