@@ -35,6 +35,7 @@ from pathlib import Path
 
 from bench.common import RESULTS, ROOT, module_command
 from bench.compare.reme_backends import start_node, stop_node
+from bench.compare.reme_report import ingest_s
 
 FULL = {"size": "100k", "memorie": "100000", "agents": "1,8,32,64", "seconds": "20", "warmup": "5", "queries": "40"}
 QUICK = {"size": "10k", "memorie": "10000", "agents": "1,8", "seconds": "5", "warmup": "2", "queries": "20"}
@@ -139,9 +140,14 @@ def col(rows: list, get, fmt: str = "{:.2f}") -> str:
     return cells([get(r) if r else None for r in rows], fmt)
 
 
-def steady(row: dict) -> float:
-    """Ingest to steady state: every upsert, the dump, and (reme-es) the merging that went on after."""
-    return row["upsert_s"] + row["dump_s"] + row.get("merge_s", 0.0)
+def p50s(rows: list, mode: str, kind: str = "latency") -> list[float | None]:
+    """The p50 of one mode (`latency`: through ReMe's interface, `raw`: sent straight to the node) of each run's row."""
+    return [r[kind][mode]["p50"] if r and mode in r.get(kind, {}) else None for r in rows]
+
+
+def ingests(rows: list) -> list[float | None]:
+    """Ingest to steady state of each run's row (bench/compare/reme_report.py's measure)."""
+    return [ingest_s(r) if r else None for r in rows]
 
 
 def reme_table(runs: list[Path], out: list[str]) -> dict[str, list]:
@@ -159,14 +165,10 @@ def reme_table(runs: list[Path], out: list[str]) -> dict[str, list]:
             rows = [rows.get(backend) for rows in per_run]
 
             def lat(mode: str, rows=rows, kind: str = "latency") -> list[float | None]:
-                return [r[kind][mode]["p50"] if r and mode in r.get(kind, {}) else None for r in rows]
+                return p50s(rows, mode, kind)
 
-            faiss = [rows_.get("faiss") for rows_ in per_run]
-            ingest = [steady(r) if r else None for r in rows]
-            speed = [
-                f / i if r and fr and i else None
-                for r, fr, i, f in zip(rows, faiss, ingest, [steady(x) if x else None for x in faiss], strict=True)
-            ]
+            ingest = ingests(rows)
+            speed = ratio(ingests([rows_.get("faiss") for rows_ in per_run]), ingest)
             has_raw = any(r and "raw" in r for r in rows)
             raw = f"{cells(lat('keyword', kind='raw'))} | {cells(lat('vector', kind='raw'))}" if has_raw else " | "
             out.append(
@@ -257,9 +259,7 @@ def targets_table(runs: list[Path], reme: dict[str, list], out: list[str]) -> No
         out.append(f"| {item} | {target} | {cells(values, fmt)} | {verdict} |")
 
     def p50(key: str, mode: str, kind: str = "latency") -> list[float | None]:
-        return [
-            r[kind][mode]["p50"] if r and mode in r.get(kind, {}) else None for r in reme.get(key, [None] * len(runs))
-        ]
+        return p50s(reme.get(key, [None] * len(runs)), mode, kind)
 
     breakdown = [load(d / "breakdown.json") for d in runs]
     bare = [
@@ -292,8 +292,8 @@ def targets_table(runs: list[Path], reme: dict[str, list], out: list[str]) -> No
                 lambda v: v >= 0.97,
                 "{:.3f}",
             )
-            ingest = [steady(r) if r else None for r in reme[key]]
-            faiss = [steady(r) if r else None for r in reme.get(f"{workload}/faiss", [None] * len(runs))]
+            ingest = ingests(reme[key])
+            faiss = ingests(reme.get(f"{workload}/faiss", [None] * len(runs)))
             line(
                 f"4 ({workload}, {flavour})",
                 "ingest to steady state ≥ 0.8x faiss speed",
