@@ -198,7 +198,13 @@ def test_server_start_and_status_print_one_json_shape(server):
     status = CliRunner().invoke(main, ["server", "status", "--json", "--name", name])
     assert status.exit_code == 0, status.stderr
     start_view, status_view = json.loads(started.stdout), json.loads(status.stdout)
-    assert start_view == status_view
+    # one shape, the same node; health is read live each time, and the run's other tests create indices on this
+    # node meanwhile (an index is yellow for a moment while its replica is placed)
+    assert start_view.keys() == status_view.keys()
+    assert {k: v for k, v in start_view.items() if k != "health"} == {
+        k: v for k, v in status_view.items() if k != "health"
+    }
+    assert {start_view["health"], status_view["health"]} <= {"green", "yellow"}
     assert start_view["url"] == server.url
     assert start_view["http_port"] == int(server.url.rsplit(":", 1)[1])
     assert (start_view["running"], start_view["flavour"], start_view["engine"]) == (True, server.flavour, server.engine)
