@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..core.engine_settings import RETRYABLE_STATUS, knn_candidates
+from ..core.engine_settings import CALIBRATION_BODIES, RETRYABLE_STATUS, knn_candidates
 from ..core.errors import BulkItemFailure, CapabilityError, MappingError, RequestFailed
 from ..core.models import RRF_K, Capabilities, SearchFilter
 from .transport import (
@@ -158,6 +158,11 @@ def top_bodies(bodies: list[dict], n: int, vectors_source: bool | dict) -> list[
     return [{**body, "size": n, "_source": source} for body, source in zip(bodies, sources)]
 
 
+def with_vector(f: SearchFilter) -> dict:
+    """The entries of the filter that have a vector."""
+    return {"bool": {"filter": [*filter_clauses(f), {"exists": {"field": "embedding"}}]}}
+
+
 def cosine_from_score(score: float) -> float:
     """Cosine similarity from a k-NN score of the cosine space: both engines report (1 + cos) / 2."""
     return 2.0 * score - 1.0
@@ -258,6 +263,35 @@ class Dialect(ABC):
         """Whether the pipeline of `kind` on this server carries the branch weights (and so names them)."""
         return True
 
+    # --- k-NN width calibration (its decisions: reme_es/store/calibration.py) ---------------------
+    def sets_knn_width(self, caps: Capabilities | None) -> bool:
+        """Whether searches on this server (`caps`; None: a current one) take the HNSW width that calibration
+        measures, with index stats to measure it by."""
+        return not self.merges_itself
+
+    def vectors_source(self) -> list | dict:
+        """The `_source` of a search whose hits carry their vectors and nothing else."""
+        return ["embedding"]
+
+    def sample_body(self, f: SearchFilter, size: int, seed: int) -> dict:
+        """A random sample (by `seed`) of `size` entries of the filter with a vector, carrying their vectors."""
+        random_score = {"seed": seed, "field": CALIBRATION_BODIES["random_field"]}
+        return {
+            "size": size,
+            "query": {"function_score": {"query": with_vector(f), "random_score": random_score}},
+            "_source": self.vectors_source(),
+            "track_total_hits": False,
+        }
+
+    def exact_script(self, vector: list[float]) -> dict:
+        """The scoring script of an exact cosine search (engines without one raise)."""
+        raise CapabilityError(f"{self.engine} has no exact k-NN scoring script")
+
+    def exact_body(self, vector: list[float], f: SearchFilter, size: int) -> dict:
+        """An exact (brute-force) cosine search over the filter's entries with a vector: the `size` nearest."""
+        script_score = {"query": with_vector(f), "script": self.exact_script(vector)}
+        return {"size": size, "query": {"script_score": script_score}, "_source": False}
+
     # --- capabilities ---------------------------------------------------------------------------
     @classmethod
     def detects(cls, node: dict) -> bool:
@@ -341,4 +375,5 @@ __all__ = [
     "knn_candidates",
     "redact_host",
     "validate_hosts",
+    "with_vector",
 ]

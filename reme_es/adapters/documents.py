@@ -63,6 +63,14 @@ class Candidate(NamedTuple):
     words: int = 0
 
 
+class Timed(NamedTuple):
+    """One search of a timed `_msearch` (`IndexPort.timed_searches`): its server time (ms) and its hits' (stored id,
+    score), best first."""
+
+    took_ms: float
+    hits: list[tuple[str, float]]
+
+
 def _candidate(hit: dict) -> Candidate:
     fields = hit["fields"]
     return Candidate(

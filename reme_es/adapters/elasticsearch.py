@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..core.engine_settings import detected_engine
+from ..core.engine_settings import CALIBRATION_BODIES, detected_engine
 from ..core.engine_settings import vector_mapping as engine_vector_mapping
 from ..core.errors import AuthError, ConfigError, RequestFailed
 from ..core.models import RRF_K, Capabilities, SearchFilter
@@ -138,6 +138,13 @@ class ElasticsearchDialect(Dialect):
         if clauses := filter_clauses(f):
             knn["filter"] = {"bool": {"filter": clauses}}
         return {"size": size or k, "knn": knn, "_source": {"excludes": SOURCE_EXCLUDES}}
+
+    def vectors_source(self) -> list | dict:
+        return {"includes": ["embedding"], "exclude_vectors": False}
+
+    def exact_script(self, vector: list[float]) -> dict:
+        # painless (docs: "Exact kNN"); a node without it answers an error naming the script
+        return {"source": CALIBRATION_BODIES["painless"], "params": {"query_vector": vector}}
 
     def native_hybrid(self, caps: Capabilities, kind: str | None) -> bool:
         return kind == "rrf" and caps.rrf_retriever

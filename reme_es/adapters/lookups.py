@@ -125,6 +125,11 @@ def lean(body: dict) -> dict:
     return {**body, "track_total_hits": False}
 
 
+def ids_and_scores(body: dict) -> dict:
+    """The same search answering its hits' ids and scores only (no `_source`, no hit totals)."""
+    return {**body, "_source": False, "track_total_hits": False}
+
+
 def chunks_by_ids(ids: list[str], excludes: list[str]) -> dict:
     """The chunk docs of these ids (at the searched refresh point), their `_source` without `excludes`."""
     return lean({"size": len(ids), "query": {"ids": {"values": ids}}, "_source": {"excludes": excludes}})

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ..core.engine_settings import detected_engine
+from ..core.engine_settings import CALIBRATION_BODIES, detected_engine
 from ..core.engine_settings import vector_mapping as engine_vector_mapping
 from ..core.errors import CapabilityError, ConfigError
 from ..core.models import Capabilities, SearchFilter
@@ -190,6 +190,15 @@ class OpenSearchDialect(Dialect):
         if clauses := filter_clauses(f):
             clause["filter"] = {"bool": {"filter": clauses}}
         return {"knn": {"embedding": clause}}
+
+    def sets_knn_width(self, caps: Capabilities | None) -> bool:
+        # `method_parameters.ef_search` on lucene: 2.19+ (`caps.knn_ef_search`)
+        return not self.merges_itself and (caps is None or caps.knn_ef_search)
+
+    def exact_script(self, vector: list[float]) -> dict:
+        # the k-NN plugin's scoring script (docs: "Exact k-NN with scoring script")
+        params = {"field": "embedding", "query_value": vector, "space_type": CALIBRATION_BODIES["space_type"]}
+        return {"source": "knn_score", "lang": "knn", "params": params}
 
     def hybrid_body(
         self,

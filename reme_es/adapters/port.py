@@ -21,7 +21,7 @@ from ..core.errors import RequestFailed
 from . import documents
 from . import lookups as q
 from .dialect import Dialect, candidates_only
-from .documents import Action, Candidate, StoredDoc, or_none, unavailable
+from .documents import Action, Candidate, StoredDoc, Timed, or_none, unavailable
 from .identity import ClusterIdentity, check_request
 from .scope import Scope
 from .transport import BulkOutcome, index_missing
@@ -169,8 +169,32 @@ class IndexPort:
         return [(documents._candidate(h), documents._named_scores(h)) for h in hits]
 
     async def ranked_sources(self, index: str, body: dict) -> list[tuple[float, dict]]:
-        """(score, `_source`) of each hit of a search."""
-        return [(float(h["_score"]), h["_source"]) for h in await self.search(index, body)]
+        """(score, `_source`) of each hit of a search (`search`'s request, sent from here: the keyword path stays three
+        frames above the send, tests/unit/test_keyword_frames.py)."""
+        answer = await self._unless_unavailable(
+            [index], self.transport.request("POST", f"/{index}/_search", body, self.scope.params(None))
+        )
+        documents._note_partial(index, answer)
+        return [(float(h["_score"]), h["_source"]) for h in answer["hits"]["hits"]]
+
+    async def looked_up(self, searches: list[tuple[str, dict]]) -> list[list[dict]]:
+        """The `_source` of each hit of several look-ups (index, `lookups` body) in one `_msearch`, in order, each
+        look-up's query confined to this workspace (`scope.query`); a failed one raises."""
+        scoped = [(index, {**body, "query": self.scope.query(body["query"])}) for index, body in searches]
+        return [[h["_source"] for h in hits] for hits in await self.msearch(scoped)]
+
+    async def timed_searches(self, index: str, bodies: list[dict], what: str) -> list[Timed]:
+        """Searches of `index` in one `_msearch` run one at a time (so each answer's `took` is its own search's),
+        routed to this workspace: per search its server time and its hits' (stored id, score). A failed one raises
+        RequestFailed naming `what`."""
+        body = q.msearch_body([(index, b) for b in bodies], self.scope.routing())
+        answered = await self.transport.request("POST", "/_msearch", body, {"max_concurrent_searches": 1})
+        out = []
+        for answer in answered["responses"]:
+            if "error" in answer:
+                raise RequestFailed(f"{what} failed: {str(answer['error'])[:600]}", status=answer.get("status"))
+            out.append(Timed(float(answer.get("took", 0)), [(h["_id"], h["_score"]) for h in answer["hits"]["hits"]]))
+        return out
 
     async def scan(
         self, index: str, query: dict, source: list[str] | dict | bool, sort: list[str]

@@ -36,16 +36,16 @@ class KnnWidth:
     def later(self) -> None:
         """Calibrate in the background when due, after the index stops merging (no-op while one runs)."""
         store = self._store()
-        if store is None or not store.vectors.calibratable():
+        if store is None or not store.admin.calibratable():
             return
-        index = store.indices.ix.chunks
+        index = store.admin.chunks_index
         if (running := _running.get(index)) is not None and not running.done():
             _again.add(index)
             return
         self._task = _running[index] = asyncio.create_task(self._run(store), name=f"knn-width:{self._name}")
 
     async def _run(self, store: MemoryStore) -> None:
-        index = store.indices.ix.chunks
+        index = store.admin.chunks_index
         _again.add(index)
         while index in _again:
             _again.discard(index)
@@ -54,16 +54,16 @@ class KnnWidth:
     async def _once(self, store: MemoryStore) -> None:
         try:
             waited = 0.0
-            while await store.port.merges_running(store.indices.ix.chunks) and waited < SETTLE_MAX_S:
+            while await store.admin.chunks_merging() and waited < SETTLE_MAX_S:
                 await asyncio.sleep(SETTLE_POLL_S)
                 waited += SETTLE_POLL_S
-            record = await store.vectors.calibrate_if_due()
+            record = await store.admin.calibrate_if_due()
             if record is not None:
                 self._log.info(
                     "%s: k-NN width %d measured on %s (recall@10 %.3f, %s, %.1f s)",
                     self._name,
                     record.width,
-                    store.indices.ix.chunks,
+                    store.admin.chunks_index,
                     record.recall,
                     record.stopped,
                     record.seconds,
@@ -76,7 +76,7 @@ class KnnWidth:
     async def wait(self) -> None:
         """Wait for the calibration of this store's index, if one runs in this process (tests, benches)."""
         store = self._store()
-        task = _running.get(store.indices.ix.chunks) if store is not None else self._task
+        task = _running.get(store.admin.chunks_index) if store is not None else self._task
         if task is not None:
             await asyncio.shield(task)
 

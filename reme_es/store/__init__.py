@@ -50,6 +50,7 @@ from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
 from . import lifecycle
+from .admin import Admin
 from .calibration import Calibration
 from .fusion import candidate_depth
 from .indices import IndexSet
@@ -86,6 +87,7 @@ class MemoryStore:
         self.port = IndexPort(dialect)
         self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), search, workspace)
         self.vectors = VectorStore(self.indices)
+        self.admin = Admin(self)  # maintenance: calibration, merges, pipelines, search knobs (store/admin.py)
         self.searches = SearchStore(self.indices, self.vectors, search.keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)
         self.writer = Writer(self.port, self.indices.ix, lambda: self.indices.dims, self.indices.refresh)
@@ -309,15 +311,16 @@ class MemoryStore:
         Each file's hits are of one version (`one_version`), as for every search below.
 
         ReMe calls this on every agent turn: it builds the body and sends it through the port itself, with
-        `one_version.filled`'s loop written out, so its request is three frames below it (`IndexPort.search`, the
-        transport, the engine's send; docs/ARCHITECTURE.md, tests/unit/test_keyword_frames.py)."""
+        `one_version.filled`'s loop written out, so its request is three frames below it
+        (`IndexPort.ranked_sources`, the transport, the engine's send; docs/ARCHITECTURE.md,
+        tests/unit/test_keyword_frames.py)."""
         f = self.indices.filter(search_filter)
         if not query or not query.strip() or limit <= 0:
             return []
         chunks, pair, answer = self.indices.ix.chunks, keyed(build), []
         for depth in depths(limit):
             body = keyword_body(query, depth, f, self.searches.keyword_fields)
-            found = [pair("keyword", float(h["_score"]), h["_source"]) for h in await self.port.search(chunks, body)]
+            found = [pair("keyword", score, src) for score, src in await self.port.ranked_sources(chunks, body)]
             answer = await one_version(self.port, self.indices.ix.files, found, lambda p: p[0])
             if enough(found, answer, limit, depth):
                 break

@@ -8,7 +8,9 @@ real query names differs from one use to another), their exact neighbours come f
 node, and the approximate k-NN at the callers' depth runs at widths of a ladder until recall@10 reaches the target in
 every group (the worst group decides).
 The rule and its numbers are shared with Memorie (`engine_settings.json` `knn_calibration`; TypeScript:
-`memorie/src/knn-calibration.ts`). Bodies and decisions are pure functions here; `VectorStore.calibrate` does the I/O.
+`memorie/src/knn-calibration.ts`). Decisions are pure functions here; the request bodies are the dialects'
+(`sample_body`, `exact_body`, `knn_body`), and `VectorStore.calibrate` does the I/O through the port
+(`timed_searches`).
 """
 
 from __future__ import annotations
@@ -181,51 +183,14 @@ def ladder(depth: int, max_width: int | None = None) -> list[int]:
     return widths or [max(depth, min(top, RULE["max_width"]))]
 
 
-# ------------------------------------------------------------------------------------------------ request bodies
-
-
-def sample_body(filter_clauses: list[dict], size: int, seed: int, vector_source: Any) -> dict:
-    """A random sample of the entries with a vector, carrying their vectors."""
-    query = {"bool": {"filter": [*filter_clauses, {"exists": {"field": "embedding"}}]}}
-    return {
-        "size": size,
-        "query": {"function_score": {"query": query, "random_score": {"seed": seed, "field": "_seq_no"}}},
-        "_source": vector_source,
-        "track_total_hits": False,
-    }
-
-
-def exact_body(engine: str, vector: list[float], filter_clauses: list[dict], size: int) -> dict:
-    """An exact (brute-force) cosine search over the entries with a vector: the k-NN plugin's `knn_score` script on
-    OpenSearch, painless `cosineSimilarity` on Elasticsearch (docs: 'Exact k-NN with scoring script', 'Exact kNN')."""
-    query = {"bool": {"filter": [*filter_clauses, {"exists": {"field": "embedding"}}]}}
-    if engine == "elasticsearch":
-        script = {
-            "source": "cosineSimilarity(params.query_vector, 'embedding') + 1.0",
-            "params": {"query_vector": vector},
-        }
-    else:
-        script = {
-            "source": "knn_score",
-            "lang": "knn",
-            "params": {"field": "embedding", "query_value": vector, "space_type": "cosinesimil"},
-        }
-    return {"size": size, "query": {"script_score": {"query": query, "script": script}}, "_source": False}
-
-
-def lean(body: dict) -> dict:
-    """A search body answering ids and scores only."""
-    return {**body, "_source": False, "track_total_hits": False}
-
-
 def now_iso() -> str:
     """The time of a measurement, UTC, to the second."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def median_took(answers: list[dict]) -> float:
-    """The median server time of a `_msearch`'s answers (ms)."""
-    return float(statistics.median([a.get("took", 0) for a in answers])) if answers else 0.0
+def median_took(took_ms: Sequence[float]) -> float:
+    """The median server time of a step's searches (ms)."""
+    return float(statistics.median(took_ms)) if took_ms else 0.0
 
 
 __all__ = [
@@ -235,13 +200,10 @@ __all__ = [
     "Step",
     "calibration_due",
     "climb",
-    "exact_body",
     "group_recalls",
     "ladder",
-    "lean",
     "median_took",
     "now_iso",
     "probe_queries",
     "recall_at",
-    "sample_body",
 ]

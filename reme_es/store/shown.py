@@ -50,15 +50,13 @@ async def fetch_shown(port: IndexPort, ix: Indices, hits: list[Hit], paths: list
             (ix.links, q.links_into(paths, page)),
             (ix.files, q.files_linked_from(ix.files, linked_from, page, port.scope.routing())),
         ]
-    answers = await port.msearch(
-        [(index, {**body, "query": port.scope.query(body["query"])}) for index, body in searches]
-    )
+    answers = await port.looked_up(searches)
     shown = Shown(hits=_with_chunks(hits, answers.pop(0)) if hits else [])
     if not paths:
         return shown
-    hit_files = [file_from_source(h["_source"]) for h in answers[0]]
-    into = [link_from_source(h["_source"]) for h in answers[1]]
-    targets = [file_from_source(h["_source"]) for h in answers[2]]
+    hit_files = [file_from_source(src) for src in answers[0]]
+    into = [link_from_source(src) for src in answers[1]]
+    targets = [file_from_source(src) for src in answers[2]]
     shown.files = {f.path: f for f in (*targets, *hit_files)}
     graph = LinkGraph(port, ix)
     if len(targets) >= page:
@@ -78,8 +76,9 @@ async def fetch_shown(port: IndexPort, ix: Indices, hits: list[Hit], paths: list
 
 
 def _with_chunks(hits: list[Hit], found: list[dict]) -> list[Hit]:
-    """The hits, in order, with the chunks found for them (a chunk gone since the search is left out)."""
-    by_id = {h["_source"]["chunk_id"]: h["_source"] for h in found}
+    """The hits, in order, with the chunks found for them (their stored sources; a chunk gone since the search is
+    left out)."""
+    by_id = {src["chunk_id"]: src for src in found}
     out = []
     for hit in hits:
         src = by_id.get(hit.chunk.id)

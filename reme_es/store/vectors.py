@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..adapters import lookups as q
-from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, filter_clauses
+from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score
 from ..adapters.port import Action
 from ..adapters.transport import BulkOutcome
 from ..core.errors import AuthError, CapabilityError, RequestFailed
@@ -18,15 +18,12 @@ from .calibration import (
     Step,
     calibration_due,
     climb,
-    exact_body,
     group_recalls,
     ladder,
-    lean,
     median_took,
     now_iso,
     probe_queries,
     recall_at,
-    sample_body,
 )
 from .indices import IndexSet
 from .sources import HitBuilder, check_vector, chunk_from_source, hit_from_source
@@ -88,9 +85,7 @@ class VectorStore:
     def calibratable(self) -> bool:
         """Whether this index has vectors and a search width the server takes (and stats to measure it by)."""
         ix = self.indices
-        if not ix.dims or ix.dialect.merges_itself:
-            return False
-        return not (ix.caps is not None and ix.caps.engine == "opensearch" and not ix.caps.knn_ef_search)
+        return bool(ix.dims) and ix.dialect.sets_knn_width(ix.caps)
 
     async def calibrate(
         self,
@@ -111,55 +106,30 @@ class VectorStore:
         refreshed. Returns the record: the width, the recall it reached, why the climb stopped, its cost."""
         if not self.calibratable():
             raise CapabilityError(f"index {self.indices.ix.chunks} has no k-NN width to calibrate here")
-        ix, port, dialect = self.indices, self.port, self.indices.dialect
-        started, requests = time.monotonic(), 0
+        started = time.monotonic()
         target = RULE["target_recall"] if target is None else target
-        depth = RULE["depth"] if depth is None else depth
-        at, top = RULE["at"], RULE["max_width"] if max_width is None else max_width
-        budget = RULE["latency_budget_ms"] if budget_ms is None else budget_ms
+        widths = ladder(
+            RULE["depth"] if depth is None else depth, RULE["max_width"] if max_width is None else max_width
+        )
+        run = _Measuring(self, RULE["depth"] if depth is None else depth)
         if stats is None:
-            stats, requests = await port.stats(ix.ix.chunks), requests + 1
-        f = ix.filter(None)
-        clauses = filter_clauses(f)
+            stats, run.requests = await self.port.stats(self.indices.ix.chunks), run.requests + 1
         groups = 1  # the callers' own queries: one group
         if queries is None:
-            body = sample_body(clauses, sample or RULE["sample"], RULE["seed"], dialect.source_with_vectors())
-            hits, requests = await port.search(ix.ix.chunks, body), requests + 1
-            queries = probe_queries([h["_source"]["embedding"] for h in hits if h.get("_source", {}).get("embedding")])
-            groups = len(RULE["probes"])
+            queries, groups = await run.probes(sample or RULE["sample"]), len(RULE["probes"])
         if not queries:
-            raise CapabilityError(f"index {ix.ix.chunks} holds no vectors of this workspace to calibrate on")
-        reference = "exact"
-        try:
-            exact = await self._answers([exact_body(dialect.engine, v, clauses, 2 * at) for v in queries])
-        except RequestFailed as exc:  # no scripts on this node (Elasticsearch's integ-test distribution)
-            if "script" not in str(exc) and "painless" not in str(exc):
-                raise
-            reference = "widest"
-            widest = ladder(depth, top)[-1]
-            bodies = [lean(dialect.knn_body(v, depth, f, widest, size=2 * at, caps=ix.caps)) for v in queries]
-            exact, requests = await self._answers(bodies), requests + 1
-        requests += 1
-        truth = [[(h["_id"], h["_score"]) for h in a["hits"]["hits"]] for a in exact]
-
-        async def measure(width: int) -> Step:
-            nonlocal requests
-            bodies = [lean(dialect.knn_body(v, depth, f, width, size=at, caps=ix.caps)) for v in queries]
-            answers = await self._answers(bodies)
-            requests += 1
-            found = [recall_at([h["_id"] for h in a["hits"]["hits"]], t, at) for a, t in zip(answers, truth)]
-            worst, means = group_recalls(found, groups)
-            return Step(width, worst, median_took(answers), means)
-
-        chosen, stopped, steps = await climb(ladder(depth, top), measure, target, budget)
+            raise CapabilityError(f"index {self.indices.ix.chunks} holds no vectors of this workspace to calibrate on")
+        reference, truth = await run.truth(queries, widths[-1])
+        budget = RULE["latency_budget_ms"] if budget_ms is None else budget_ms
+        chosen, stopped, steps = await climb(widths, lambda w: run.step(queries, truth, w, groups), target, budget)
         result = Calibration(
             width=chosen.width,
             recall=chosen.recall,
             target=target,
             reached=chosen.recall >= target,
             stopped=stopped,
-            depth=depth,
-            at=at,
+            depth=run.depth,
+            at=RULE["at"],
             docs=stats["docs"],
             segments=stats["segments"],
             sample=len(queries),
@@ -168,27 +138,19 @@ class VectorStore:
             steps=steps,
             groups=chosen.groups,
         )
-        result.seconds, result.requests = round(time.monotonic() - started, 2), requests + (2 if record else 0)
+        result.seconds, result.requests = round(time.monotonic() - started, 2), run.requests + (2 if record else 0)
         if record:  # its cost as measured up to here, the two requests that record it counted
-            mapping = await port.mapping(ix.ix.chunks) or {}
-            meta = mapping.get("_meta") or {}
-            meta.setdefault("reme_es", {})[RULE["meta_key"]] = result.to_meta()
-            await port.put_meta(ix.ix.chunks, meta)
-            ix.knn_calibration = Calibration.from_meta(meta["reme_es"])
+            await self._record(result)
         return result
 
-    async def _answers(self, bodies: list[dict]) -> list[dict]:
-        """The answers of searches of the chunks index in one `_msearch` run one at a time (each answer's `took` is
-        its own search's), routed to this workspace; a failed one raises."""
-        index = self.indices.ix.chunks
-        body = q.msearch_body([(index, b) for b in bodies], self.port.scope.routing())
-        answered = await self.port.transport.request("POST", "/_msearch", body, {"max_concurrent_searches": 1})
-        answers = answered["responses"]
-        for answer in answers:
-            if "error" in answer:
-                error = answer["error"]
-                raise RequestFailed(f"calibration search failed: {str(error)[:600]}", status=answer.get("status"))
-        return answers
+    async def _record(self, result: Calibration) -> None:
+        """Keep a calibration in the chunks index's `_meta` (the rest of `_meta` kept) and use it from now on."""
+        ix = self.indices
+        mapping = await self.port.mapping(ix.ix.chunks) or {}
+        meta = mapping.get("_meta") or {}
+        meta.setdefault("reme_es", {})[RULE["meta_key"]] = result.to_meta()
+        await self.port.put_meta(ix.ix.chunks, meta)
+        ix.knn_calibration = Calibration.from_meta(meta["reme_es"])
 
     async def search(
         self,
@@ -274,3 +236,53 @@ class VectorStore:
             await self.indices.refresh()
         outcome.raise_for_failures()
         return outcome
+
+
+class _Measuring:
+    """The searches of one calibration of a store's chunks index (the dialect's bodies, sent through the port), and
+    how many requests they took."""
+
+    def __init__(self, store: VectorStore, depth: int):
+        self.store, self.depth, self.requests = store, depth, 0
+        self.index, self.f = store.indices.ix.chunks, store.indices.filter(None)
+
+    async def probes(self, sample: int) -> list[list[float]]:
+        """Probe queries from a random sample of the workspace's stored vectors (`probe_queries`)."""
+        body = self.store.indices.dialect.sample_body(self.f, sample, RULE["seed"])
+        found = await self.store.port.ranked_sources(self.index, body)
+        self.requests += 1
+        return probe_queries([src["embedding"] for _, src in found if src.get("embedding")])
+
+    def approx(self, queries: list[list[float]], width: int, size: int) -> list[dict]:
+        """The k-NN searches of `queries` at the callers' depth and `width`, answering ids and scores."""
+        ix = self.store.indices
+        return [
+            q.ids_and_scores(ix.dialect.knn_body(v, self.depth, self.f, width, size=size, caps=ix.caps))
+            for v in queries
+        ]
+
+    async def truth(self, queries: list[list[float]], widest: int) -> tuple[str, list[list[tuple[str, float]]]]:
+        """The reference neighbours of each query: "exact" (the engine's scoring script), or "widest" (the widest
+        k-NN search, where the node runs no scripts: Elasticsearch's integ-test distribution)."""
+        size, port = RULE["bodies"]["exact_per_at"] * RULE["at"], self.store.port
+        self.requests += 1
+        try:
+            bodies = [self.store.indices.dialect.exact_body(v, self.f, size) for v in queries]
+            return "exact", [a.hits for a in await port.timed_searches(self.index, bodies, "calibration search")]
+        except RequestFailed as exc:
+            if "script" not in str(exc) and "painless" not in str(exc):
+                raise
+        self.requests += 1
+        answers = await port.timed_searches(self.index, self.approx(queries, widest, size), "calibration search")
+        return "widest", [a.hits for a in answers]
+
+    async def step(self, queries: list[list[float]], truth: list, width: int, groups: int) -> Step:
+        """Recall@`at` of each probe group at `width`, and the median server time of one search."""
+        at = RULE["at"]
+        answers = await self.store.port.timed_searches(
+            self.index, self.approx(queries, width, at), "calibration search"
+        )
+        self.requests += 1
+        found = [recall_at([i for i, _ in a.hits], t, at) for a, t in zip(answers, truth)]
+        worst, means = group_recalls(found, groups)
+        return Step(width, worst, median_took([a.took_ms for a in answers]), means)

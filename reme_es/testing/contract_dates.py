@@ -19,7 +19,7 @@ class DateContract:
         # A repair in each of three months (March the best match by both branches by far), a move,
         # and a dinner two weeks after it; questions are asked on 2026-12-01.
         store = await store_factory(hybrid="client", fusion="zscore", vector_weight=0.55, date_boost=0.0)
-        store.indices.today = dt.date(2026, 12, 1)  # `plain` searches without the boost; each case sets its own
+        store.admin.tune(today=dt.date(2026, 12, 1))  # `plain` searches without the boost; each case sets its own
         said = [
             ("2026-03-10", "Rafa fixed the boiler himself last weekend", unit_vector(1, 0.1)),
             ("2026-06-14", "Rafa repaired the gate, took a while", unit_vector(1, 0.6)),
@@ -44,7 +44,7 @@ class DateContract:
         query, vector = "What did Rafa fix himself last June?", unit_vector(1, 0.1)
         plain = await store.search(query, vector, 3, candidates=6)
         assert plain.hits[0].chunk.path == path["2026-03-10"]
-        store.indices.date_boost = 1.5  # more than the fused range: the month's notes first
+        store.admin.tune(date_boost=1.5)  # more than the fused range: the month's notes first
         boosted = await store.search(query, vector, 3, candidates=6)
         assert boosted.hits[0].chunk.path == path["2026-06-14"]
         assert boosted.hits[0].scores["in_dates"] == 1.0
@@ -57,7 +57,7 @@ class DateContract:
         assert plain.hits[0].chunk.path == path["2026-08-20"]  # more of the question's words
         from ..store.search import ANCHORED_SHARE
 
-        store.indices.date_boost = 0.6 / ANCHORED_SHARE  # a window counted from an event gets that share: 0.6
+        store.admin.tune(date_boost=0.6 / ANCHORED_SHARE)  # a window counted from an event gets that share: 0.6
         boosted = await store.search(query, vector, 2, candidates=6)
         assert boosted.hits[0].chunk.path == path["2026-04-15"]  # the move (04-01) + 14 days
 
@@ -66,7 +66,7 @@ class DateContract:
         query, vector = "What did Rafa fix himself last September?", unit_vector(1, 0.1)
         plain = await store.search(query, vector, 1, candidates=1)
         assert plain.hits[0].chunk.path == path["2026-03-10"]
-        store.indices.date_boost = 1.5
+        store.admin.tune(date_boost=1.5)
         boosted = await store.search(query, vector, 1, candidates=1)
         assert boosted.hits[0].chunk.path == path["2026-09-02"]  # beyond the one candidate asked for: the window's
 
@@ -77,7 +77,7 @@ class DateContract:
         vector = unit_vector(1, 0.1)
         plain = await store.search("What is Rafa fixing himself on the 14th of June?", vector, 3, candidates=6)
         assert plain.hits[0].chunk.path == path["2026-03-10"]
-        store.indices.date_boost = 1.5
+        store.admin.tune(date_boost=1.5)
         planned = await store.search("What is Rafa fixing himself on the 14th of June?", vector, 3, candidates=6)
         assert _ids(planned.hits) == _ids(plain.hits)
         assert "in_dates" not in planned.hits[0].scores

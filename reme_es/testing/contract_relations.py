@@ -28,14 +28,14 @@ class RelationContract:
         from ..store.fusion import convex
 
         store, vector = await self._corpus(store_factory)
-        store.indices.relation_vector_weight = 0.2
+        store.admin.tune(relation_vector_weight=0.2)
         query = "What did Kwame's stepsister say about orbital mechanics?"
         result = await store.search(query, vector, 6, candidates=12)
         branches = await store.vector_search(vector, 12), await store.keyword_search(query, 12)
         leaning = convex(*branches, 0.2, "zscore")
         assert _ids(result.hits) == _ids(leaning[:6])
         assert _ids(leaning[:6]) != _ids(convex(*branches, 0.55, "zscore")[:6])  # the weight changes the ranking
-        store.indices.relation_vector_weight = None  # off: the store's vector weight
+        store.admin.tune(relation_vector_weight=None)  # off: the store's vector weight
         assert _ids((await store.search(query, vector, 6, candidates=12)).hits) == _ids(
             convex(*branches, 0.55, "zscore")[:6]
         )
@@ -44,7 +44,7 @@ class RelationContract:
         from ..store.fusion import convex
 
         store, vector = await self._corpus(store_factory)
-        store.indices.relation_vector_weight = 0.2
+        store.admin.tune(relation_vector_weight=0.2)
         query = "What did Kwame say about orbital mechanics?"
         result = await store.search(query, vector, 6, candidates=12)
         expected = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.55, "zscore")

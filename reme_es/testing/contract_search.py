@@ -127,7 +127,7 @@ class HybridContract:
         await store.upsert(pairs)
         query, vector = "orbital tomorrow", unit_vector(1, 0.3)
         folded = await store.search(query, vector, 8)
-        store.indices.collapse = False
+        store.admin.tune(collapse=False)
         every = await store.search(query, vector, 8)
         assert [h.chunk.text for h in every.hits].count(said) == 3
         assert [h.chunk.text for h in folded.hits].count(said) == 1
@@ -188,7 +188,7 @@ class HybridContract:
         from ..store.fusion import PROXIMITY_TOP, convex, proximity_rescore
 
         store = await self._hybrid_corpus(store_factory, hybrid="client", fusion="zscore", vector_weight=0.5)
-        store.indices.proximity = 0.3
+        store.admin.tune(proximity=0.3)
         query, vector = "filler7 orbital", unit_vector(1, 0.3)
         result = await store.search(query, vector, 5, candidates=12)
         fused = convex(await store.vector_search(vector, 12), await store.keyword_search(query, 12), 0.5, "zscore")
@@ -218,7 +218,7 @@ class HybridContract:
         await store.upsert(pairs)
         query, vector = "orbital", unit_vector(1, 0.5)
         plain = await store.search(query, vector, 7, candidates=7)
-        store.indices.feedback = 1
+        store.admin.tune(feedback=1)
         return store, plain, await store.search(query, vector, 7, candidates=7), query, vector
 
     async def test_short_top_hits_do_not_feed_back(self, store_factory):
@@ -246,26 +246,26 @@ class HybridContract:
         moved = rocchio(
             vector,
             [
-                (await store.vectors.get_chunks({first_v[0].chunk.path: [first_v[0].chunk.id]}, with_vectors=True))[
+                (await store.admin.stored_chunks({first_v[0].chunk.path: [first_v[0].chunk.id]}, with_vectors=True))[
                     first_v[0].chunk.id
                 ]["embedding"]
             ],
             FEEDBACK_BETA,
         )
-        like = [(store.port.stored_id(doc_id(first_k[0].chunk.id)), store.port.scope.routing("digest/f0.md"))]
+        like = [(store.admin.stored_id(doc_id(first_k[0].chunk.id)), store.admin.routing("digest/f0.md"))]
         body = feedback_keyword_body(
             store.index("chunks"),
             query,
             like,
             7,
-            store.indices.filter(SearchFilter()),
+            store.admin.filter(SearchFilter()),
             None,
             FEEDBACK_TERMS,
             FEEDBACK_BOOST,
         )
         keyword = [
             branch_hit("keyword", c.score, Chunk(id=c.chunk_id, path=c.path, text=""))
-            for c in await store.port.ranked(store.index("chunks"), body)
+            for c in await store.admin.ranked(store.index("chunks"), body)
         ]
         assert "digest/x.md" in [h.chunk.path for h in keyword]
         expected = convex(await store.vector_search(moved, 7, k=7), keyword, 0.55, "zscore")
@@ -278,7 +278,7 @@ class HybridContract:
         store = await self._hybrid_corpus(store_factory)
         require(store, "search_pipeline")
         # Replace the pipeline with one that has no fusion processor: the server then returns raw sub-query scores.
-        await store.port.put_pipeline(store.pipeline_name(), {"description": "bare"})
+        await store.admin.put_pipeline(store.pipeline_name(), {"description": "bare"})
         with pytest.raises(RequestFailed, match="did not go through"):
             await store.search("orbital mechanics", unit_vector(1), 5)
         await store.ensure_pipeline()
@@ -288,11 +288,11 @@ class HybridContract:
         store = await self._hybrid_corpus(store_factory)
         require(store, "search_pipeline")
         expected = await store.search("orbital mechanics", unit_vector(1), 5)
-        await store.port.delete_pipeline(store.pipeline_name())
-        assert not await store.port.pipeline_exists(store.pipeline_name())
+        await store.admin.delete_pipeline(store.pipeline_name())
+        assert not await store.admin.pipeline_exists(store.pipeline_name())
         again = await store.search("orbital mechanics", unit_vector(1), 5)
         assert again.fusion == "native" and _ids(again.hits) == _ids(expected.hits)
-        assert await store.port.pipeline_exists(store.pipeline_name())
+        assert await store.admin.pipeline_exists(store.pipeline_name())
 
     async def test_client_fusion_is_used_when_the_server_lacks_hybrid(self, store_factory):
         store = await self._hybrid_corpus(store_factory)

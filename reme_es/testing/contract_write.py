@@ -210,10 +210,10 @@ class WriteContract:
     async def test_existing_index_with_incompatible_mapping_is_reported(self, store_factory):
         store = await store_factory()
         await store.drop()
-        await store.port.create_index(store.index("files"), {"mappings": {"properties": {"path": {"type": "text"}}}})
+        await store.admin.create_index(store.index("files"), {"mappings": {"properties": {"path": {"type": "text"}}}})
         with pytest.raises(MappingError, match="path"):
             await store.ensure_indices()
-        await store.port.delete_index(store.index("files"))
+        await store.admin.delete_index(store.index("files"))
 
 
 _DATED: list[tuple[str, dict[str, Any]]] = [

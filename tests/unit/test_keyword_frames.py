@@ -100,7 +100,7 @@ def test_the_walk_is_the_one_docs_architecture_shows() -> None:
     assert chain == [
         "reme_es/reme/file_store.py:EsFileStore.keyword_search",
         "reme_es/store/__init__.py:MemoryStore.keyword_search",
-        "reme_es/adapters/port.py:IndexPort.search",
+        "reme_es/adapters/port.py:IndexPort.ranked_sources",
         "reme_es/adapters/port.py:IndexPort._unless_unavailable",
         "reme_es/adapters/transport.py:Transport.request",
         "reme_es/adapters/opensearch.py:OpenSearchTransport._perform",

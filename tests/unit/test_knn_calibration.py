@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from reme_es.adapters.elasticsearch import ElasticsearchDialect
+from reme_es.adapters.opensearch import OpenSearchDialect
+from reme_es.adapters.transport import ClientSettings
+from reme_es.core.models import SearchFilter
 from reme_es.store.calibration import (
     RULE,
     Calibration,
     Step,
     calibration_due,
     climb,
-    exact_body,
     group_recalls,
     ladder,
     probe_queries,
@@ -91,15 +94,24 @@ def test_the_ladder_starts_at_the_depth_and_ends_at_the_max_width():
     assert ladder(50, 75) == [50, 75]
 
 
-def test_probes_are_perturbed_copies_and_exact_bodies_score_every_vector():
+def test_probes_are_perturbed_copies_of_the_stored_vectors():
     v = [1.0] + [0.0] * 15
     (q,) = probe_queries([v], seed=1)
     assert q != v and len(q) == 16
-    os = exact_body("opensearch", q, [{"term": {"workspace": "w"}}], 20)
-    assert os["query"]["script_score"]["script"]["source"] == "knn_score"
-    assert os["query"]["script_score"]["query"]["bool"]["filter"][-1] == {"exists": {"field": "embedding"}}
-    es = exact_body("elasticsearch", q, [], 20)
-    assert "cosineSimilarity" in es["query"]["script_score"]["script"]["source"]
+
+
+BODIES = json.loads((Path(__file__).parent / "golden" / "calibration_bodies.json").read_text())
+
+
+@pytest.mark.parametrize("dialect", [OpenSearchDialect, ElasticsearchDialect], ids=["opensearch", "elasticsearch"])
+def test_each_dialect_builds_the_golden_calibration_bodies(dialect):
+    """The sample and exact-search bodies, as memorie's dialects build them too (memorie/test/golden-bodies.test.ts)."""
+    given, d = BODIES["input"], dialect(ClientSettings(["http://127.0.0.1:1"]))
+    f = SearchFilter(workspace="w")
+    assert [given["filter"]] == [{"term": {"workspace": f.workspace}}]
+    assert d.sample_body(f, given["sample"], given["seed"]) == BODIES[d.engine]["sample"]
+    assert d.exact_body(given["vector"], f, given["exact_size"]) == BODIES[d.engine]["exact"]
+    assert given["exact_size"] == RULE["bodies"]["exact_per_at"] * RULE["at"]
 
 
 def test_probes_are_dealt_to_a_light_and_a_heavy_group_in_turn():
