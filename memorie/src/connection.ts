@@ -8,9 +8,10 @@
  * (`engine_settings.json` `retry`: the statuses, connection failures, tries, backoff and deadlines).
  */
 import { ClusterGuard, identityRequest, OPENS_UNCHECKED, openedUuid } from "./cluster.js";
+import { type ClientSender, dialectOf, ENGINES, type SenderOptions } from "./engine-dialect.js";
 import { type ErrorClass, serverReason } from "./errors.js";
 import { bulkTryTimeoutMs, CLUSTER_CHECK, ENGINE_DETECTION, engineOfNode, INDEX_PREFIX, RETRY } from "./settings.js";
-import { type BulkLimits, Connection, type Limits, type Response, type RetryPolicy, type SendParams } from "./transport.js";
+import { type BulkLimits, Connection, type Limits, type RetryPolicy } from "./transport.js";
 import type { Engine, RefreshPolicy } from "./types.js";
 
 export {
@@ -85,8 +86,6 @@ export interface ConnectionOptions {
   replicas?: number;
 }
 
-const ALL_ERROR_STATUSES = Array.from({ length: 200 }, (_, i) => 400 + i);
-
 /** Which engine a node runs, by the signal shared with the Python side (`engine_settings.json` `engine_detection`):
  * Elasticsearch nodes report `build_flavor` in their `_nodes` entry, OpenSearch nodes do not. */
 export function engineFromNode(node: Record<string, unknown>): Engine {
@@ -136,8 +135,9 @@ export function validateOptions(o: ConnectionOptions, errorClass: ErrorClass): v
         "lowercase letters, digits, '-' and '_', starting with a letter or digit",
     );
   }
-  if (o.engine !== undefined && !["auto", "opensearch", "elasticsearch"].includes(o.engine)) {
-    throw new errorClass(`\`engine\` must be "auto", "opensearch" or "elasticsearch", not ${JSON.stringify(o.engine)}`);
+  if (o.engine !== undefined && o.engine !== "auto" && !ENGINES.includes(o.engine)) {
+    const named = ENGINES.map((e) => `"${e}"`).join(" or ");
+    throw new errorClass(`\`engine\` must be "auto", ${named}, not ${JSON.stringify(o.engine)}`);
   }
   if (o.refresh !== undefined && !["deferred", "wait_for", "true", "false"].includes(o.refresh)) {
     throw new errorClass(
@@ -206,13 +206,8 @@ async function identify(
     throw probe.error(`engine is set to "${o.engine}" but the node at ${where} runs ${detected}; ` +
       `set engine to "${detected}" or "auto"`);
   }
-  const major = Number.parseInt(version, 10);
-  if (detected === "elasticsearch" && major < 8) {
-    throw probe.error(`Elasticsearch ${version} is not supported: reme-es-memorie needs Elasticsearch 8.x or 9.x`);
-  }
-  if (detected === "opensearch" && major < 2) {
-    throw probe.error(`OpenSearch ${version} is not supported: reme-es-memorie needs OpenSearch 2.x or 3.x`);
-  }
+  const unsupported = dialectOf(detected).unsupported(version);
+  if (unsupported) throw probe.error(unsupported);
   // A role that may not read the cluster state, or a server that does not serve it (`OPENS_UNCHECKED`), opens the
   // store unchecked; any other error status fails the open.
   const identity = identityRequest(o.indexPrefix, detected);
@@ -220,49 +215,11 @@ async function identify(
   const state = await probe.request({ method: "GET", ...identity, accept: [...OPENS_UNCHECKED], what });
   return { engine: detected, version, uuid: openedUuid(state) };
 }
-/** How a sender reaches the nodes: credentials, TLS and the default timeout of one try. */
-export interface SenderOptions {
-  auth?: Auth;
-  tls?: ConnectionOptions["tls"];
-  requestTimeoutMs: number;
-}
+export type { SenderOptions } from "./engine-dialect.js";
 
-/**
- * A sender through the official client of `engine` (its own retries off: the connection retries), and how to close
- * it. The OpenSearch client does no product check, so it can ask any node what it is.
- */
-export async function openSender(
-  engine: Engine,
-  urls: string[],
-  o: SenderOptions,
-): Promise<{ send: (p: SendParams) => Promise<Response>; close: () => Promise<void> }> {
-  const tls = o.tls ? { ca: o.tls.ca, rejectUnauthorized: o.tls.rejectUnauthorized ?? true } : undefined;
-  const request = (p: SendParams) =>
-    p.path === "/_bulk" || p.path === "/_msearch"
-      ? { method: p.method, path: p.path, bulkBody: p.body as string, querystring: p.query }
-      : { method: p.method, path: p.path, body: p.body as any, querystring: p.query };
-  if (engine === "opensearch") {
-    const headers: Record<string, string> = {};
-    if (o.auth && "apiKey" in o.auth) headers.authorization = `ApiKey ${o.auth.apiKey}`;
-    if (o.auth && "bearer" in o.auth) headers.authorization = `Bearer ${o.auth.bearer}`;
-    const basic = o.auth && "username" in o.auth ? { username: o.auth.username, password: o.auth.password } : undefined;
-    const os = await import("@opensearch-project/opensearch");
-    const client = new os.Client({ nodes: urls, auth: basic, ssl: tls, headers, maxRetries: 0, requestTimeout: o.requestTimeoutMs });
-    const send = async (p: SendParams) => {
-      const options = { ignore: ALL_ERROR_STATUSES, maxRetries: 0, requestTimeout: p.timeoutMs };
-      const r = await client.transport.request(request(p), options);
-      return { status: r.statusCode ?? 0, body: r.body, headers: (r.headers ?? {}) as Record<string, unknown> };
-    };
-    return { send, close: () => client.close() };
-  }
-  const es = await import("@elastic/elasticsearch");
-  const client = new es.Client({ nodes: urls, auth: o.auth as any, tls, maxRetries: 0, requestTimeout: o.requestTimeoutMs });
-  const send = async (p: SendParams) => {
-    const options = { ignore: ALL_ERROR_STATUSES, maxRetries: 0, meta: true, requestTimeout: p.timeoutMs } as const;
-    const r = await client.transport.request(request(p), options);
-    return { status: r.statusCode ?? 0, body: r.body };
-  };
-  return { send, close: () => client.close() };
+/** A sender through the official client of `engine` (its dialect's), and how to close it. */
+export async function openSender(engine: Engine, urls: string[], o: SenderOptions): Promise<ClientSender> {
+  return dialectOf(engine).openSender(urls, o);
 }
 
 /** The retry policies and limits of a connection: the shared defaults, replaced by the options given. */
@@ -293,7 +250,9 @@ export async function connect(o: ConnectionOptions, errorClass: ErrorClass): Pro
   const common = {
     errorClass, secrets: secretsOf(o), retry, limits, bulk, urls, refresh: o.refresh ?? "deferred", refreshAfterMs: o.refreshAfterMs,
   } as const;
-  const probe = await openSender("opensearch", urls, senderOptions);
+  // the probe's client can ask any node what it is (`EngineDialect.openSender`); it stays if the node runs its engine
+  const prober = dialectOf("opensearch");
+  const probe = await prober.openSender(urls, senderOptions);
   let found;
   try {
     found = await identify(new Connection({ ...common, engine: "opensearch", version: "", send: probe.send }), o);
@@ -306,7 +265,7 @@ export async function connect(o: ConnectionOptions, errorClass: ErrorClass): Pro
     identity: identityRequest(o.indexPrefix, found.engine),
   };
   const parts = { ...common, engine: found.engine, version: found.version, cluster };
-  if (found.engine === "opensearch") return new Connection({ ...parts, ...probe });
+  if (found.engine === prober.engine) return new Connection({ ...parts, ...probe });
   await probe.close();
-  return new Connection({ ...parts, ...(await openSender("elasticsearch", urls, senderOptions)) });
+  return new Connection({ ...parts, ...(await dialectOf(found.engine).openSender(urls, senderOptions)) });
 }

@@ -9,11 +9,12 @@
  * what it was measured on) is kept in the index's `_meta.reme_es`; search reads it and falls back to `knnWidth` while
  * none is recorded. The rule and its numbers are shared (`engine_settings.json` `knn_calibration`).
  */
-import type { Connection } from "./transport.js";
-import { SETTINGS } from "./settings.js";
+import { type Clause, dialectOf, idsAndScores } from "./engine-dialect.js";
 import type { IndexShape } from "./knn-width.js";
+import { putMeta, searchSources, type Timed, timedSearches } from "./port.js";
+import { SETTINGS } from "./settings.js";
+import type { Connection } from "./transport.js";
 import { knnBody } from "./vector-dialect.js";
-import type { Engine } from "./types.js";
 
 export const CALIBRATION = SETTINGS.knn_calibration;
 
@@ -172,43 +173,11 @@ export function ladder(depth: number, maxWidth = CALIBRATION.max_width): number[
   return widths.length > 0 ? widths : [Math.max(depth, Math.min(maxWidth, CALIBRATION.max_width))];
 }
 
-const withVector = (filter: any | undefined) => ({
-  bool: { filter: [...(filter ? [filter] : []), { exists: { field: "embedding" } }] },
-});
-
-/** An exact (brute-force) cosine search over the entries with a vector. */
-export function exactBody(engine: Engine, vector: number[], filter: any | undefined, size: number): any {
-  const script =
-    engine === "elasticsearch"
-      ? { source: "cosineSimilarity(params.query_vector, 'embedding') + 1.0", params: { query_vector: vector } }
-      : { source: "knn_score", lang: "knn", params: { field: "embedding", query_value: vector, space_type: "cosinesimil" } };
-  return { size, query: { script_score: { query: withVector(filter), script } }, _source: false };
-}
-
-/** A random sample of the entries with a vector, carrying their vectors. */
-export function sampleBody(engine: Engine, filter: any | undefined, size: number, seed: number): any {
-  return {
-    size,
-    query: { function_score: { query: withVector(filter), random_score: { seed, field: "_seq_no" } } },
-    _source: engine === "elasticsearch" ? { includes: ["embedding"], exclude_vectors: false } : ["embedding"],
-    track_total_hits: false,
-  };
-}
-
 const median = (xs: number[]) => {
   const s = xs.slice().sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length === 0 ? 0 : s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
-
-/** The answers of searches of `alias` in one `_msearch` run one at a time (each `took` its own); a failed one throws. */
-async function answers(conn: Connection, alias: string, bodies: any[], what: string): Promise<any[]> {
-  const lines = bodies.flatMap((b) => [JSON.stringify({ index: alias }), JSON.stringify(b)]).join("\n") + "\n";
-  const r = await conn.request({ method: "POST", path: "/_msearch", query: { max_concurrent_searches: "1" }, body: lines, what });
-  const out: any[] = r.body?.responses ?? [];
-  for (const a of out) if (a.error) throw conn.error(`${what}: ${JSON.stringify(a.error).slice(0, 600)}`);
-  return out;
-}
 
 /**
  * Measure the smallest width whose recall@10 at the callers' depth reaches the target on the index behind `alias`,
@@ -220,12 +189,12 @@ export async function calibrateIndex(
   alias: string,
   meta: Record<string, any>,
   shape: IndexShape,
-  filter: any | undefined,
+  filter: Clause | undefined,
   o: CalibrateOptions = {},
 ): Promise<Calibration> {
   const started = Date.now();
   let requests = 0;
-  const engine = conn.engine;
+  const dialect = dialectOf(conn.engine);
   const target = o.target ?? CALIBRATION.target_recall;
   const depth = o.depth ?? CALIBRATION.depth;
   const at = CALIBRATION.at;
@@ -234,38 +203,34 @@ export async function calibrateIndex(
   let queries = o.queries;
   let groups = 1; // the callers' own queries: one group
   if (!queries) {
-    const r = await conn.request({
-      method: "POST",
-      path: `/${alias}/_search`,
-      body: sampleBody(engine, filter, o.sample ?? CALIBRATION.sample, CALIBRATION.seed),
-      what: `sample vectors of ${alias}`,
-    });
+    const body = dialect.sampleBody(filter, o.sample ?? CALIBRATION.sample, CALIBRATION.seed);
+    const sources = await searchSources(conn, alias, body, `sample vectors of ${alias}`);
     requests++;
-    const vectors = (r.body?.hits?.hits ?? []).map((h: any) => h._source?.embedding).filter((v: any) => Array.isArray(v));
-    queries = probeQueries(vectors);
+    queries = probeQueries(sources.map((s) => s.embedding).filter((v): v is number[] => Array.isArray(v)));
     groups = CALIBRATION.probes.length;
   }
   if (queries.length === 0) throw conn.error(`index ${alias} holds no vectors to calibrate on`);
-  const approx = (q: number[], width: number, size: number) => ({ ...knnBody(engine, q, depth, filter, width), size, _source: false });
+  const approx = (q: number[], width: number, size: number) => idsAndScores(knnBody(conn.engine, q, depth, filter, width), size);
   let reference = "exact";
-  let exact: any[];
+  let exact: Timed[];
+  const exactSize = CALIBRATION.bodies.exact_per_at * at;
   try {
-    exact = await answers(conn, alias, queries.map((q) => exactBody(engine, q, filter, 2 * at)), "exact neighbours");
+    exact = await timedSearches(conn, alias, queries.map((q) => dialect.exactBody(q, filter, exactSize)), "exact neighbours");
   } catch (exc) {
     if (!/script|painless/.test(String((exc as Error).message))) throw exc;
     reference = "widest";
     const widest = ladder(depth, top).at(-1) as number;
-    exact = await answers(conn, alias, queries.map((q) => approx(q, widest, 2 * at)), "widest neighbours");
+    exact = await timedSearches(conn, alias, queries.map((q) => approx(q, widest, exactSize)), "widest neighbours");
     requests++;
   }
   requests++;
-  const truth = exact.map((a) => (a.hits?.hits ?? []).map((h: any) => [h._id, h._score] as [string, number]));
+  const truth = exact.map((a) => a.ranked);
   const measure = async (width: number): Promise<CalibrationStep> => {
-    const out = await answers(conn, alias, queries!.map((q) => approx(q, width, at)), `k-NN at width ${width}`);
+    const out = await timedSearches(conn, alias, queries!.map((q) => approx(q, width, at)), `k-NN at width ${width}`);
     requests++;
-    const found = out.map((a, i) => recallAt((a.hits?.hits ?? []).map((h: any) => h._id), truth[i] ?? [], at));
+    const found = out.map((a, i) => recallAt(a.ranked.map(([id]) => id), truth[i] ?? [], at));
     const { worst, means } = groupRecalls(found, groups);
-    return { width, recall: worst, tookMs: median(out.map((a) => a.took ?? 0)), groups: means };
+    return { width, recall: worst, tookMs: median(out.map((a) => a.tookMs)), groups: means };
   };
   const { chosen, stopped, steps } = await climb(ladder(depth, top), measure, target, budget);
   const result: Calibration = {
@@ -290,12 +255,7 @@ export async function calibrateIndex(
   result.requests = requests + (o.record !== false ? 1 : 0);
   if (o.record !== false) {
     // its cost as measured up to here, the request that records it counted
-    await conn.request({
-      method: "PUT",
-      path: `/${alias}/_mapping`,
-      body: { _meta: { reme_es: { ...meta, [CALIBRATION.meta_key]: result } } },
-      what: `record the k-NN width of ${alias}`,
-    });
+    await putMeta(conn, alias, { ...meta, [CALIBRATION.meta_key]: result }, `record the k-NN width of ${alias}`);
   }
   return result;
 }

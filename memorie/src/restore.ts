@@ -31,6 +31,7 @@ import { randomBytes } from "node:crypto";
 import { sendPages } from "./bulk-load.js";
 import { connect, type ConnectionOptions } from "./connection.js";
 import { forgetQuery, type IndexKind, indexNames, matchingIdsBody } from "./dialect.js";
+import { dialectOf, idsAmongBody, idsOutsideBody, withSource } from "./engine-dialect.js";
 import { RestoreError } from "./errors.js";
 import { pageSize } from "./forget.js";
 import { findIndex, type IndexInfo } from "./indices.js";
@@ -109,12 +110,6 @@ export function countMismatches(wanted: Partial<Record<IndexKind, number>>, got:
   return Object.entries(wanted)
     .filter(([kind, n]) => got[kind as IndexKind] !== n)
     .map(([kind, n]) => `${kind}: ${got[kind as IndexKind] ?? 0} live, ${n} in the snapshot`);
-}
-
-/** The `_source` of a copy's scan: Elasticsearch 9.2+ keeps vectors out of the stored source unless asked. */
-export function sourceWithVectors(engine: string, version: string): boolean | { exclude_vectors: false } {
-  const [major, minor] = version.split(".").map(Number) as [number, number];
-  return engine === "elasticsearch" && (major > 9 || (major === 9 && minor >= 2)) ? { exclude_vectors: false } : true;
 }
 
 function checkTenantOptions(o: RestoreTenantOptions | undefined): RestoreTenantOptions {
@@ -296,7 +291,7 @@ async function countOf(conn: Connection, index: string, query: Query): Promise<n
 async function* pages(conn: Connection, index: string, query: Query, size: number, source: unknown): AsyncGenerator<{ _id: string; _source?: Record<string, unknown> }[]> {
   let after: string | undefined;
   for (;;) {
-    const body = { ...matchingIdsBody(query, size, after), _source: source };
+    const body = withSource(matchingIdsBody(query, size, after), source);
     const r = await conn.request({ method: "POST", path: `/${q(index)}/_search`, body, what: `read ${index}` });
     const hits: { _id: string; _source?: Record<string, unknown>; sort: string[] }[] = r.body?.hits?.hits ?? [];
     if (hits.length > 0) yield hits;
@@ -310,7 +305,7 @@ async function held(conn: Connection, index: string, ids: string[], query: Query
   const r = await conn.request({
     method: "POST",
     path: `/${q(index)}/_search`,
-    body: { query: { bool: { filter: [{ ids: { values: ids } }, query] } }, size: ids.length, _source: false },
+    body: idsAmongBody(ids, query),
     what: `look up ${ids.length} ids in ${index}`,
   });
   return new Set((r.body?.hits?.hits ?? []).map((h: { _id: string }) => h._id));
@@ -322,7 +317,7 @@ async function takenId(conn: Connection, k: KindPlan, query: Query, size: number
     const r = await conn.request({
       method: "POST",
       path: `/${q(k.alias)}/_search`,
-      body: { query: { bool: { filter: [{ ids: { values: page.map((h) => h._id) } }], must_not: [query] } }, size: 1, _source: false },
+      body: idsOutsideBody(page.map((h) => h._id), query),
       what: `check that no other tenant holds the ids in ${k.alias}`,
     });
     const hit = r.body?.hits?.hits?.[0];
@@ -433,7 +428,7 @@ async function replaceTenant(
     }
   }
   const kinds: Partial<Record<IndexKind, RestoredKind>> = {};
-  const source = sourceWithVectors(conn.engine, conn.version);
+  const source = dialectOf(conn.engine).sourceWithVectors(conn.version);
   for (const k of plan.kinds) {
     const before = await countOf(conn, k.alias, scope(k.kind));
     const copyPage = Math.min(COPY_PAGE, idPage.get(k.kind)!);

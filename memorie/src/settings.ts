@@ -53,7 +53,9 @@ interface EngineSettings {
     min_docs: number;
     recalibrate_ratio: number;
     meta_key: string;
+    bodies: { random_field: string; exact_per_at: number; space_type: string; painless: string };
   };
+  refresh: { after_ms: number };
   retry: {
     statuses: number[];
     backoff: { jitter: [number, number] };

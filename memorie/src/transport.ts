@@ -22,7 +22,7 @@ import {
   type Sender,
   type Try,
 } from "./retry.js";
-import { UNANSWERED_ITEM_STATUS } from "./settings.js";
+import { SETTINGS, UNANSWERED_ITEM_STATUS } from "./settings.js";
 import type { Engine, RefreshPolicy } from "./types.js";
 import { DeferredRefresh } from "./visibility.js";
 
@@ -41,7 +41,8 @@ export {
   type SendParams,
 } from "./retry.js";
 
-export const DEFAULT_REFRESH_AFTER_MS = 1000;
+/** The deferred refresh's delay after the last write, by default (`engine_settings.json` `refresh.after_ms`). */
+export const DEFAULT_REFRESH_AFTER_MS: number = SETTINGS.refresh.after_ms;
 
 /** What a connection is made of (built by `connect`, or by a test with a scripted sender). */
 export interface ConnectionParts {

@@ -15,7 +15,8 @@ import {
   restoreTenant,
 } from "../src/index.js";
 import { makeMemory, rejectsWithCode } from "../src/contract/common.js";
-import { countMismatches, planRestore, sourceWithVectors } from "../src/restore.js";
+import { dialectOf } from "../src/engine-dialect.js";
+import { countMismatches, planRestore } from "../src/restore.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
 
 const TENANTS = ["t-a", "t-b"];
@@ -33,10 +34,10 @@ describe("restore plan", () => {
     assert.throws(() => planRestore(["p-memorie-relations-v1", "p-memorie-relations-v2"], "p", "ab12"), /more than one index/);
     assert.throws(() => planRestore(["p-memorie-memories-v1"], "p", "AB"), /lowercase letters and digits/);
     assert.deepEqual(countMismatches({ memories: 3, vectors: 2 }, { memories: 3, vectors: 1 }), ["vectors: 1 live, 2 in the snapshot"]);
-    assert.deepEqual(sourceWithVectors("elasticsearch", "9.3.2"), { exclude_vectors: false });
-    assert.equal(sourceWithVectors("elasticsearch", "9.1.5"), true);
-    assert.equal(sourceWithVectors("elasticsearch", "8.19.0"), true);
-    assert.equal(sourceWithVectors("opensearch", "3.5.0"), true);
+    assert.deepEqual(dialectOf("elasticsearch").sourceWithVectors("9.3.2"), { exclude_vectors: false });
+    assert.equal(dialectOf("elasticsearch").sourceWithVectors("9.1.5"), true);
+    assert.equal(dialectOf("elasticsearch").sourceWithVectors("8.19.0"), true);
+    assert.equal(dialectOf("opensearch").sourceWithVectors("3.5.0"), true);
   });
 });
 

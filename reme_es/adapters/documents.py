@@ -68,7 +68,7 @@ class Timed(NamedTuple):
     score), best first."""
 
     took_ms: float
-    hits: list[tuple[str, float]]
+    ranked: list[tuple[str, float]]
 
 
 def _candidate(hit: dict) -> Candidate:

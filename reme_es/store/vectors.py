@@ -268,13 +268,13 @@ class _Measuring:
         self.requests += 1
         try:
             bodies = [self.store.indices.dialect.exact_body(v, self.f, size) for v in queries]
-            return "exact", [a.hits for a in await port.timed_searches(self.index, bodies, "calibration search")]
+            return "exact", [a.ranked for a in await port.timed_searches(self.index, bodies, "calibration search")]
         except RequestFailed as exc:
             if "script" not in str(exc) and "painless" not in str(exc):
                 raise
         self.requests += 1
         answers = await port.timed_searches(self.index, self.approx(queries, widest, size), "calibration search")
-        return "widest", [a.hits for a in answers]
+        return "widest", [a.ranked for a in answers]
 
     async def step(self, queries: list[list[float]], truth: list, width: int, groups: int) -> Step:
         """Recall@`at` of each probe group at `width`, and the median server time of one search."""
@@ -283,6 +283,6 @@ class _Measuring:
             self.index, self.approx(queries, width, at), "calibration search"
         )
         self.requests += 1
-        found = [recall_at([i for i, _ in a.hits], t, at) for a, t in zip(answers, truth)]
+        found = [recall_at([i for i, _ in a.ranked], t, at) for a, t in zip(answers, truth)]
         worst, means = group_recalls(found, groups)
         return Step(width, worst, median_took([a.took_ms for a in answers]), means)
