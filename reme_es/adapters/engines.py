@@ -15,6 +15,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from ..core.engine_settings import DEFAULT_ENGINE
 from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def engine_for_node(node: dict) -> str:
     raise ConfigError(f"no registered dialect ({', '.join(engine_names())}) recognises the node; set engine")
 
 
-async def resolve_engine(settings: ClientSettings, engine: str = "auto") -> str:
+async def resolve_engine(settings: ClientSettings, engine: str = DEFAULT_ENGINE) -> str:
     """The engine to talk to: the one named (checked), else for SigV4 settings (`aws_region`) Amazon OpenSearch or,
     with `aws_service: aoss`, Serverless (which has no `_nodes` API to ask), else the dialect that detects the
     node answering at the first host. `open_store` and every CLI command decide the engine here."""

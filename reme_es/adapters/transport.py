@@ -30,7 +30,7 @@ from ..core.errors import (
     ReMeESError,
     RequestFailed,
 )
-from ..core.options import ConnectionOptions
+from ..core.options import DEFAULT_AWS_SERVICE, ConnectionOptions
 from .retry import BULK, REQUEST, Attempt, Clock, RetryPolicy, bulk_try_timeout, in_rounds, unanswered
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class ClientSettings:
     timeout: float = float(SETTINGS["retry"]["request"]["try_timeout_s"])  # one try of a request, in seconds
     max_retries: int | None = None  # retries of a request after its first try; None: the shared policy's
     aws_region: str | None = None  # set: sign requests with AWS SigV4 (credentials from botocore's default chain)
-    aws_service: str = "es"  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
+    aws_service: str = DEFAULT_AWS_SERVICE  # "es": Amazon OpenSearch Service, "aoss": OpenSearch Serverless
 
     @classmethod
     def from_options(cls, connection: ConnectionOptions, hosts: list[str] | None = None) -> ClientSettings:

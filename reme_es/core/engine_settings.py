@@ -21,6 +21,7 @@ RETRYABLE_STATUS: frozenset[int] = frozenset(SETTINGS["retry"]["statuses"])
 REQUEST_TRY_TIMEOUT_S: float = float(SETTINGS["retry"]["request"]["try_timeout_s"])  # one request's try, by default
 CLUSTER_CHECK: dict[str, Any] = SETTINGS["cluster_check"]
 INDEX_PREFIX_RE: re.Pattern[str] = re.compile(SETTINGS["index_prefix"]["pattern"])
+DEFAULT_ENGINE = "auto"  # ask the node (`adapters.engines.resolve_engine`), unless a registered dialect is named
 CALIBRATION_BODIES: dict[str, Any] = SETTINGS["knn_calibration"]["bodies"]  # the dialects' calibration requests
 REFRESH_AFTER_S: float = SETTINGS["refresh"]["after_ms"] / 1000  # the deferred refresh's delay, by default
 

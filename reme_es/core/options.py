@@ -34,8 +34,10 @@ from .checks import (
     validate_prefix,
     validate_workspace_key,
 )
-from .engine_settings import HNSW_EF_CONSTRUCTION, HNSW_M, REQUEST_TRY_TIMEOUT_S
+from .engine_settings import DEFAULT_ENGINE, HNSW_EF_CONSTRUCTION, HNSW_M, REFRESH_AFTER_S, REQUEST_TRY_TIMEOUT_S
 from .errors import ConfigError
+
+DEFAULT_AWS_SERVICE: Literal["es", "aoss"] = "es"  # SigV4 signing for Amazon OpenSearch Service ("aoss": Serverless)
 
 CONFIG_NAME = "reme-es.yaml"
 ENV_PREFIX = "REME_ES_"
@@ -81,7 +83,7 @@ class ConnectionOptions(_Section):
     """How to reach the cluster. No hosts: the managed local node (`reme-es server start`) of `flavour`."""
 
     hosts: list[str] = Field(default_factory=list)
-    engine: str = "auto"  # auto or a registered dialect (reme_es.adapters.engines), checked when connecting
+    engine: str = DEFAULT_ENGINE  # auto or a registered dialect (reme_es.adapters.engines), checked when connecting
     username: str | None = None
     password: SecretStr | None = Field(default=None, exclude=True)
     api_key: SecretStr | None = Field(default=None, exclude=True)
@@ -89,7 +91,7 @@ class ConnectionOptions(_Section):
     ca_certs: str | None = None
     timeout: float = Field(default=REQUEST_TRY_TIMEOUT_S, gt=0)  # seconds one request's try waits
     aws_region: str | None = None  # set: sign requests with AWS SigV4 (botocore's credential chain)
-    aws_service: Literal["es", "aoss"] = "es"  # es: OpenSearch Service; aoss: OpenSearch Serverless
+    aws_service: Literal["es", "aoss"] = DEFAULT_AWS_SERVICE  # es: OpenSearch Service; aoss: OpenSearch Serverless
     flavour: str | None = None  # the managed node's; None: the `default` node's own if it exists, else the default
 
     @field_validator("hosts", mode="before")
@@ -157,7 +159,9 @@ class SearchOptions(_Section):
     # least fusion.MIN_LENGTH_FACTOR of it; chunks without a speaker are left as they are (0: off)
     turn_length: float = Field(default=0.3, ge=0.0, le=2.0)
     keyword_fields: tuple[str, ...] | None = None  # fields BM25 runs over; None: chosen per query
-    refresh_after: float = Field(default=1.0, ge=0.0)  # ReMe plugin: seconds a write may wait to be searchable
+    refresh_after: float = Field(
+        default=REFRESH_AFTER_S, ge=0.0
+    )  # ReMe plugin: seconds a write may wait to be searchable
 
     _hybrid = field_validator("hybrid")(classmethod(lambda cls, v: _checked(validate_hybrid, v)))
     _fusion = field_validator("fusion")(classmethod(lambda cls, v: _checked(validate_fusion, v)))

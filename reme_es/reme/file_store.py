@@ -27,6 +27,7 @@ from reme.schema import FileChunk, FileLink, FileNode
 
 from ..adapters.transport import ClientSettings
 from ..core.checks import redact_host
+from ..core.engine_settings import DEFAULT_ENGINE
 from ..core.models import Chunk, Hit, LinkScope
 from ..core.options import default_workspace_key
 from ..store import MemoryStore
@@ -54,7 +55,7 @@ class EsFileStore(BaseFileStore):
     and BM25 keeps working, and `resume_embedding` later fills the gaps from the index itself.
     """
 
-    engine = "auto"
+    engine = DEFAULT_ENGINE
 
     def __init__(self, embedding_store: str = "default", tag_index: str = "", **kwargs):
         component, given = split_keys(type(self), kwargs)

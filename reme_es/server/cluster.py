@@ -72,7 +72,7 @@ class Cluster:
 
     # ------------------------------------------------------------------------------- lifecycle
 
-    def start_member(self, name: str, timeout: float = 180.0) -> node.NodeInfo:
+    def start_member(self, name: str, timeout: float = node.START_TIMEOUT_S) -> node.NodeInfo:
         """Start (or restart, keeping its data) one member and wait until it answers with yellow health.
 
         Right after a SIGKILL the kernel may hold the member's ports for a while (sockets of the dead process
@@ -99,7 +99,7 @@ class Cluster:
             raise ServerError(f"member {name!r} runs on port {info.http_port}, expected {self.http_ports[name]}")
         return info
 
-    def start(self, names: list[str] | None = None, timeout: float = 180.0) -> None:
+    def start(self, names: list[str] | None = None, timeout: float = node.START_TIMEOUT_S) -> None:
         """Start members concurrently (all by default) and wait until they form one cluster."""
         names = names or self.names
         with ThreadPoolExecutor(len(names)) as pool:

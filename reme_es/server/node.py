@@ -38,6 +38,8 @@ from .snapshot_repo import prepare_snapshot_repo, repo_settings
 
 log = logging.getLogger(__name__)
 
+START_TIMEOUT_S = 180.0  # how long a start waits for the node to be healthy
+
 
 def flavour_of(name: str, requested: str | None = None) -> str:
     """The flavour to start node `name` as: the one asked for; else the one the node was created with (a node made
@@ -82,7 +84,7 @@ def start(
     name: str = "default",
     http_port: int | None = None,
     heap: str = DEFAULT_HEAP,
-    timeout: float = 180.0,
+    timeout: float = START_TIMEOUT_S,
     settings: dict | None = None,
     config_files: dict[str, bytes] | None = None,
     security: NodeSecurity | None = None,

@@ -12,6 +12,7 @@ from ..adapters.engines import engine_names, resolve_engine
 from ..adapters.engines import make_dialect as _registered
 from ..adapters.port import IndexPort
 from ..adapters.security import SecurityAdmin
+from ..core.engine_settings import DEFAULT_ENGINE
 from ..core.models import Capabilities
 from ..core.options import SHARED_SET, IndexOptions, SearchOptions, default_prefix
 from . import MemoryStore
@@ -80,7 +81,7 @@ class Cluster:
         await self.port.close()
 
 
-async def open_cluster(settings: ClientSettings, engine: str = "auto") -> Cluster:
+async def open_cluster(settings: ClientSettings, engine: str = DEFAULT_ENGINE) -> Cluster:
     """The cluster the settings name, its engine resolved (`resolve_engine`); close it when done."""
     return Cluster(make_dialect(await resolve_engine(settings, engine), settings))
 
@@ -88,7 +89,7 @@ async def open_cluster(settings: ClientSettings, engine: str = "auto") -> Cluste
 async def open_store(
     settings: ClientSettings,
     prefix: str | None,
-    engine: str = "auto",
+    engine: str = DEFAULT_ENGINE,
     options: IndexOptions | None = None,
     create: bool = True,
     folder: Path | None = None,

@@ -213,7 +213,7 @@ class VectorStore:
             plan.reusable = [c for c in plan.reusable if c.embedding is not None]
         return plan
 
-    async def without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
+    async def without_vectors(self, batch: int) -> AsyncIterator[list[Chunk]]:
         """Yield batches of stored chunks that have no embedding (for backfilling)."""
         page: list[Chunk] = []
         query = q.without_field("embedding")

@@ -11,6 +11,9 @@ from ..core.errors import ConnectionFailed, RequestFailed
 from ..core.options import runtime
 from .report import Reporter, Summary
 
+QUIET_MS = 300  # a group of file events ends after this long without one
+MAX_WAIT_MS = 3000  # or after this long in all
+
 
 class SyncWatcher:
     """Runs passes of one workspace: retried while the server is away, and again on each group of file events."""
@@ -62,7 +65,9 @@ class SyncWatcher:
                 self.forget()  # reload what the store holds after the outage
         return None
 
-    async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
+    async def watch(
+        self, on_summary: Callable[[Summary], None], quiet_ms: int = QUIET_MS, max_wait_ms: int = MAX_WAIT_MS
+    ) -> None:
         """Follow changes until `stop` is set: events are grouped until `quiet_ms` pass without one (at most
         `max_wait_ms`), and each group becomes one pass, so a save storm is one update per file;
         server errors are retried with exponential backoff, and the pass resumes where the store left off."""

@@ -25,7 +25,7 @@ from .reme_chunkers import ReMeChunkers
 from .report import Failure, Reporter, Summary
 from .scan import MB, Changes, diff, in_scope, walk
 from .state import State, state_path
-from .watch import SyncWatcher
+from .watch import MAX_WAIT_MS, QUIET_MS, SyncWatcher
 from .write import SyncWriter
 
 if TYPE_CHECKING:
@@ -95,7 +95,9 @@ class WorkspaceSync:
         """`run`, retried with backoff while the server is unreachable or failing (`SyncWatcher.run_retrying`)."""
         return await self.watcher.run_retrying(full)
 
-    async def watch(self, on_summary: Callable[[Summary], None], quiet_ms: int = 300, max_wait_ms: int = 3000) -> None:
+    async def watch(
+        self, on_summary: Callable[[Summary], None], quiet_ms: int = QUIET_MS, max_wait_ms: int = MAX_WAIT_MS
+    ) -> None:
         """Follow changes until `stop` is set, one pass per group of file events (`SyncWatcher.watch`)."""
         await self.watcher.watch(on_summary, quiet_ms, max_wait_ms)
 

@@ -27,9 +27,19 @@ class Default:
 
 DEFAULTS = (
     Default("chunk size", frozenset({"chunk_chars", "max_chars"}), 1500, "core/options.py"),
-    Default("deferred refresh", frozenset({"refresh_after"}), 1.0, "core/options.py"),
+    Default("deferred refresh", frozenset({"refresh_after", "REFRESH_AFTER_S"}), 1.0, "engine_settings.json"),
     Default("request try timeout", frozenset({"timeout", "try_timeout"}), 30, "engine_settings.json"),
     Default("managed node heap", frozenset({"heap", "DEFAULT_HEAP"}), "512m", "server/flavours.py"),
+    Default("managed node start timeout", frozenset({"timeout", "START_TIMEOUT_S"}), 180, "server/node.py"),
+    Default("embedding batch", frozenset({"batch_size", "BATCH_SIZE"}), 64, "embeddings/__init__.py"),
+    Default("embedding max length", frozenset({"max_length", "MAX_LENGTH"}), 256, "embeddings/__init__.py"),
+    Default("embedding threads", frozenset({"threads", "THREADS"}), 2, "embeddings/__init__.py"),
+    Default("engine", frozenset({"engine", "DEFAULT_ENGINE"}), "auto", "core/engine_settings.py"),
+    Default("SigV4 service", frozenset({"aws_service", "DEFAULT_AWS_SERVICE"}), "es", "core/options.py"),
+    Default("watch quiet time", frozenset({"quiet_ms", "QUIET_MS"}), 300, "sync/watch.py"),
+    Default("watch longest wait", frozenset({"max_wait_ms", "MAX_WAIT_MS"}), 3000, "sync/watch.py"),
+    Default("files deleted per batch", frozenset({"DELETE_BATCH"}), 500, "sync/write.py"),
+    Default("backfill page", frozenset({"batch"}), 500, "store/__init__.py"),
     # Per-call defaults the options model does not hold yet: MemoryStore, the door, writes them; its parts require them.
     Default(
         "candidates per result",
@@ -164,6 +174,13 @@ def g(kwargs): return kwargs.get("candidate_multiplier", 5.0), {"max_links_per_d
             ("max_links_per_direction", 10),
         ]
     )
+
+
+def test_the_refresh_after_is_the_shared_settings_one():
+    from reme_es.core.options import SearchOptions
+
+    shared = json.loads((PACKAGE / "engine_settings.json").read_text())["refresh"]["after_ms"]
+    assert SearchOptions().refresh_after * 1000 == shared
 
 
 def test_the_try_timeout_is_the_shared_settings_one():
