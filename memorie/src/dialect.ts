@@ -5,7 +5,7 @@
 import type { Engine } from "./connection.js";
 import { metadataClauses, metadataTerms } from "./metadata.js";
 import { HNSW, readDataFile, VECTOR_HNSW, vectorMapping as sharedVectorMapping } from "./settings.js";
-import type { Memory, MemoryFilters, MemoryRelation, MemoryScope, RangeFilter, SearchQuery } from "./types.js";
+import type { Clause, Memory, MemoryFilters, MemoryRelation, MemoryScope, RangeFilter, SearchQuery } from "./types.js";
 
 export type IndexKind = "memories" | "vectors" | "relations";
 
@@ -188,7 +188,7 @@ function describeValue(v: unknown): string {
   return JSON.stringify(v) ?? typeof v;
 }
 
-function rangeClause(field: string, name: string, range: RangeFilter<number | Date>, kind: "number" | "date"): any[] {
+function rangeClause(field: string, name: string, range: RangeFilter<number | Date>, kind: "number" | "date"): Clause[] {
   const convert = (bound: string, v: unknown): number | string => {
     if (kind === "number") {
       if (typeof v !== "number" || !Number.isFinite(v)) {
@@ -206,16 +206,16 @@ function rangeClause(field: string, name: string, range: RangeFilter<number | Da
   for (const bound of ["gte", "gt", "lte", "lt"] as const) {
     if (range[bound] !== undefined) bounds[bound] = convert(bound, range[bound]);
   }
-  const clauses: any[] = [];
+  const clauses: Clause[] = [];
   if (range.eq !== undefined) clauses.push({ term: { [field]: convert("eq", range.eq) } });
   if (Object.keys(bounds).length > 0) clauses.push({ range: { [field]: bounds } });
   return clauses;
 }
 
 /** Scope (defined keys only) and every filter, as server-side filter clauses. */
-export function searchFilter(query: SearchQuery): { filter: any[]; must_not: any[] } {
-  const filter: any[] = [];
-  let must_not: any[] = [];
+export function searchFilter(query: SearchQuery): { filter: Clause[]; must_not: Clause[] } {
+  const filter: Clause[] = [];
+  let must_not: Clause[] = [];
   if (query.tenantId !== undefined) filter.push({ term: { tenant_id: query.tenantId } });
   if (query.namespace !== undefined) filter.push({ term: { namespace: query.namespace } });
   if (query.subjectId !== undefined) filter.push({ term: { subject_id: query.subjectId } });
@@ -249,7 +249,7 @@ export const MAX_WINDOW = 10000;
  * The search body of a SearchQuery. With text: every word must match (`match`, operator `and`; the text is never
  * parsed as query syntax), best BM25 first. Without text: the filters alone, newest `updatedAt` first.
  */
-export function searchBody(query: SearchQuery): { body: any; withText: boolean } {
+export function searchBody(query: SearchQuery): { body: Clause; withText: boolean } {
   if (query.query !== undefined && typeof query.query !== "string") {
     throw new InvalidQuery(`query must be a string, not ${typeof query.query}`);
   }
@@ -263,7 +263,7 @@ export function searchBody(query: SearchQuery): { body: any; withText: boolean }
   }
   const { filter, must_not } = searchFilter(query);
   const withText = query.query !== undefined;
-  const bool: any = { filter };
+  const bool: Clause = { filter };
   if (must_not.length > 0) bool.must_not = must_not;
   if (withText) bool.must = [{ match: { content: { query: query.query, operator: "and" } } }];
   const sort = withText
@@ -282,8 +282,8 @@ export function keywordScore(raw: number | null | undefined): number {
 }
 
 /** One page of ids in `id` order after `after` (search_after on the `id` keyword, so no 10,000 window). */
-export function idPageBody(size: number, after?: string): any {
-  const body: any = { query: { match_all: {} }, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
+export function idPageBody(size: number, after?: string): Clause {
+  const body: Clause = { query: { match_all: {} }, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
   if (after !== undefined) body.search_after = [after];
   return body;
 }
@@ -340,11 +340,11 @@ export function neighbourBody(
   types?: string[],
   minWeight?: number,
   after?: unknown[],
-): any {
-  const sides: any[] = [];
+): Clause {
+  const sides: Clause[] = [];
   if (direction === "outgoing" || direction === "both") sides.push({ terms: { from_id: ids } });
   if (direction === "incoming" || direction === "both") sides.push({ terms: { to_id: ids } });
-  const filter: any[] = [{ bool: { should: sides, minimum_should_match: 1 } }];
+  const filter: Clause[] = [{ bool: { should: sides, minimum_should_match: 1 } }];
   if (types !== undefined) filter.push({ terms: { type: types } });
   if (minWeight !== undefined) {
     const range = { range: { weight: { gte: minWeight } } };
@@ -352,7 +352,7 @@ export function neighbourBody(
       minWeight <= 0 ? { bool: { should: [range, { bool: { must_not: { exists: { field: "weight" } } } }] } } : range,
     );
   }
-  const body: any = {
+  const body: Clause = {
     query: { bool: { filter } },
     sort: [{ created_at: "asc" }, { id: "asc" }],
     size,
@@ -377,7 +377,7 @@ export interface ForgetScope {
  * vectors in their metadata (the keys Memorie's engine writes: `tenantId`, `namespace`, `subjectId`); a relation
  * matches when either of its memories is in the scope (both ends' scope fields are kept on the relation).
  */
-export function forgetQuery(kind: IndexKind, scope: ForgetScope): any {
+export function forgetQuery(kind: IndexKind, scope: ForgetScope): Clause {
   const keys = (["tenantId", "namespace", "subjectId"] as const).filter((k) => scope[k] !== undefined);
   if (kind === "vectors") {
     return { bool: { filter: metadataClauses(Object.fromEntries(keys.map((k) => [k, scope[k]]))).filter } };
@@ -394,8 +394,8 @@ export function forgetQuery(kind: IndexKind, scope: ForgetScope): any {
 }
 
 /** One page of the ids matching `query`, in `id` order after `after` (the scan of `forget` without delete-by-query). */
-export function matchingIdsBody(query: any, size: number, after?: string): any {
-  const body: any = { query, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
+export function matchingIdsBody(query: Clause, size: number, after?: string): Clause {
+  const body: Clause = { query, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
   if (after !== undefined) body.search_after = [after];
   return body;
 }

@@ -9,7 +9,9 @@
  */
 import type { Response, SendParams } from "./retry.js";
 import { SETTINGS } from "./settings.js";
-import type { Engine } from "./types.js";
+import type { Clause, Engine } from "./types.js";
+
+export type { Clause } from "./types.js";
 
 /** How a sender reaches the nodes: credentials, TLS and the default timeout of one try. */
 export interface SenderOptions {
@@ -24,8 +26,6 @@ export interface ClientSender {
   close: () => Promise<void>;
 }
 
-/** A query clause (the filter of a search: a workspace's scope, `metadataClauses`, ...). */
-export type Clause = Record<string, unknown>;
 
 /** The `_source` of a search whose hits carry their vectors. */
 export type VectorSource = boolean | string[] | { includes?: string[]; exclude_vectors: false };

@@ -21,6 +21,7 @@ import { matchingIdsBody } from "./dialect.js";
 import { sendPages } from "./bulk-load.js";
 import { type ErrorClass, serverReason } from "./errors.js";
 import type { BulkOp, Connection } from "./transport.js";
+import type { Clause } from "./types.js";
 
 /** What `forget` takes: the tenant (required, non-empty), optionally narrowed; `expunge` also removes it from disk. */
 export interface ForgetOptions extends ForgetScope {
@@ -105,7 +106,7 @@ async function awaitTask(conn: Connection, task: string, what: string): Promise<
 }
 
 /** One delete-by-query task, run again while documents changed under it (version conflicts); null: no such API. */
-async function deleteByQuery(conn: Connection, alias: string, query: any, what: string, page: number): Promise<number | null> {
+async function deleteByQuery(conn: Connection, alias: string, query: Clause, what: string, page: number): Promise<number | null> {
   let deleted = 0;
   for (let round = 0; round < 5; round++) {
     const started = await conn.request({
@@ -152,7 +153,7 @@ export async function pageSize(conn: Connection, alias: string): Promise<number>
 }
 
 /** Without delete-by-query: scan the matching ids (search_after, no window cap) and delete them with bulk requests. */
-async function deleteByScan(conn: Connection, alias: string, query: any, what: string, page: number): Promise<number> {
+async function deleteByScan(conn: Connection, alias: string, query: Clause, what: string, page: number): Promise<number> {
   async function* ops(): AsyncIterable<BulkOp> {
     let after: string | undefined;
     for (;;) {
@@ -296,7 +297,7 @@ async function expungeDeletes(conn: Connection, alias: string, what: string, lea
 export async function forgetInIndex(
   conn: Connection,
   alias: string,
-  query: any,
+  query: Clause,
   o: Pick<ForgetOptions, "expunge" | "method"> & { leaseWaitMs?: number },
 ): Promise<ForgetResult> {
   const t0 = performance.now();

@@ -140,3 +140,6 @@ export interface GraphStore {
   traverse(memoryId: string, options?: TraversalOptions): Promise<Memory[]>;
   listRelations?(): Promise<MemoryRelation[]>;
 }
+
+/** A query clause or request body, as JSON (its fields are the engine's; the dialects build it). */
+export type Clause = Record<string, unknown>;

@@ -2,6 +2,7 @@
 import type { Engine } from "./connection.js";
 import { metadataClauses, metadataTerms } from "./metadata.js";
 import { knnCandidates } from "./settings.js";
+import type { Clause } from "./types.js";
 
 /** The document of one vector entry; a zero vector is stored without a vector (cosine is undefined for it). */
 export function vectorDoc(id: string, embedding: number[], metadata?: Record<string, unknown>): Record<string, unknown> {
@@ -23,9 +24,9 @@ export function num_candidates(k: number): number {
 }
 
 /** Filter clauses of a vector search: the scope of a scoped store and the caller's metadata filter. */
-export function vectorFilter(filter?: Record<string, unknown>, fixed?: Record<string, unknown>): any | undefined {
-  const clauses: any[] = [];
-  const mustNot: any[] = [];
+export function vectorFilter(filter?: Record<string, unknown>, fixed?: Record<string, unknown>): Clause | undefined {
+  const clauses: Clause[] = [];
+  const mustNot: Clause[] = [];
   for (const f of [fixed, filter]) {
     if (!f) continue;
     const m = metadataClauses(f);
@@ -34,7 +35,7 @@ export function vectorFilter(filter?: Record<string, unknown>, fixed?: Record<st
   }
   if (filter !== undefined || fixed !== undefined) clauses.push({ term: { has_meta: true } });
   if (clauses.length === 0 && mustNot.length === 0) return undefined;
-  const bool: any = { filter: clauses };
+  const bool: Clause = { filter: clauses };
   if (mustNot.length > 0) bool.must_not = mustNot;
   return { bool };
 }
@@ -44,7 +45,7 @@ export function vectorFilter(filter?: Record<string, unknown>, fixed?: Record<st
  * taken as 0), so a constant-score clause over them is added to the same request; an entry has either a vector
  * or the zero flag, so summed scores are the one that applies. A zero query vector scores 0.5 for every entry.
  */
-export function knnBody(engine: Engine, vector: number[], k: number, filter: any | undefined, candidates = knnCandidates(k)): any {
+export function knnBody(engine: Engine, vector: number[], k: number, filter: Clause | undefined, candidates = knnCandidates(k)): Clause {
   const zeroQuery = vector.every((x) => x === 0);
   const zeroDocs = { bool: { filter: [{ term: { zero: true } }, ...(filter ? [filter] : [])] } };
   if (zeroQuery) {
@@ -58,7 +59,7 @@ export function knnBody(engine: Engine, vector: number[], k: number, filter: any
   }
   const zeroClause = { constant_score: { filter: zeroDocs, boost: 0.5 } };
   if (engine === "opensearch") {
-    const knn: any = { vector, k: Math.max(k, candidates) };
+    const knn: Clause = { vector, k: Math.max(k, candidates) };
     if (filter) knn.filter = filter;
     return {
       size: k,
@@ -67,7 +68,7 @@ export function knnBody(engine: Engine, vector: number[], k: number, filter: any
       track_total_hits: false,
     };
   }
-  const knn: any = { field: "embedding", query_vector: vector, k, num_candidates: Math.max(k, candidates) };
+  const knn: Clause = { field: "embedding", query_vector: vector, k, num_candidates: Math.max(k, candidates) };
   if (filter) knn.filter = filter;
   return { size: k, knn, query: zeroClause, _source: ["metadata"], track_total_hits: false };
 }

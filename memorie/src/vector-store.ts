@@ -14,7 +14,7 @@ import {
   CALIBRATION,
 } from "./knn-calibration.js";
 import { allIds, checkLayout, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
-import type { MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
+import type { Clause, MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
 
 export interface VectorStoreOptions extends ConnectionOptions {
   /** Vector length; without it the first upsert decides (or the existing index's mapping). */
@@ -141,7 +141,7 @@ class VectorIndex {
   }
 
   /** Measure and record the width (see `OpenSearchVectorStore.calibrate`); `filter`: the store's scope. */
-  async calibrate(filter: any | undefined, o: CalibrateOptions = {}): Promise<Calibration> {
+  async calibrate(filter: Clause | undefined, o: CalibrateOptions = {}): Promise<Calibration> {
     if (!this.info) this.info = await findIndex(this.conn, this.prefix, "vectors");
     if (!this.info) throw new VectorStoreError("calibrate: the vector index does not exist yet; upsert first");
     const info = this.info;
@@ -155,7 +155,7 @@ class VectorIndex {
   }
 
   /** Calibrate when `knn_calibration.due_rule` holds (after a load); not with a fixed `knnCandidates`. */
-  async calibrateIfDue(filter: any | undefined): Promise<Calibration | undefined> {
+  async calibrateIfDue(filter: Clause | undefined): Promise<Calibration | undefined> {
     if (this.candidates !== undefined || !this.info) return undefined;
     await this.conn.refreshNow(this.info.alias);
     this.shape.reset();

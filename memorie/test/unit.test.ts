@@ -22,16 +22,16 @@ import {
   forgetQuery,
   InvalidQuery,
   keywordScore,
-  knnBody,
+  knnBody as knnClause,
   layoutMismatches,
   layoutSettings,
   matchingIdsBody,
   metadataTerms,
-  neighbourBody,
+  neighbourBody as neighbourClause,
   num_candidates,
   relationDoc,
   renderIndex,
-  searchBody,
+  searchBody as searchClause,
   vectorDoc,
   vectorFilter,
   vectorMapping,
@@ -40,6 +40,11 @@ import {
 import { GraphStoreError, redact, SearchError, serverReason } from "../src/errors.js";
 import { checkForgetOptions } from "../src/forget.js";
 import { CLUSTER_CHECK, HNSW, knnCandidates, RETRY } from "../src/settings.js";
+
+// The builders type their bodies as `Clause` (JSON of the engine's); these tests read into them.
+const knnBody = (...a: Parameters<typeof knnClause>): any => knnClause(...a);
+const neighbourBody = (...a: Parameters<typeof neighbourClause>): any => neighbourClause(...a);
+const searchBody = (...a: Parameters<typeof searchClause>): { body: any; withText: boolean } => searchClause(...a);
 
 // The golden file the Python suite checks too (tests/unit/test_engine_settings.py); this file runs from dist/test.
 const GOLDEN = JSON.parse(
