@@ -87,7 +87,7 @@ class MemoryStore:
         self.port = IndexPort(dialect)
         self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), search, workspace)
         self.vectors = VectorStore(self.indices)
-        self.admin = Admin(self)  # maintenance: calibration, merges, pipelines, search knobs (store/admin.py)
+        self.admin = Admin(self.indices, self.port, self.vectors)  # maintenance (store/admin.py)
         self.searches = SearchStore(self.indices, self.vectors, search.keyword_fields)
         self.links = LinkGraph(self.port, self.indices.ix)
         self.writer = Writer(self.port, self.indices.ix, lambda: self.indices.dims, self.indices.refresh)

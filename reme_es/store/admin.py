@@ -5,17 +5,17 @@ reach past `MemoryStore` into its parts. Each name is the part's own bound metho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from . import MemoryStore
+from ..adapters.port import IndexPort
+from .indices import IndexSet
+from .vectors import VectorStore
 
 
 class Admin:
     """`store.admin`: calibration, merges, pipelines, raw indices and search knobs of one store's index set."""
 
-    def __init__(self, store: MemoryStore):
-        vectors, port, indices = store.vectors, store.port, store.indices
+    def __init__(self, indices: IndexSet, port: IndexPort, vectors: VectorStore):
         self._indices, self._port = indices, port
         # the k-NN width (store/calibration.py)
         self.calibratable = vectors.calibratable
