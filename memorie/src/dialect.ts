@@ -281,6 +281,13 @@ export function keywordScore(raw: number | null | undefined): number {
   return s / (s + 1);
 }
 
+/** One page of documents with their sources in `id` order after `after` (search_after on the `id` keyword). */
+export function sourcePageBody(size: number, after?: string): Clause {
+  const body: Clause = { query: { match_all: {} }, sort: [{ id: "asc" }], size, track_total_hits: false };
+  if (after !== undefined) body.search_after = [after];
+  return body;
+}
+
 /** One page of ids in `id` order after `after` (search_after on the `id` keyword, so no 10,000 window). */
 export function idPageBody(size: number, after?: string): Clause {
   const body: Clause = { query: { match_all: {} }, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
@@ -394,7 +401,7 @@ export function forgetQuery(kind: IndexKind, scope: ForgetScope): Clause {
 }
 
 /** One page of the ids matching `query`, in `id` order after `after` (the scan of `forget` without delete-by-query). */
-export function matchingIdsBody(query: Clause, size: number, after?: string): Clause {
+export function matchingIdsBody(query: Clause | undefined, size: number, after?: string): Clause {
   const body: Clause = { query, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
   if (after !== undefined) body.search_after = [after];
   return body;

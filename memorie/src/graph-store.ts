@@ -1,5 +1,5 @@
 import { connect, layoutOf, type Connection, type ConnectionOptions } from "./connection.js";
-import { type Direction, forgetQuery, neighbourBody, type RelationEnds, relationDoc, relationFromSource } from "./dialect.js";
+import { type Direction, forgetQuery, neighbourBody, type RelationEnds, relationDoc, relationFromSource, sourcePageBody } from "./dialect.js";
 import { GraphStoreError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
@@ -202,8 +202,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     const size = 5000;
     await this.conn.beforeRead(this.alias);
     for (;;) {
-      const body: any = { query: { match_all: {} }, sort: [{ id: "asc" }], size, track_total_hits: false };
-      if (after !== undefined) body.search_after = [after];
+      const body = sourcePageBody(size, after);
       const r = await this.conn.request({ method: "POST", path: `/${this.alias}/_search`, body, what: "list relations" });
       const hits: any[] = r.body?.hits?.hits ?? [];
       for (const h of hits) out.push(relationFromSource(h._source));

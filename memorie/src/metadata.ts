@@ -1,4 +1,5 @@
 /** The indexed form of metadata and the exact-match clauses over it (shared by the search and vector stores). */
+import type { Clause } from "./types.js";
 
 /** JSON with object keys sorted, so equal values give equal terms. */
 export function canonicalJson(value: unknown): string {
@@ -27,8 +28,8 @@ export function metadataTerms(metadata: Record<string, unknown> | undefined): { 
 }
 
 /** Exact match on top-level metadata keys; a key whose wanted value is `undefined` must be absent. */
-export function metadataClauses(filter: Record<string, unknown>): { filter: any[]; must_not: any[] } {
-  const out = { filter: [] as any[], must_not: [] as any[] };
+export function metadataClauses(filter: Record<string, unknown>): { filter: Clause[]; must_not: Clause[] } {
+  const out = { filter: [] as Clause[], must_not: [] as Clause[] };
   for (const [key, value] of Object.entries(filter)) {
     if (value === undefined) out.must_not.push({ term: { meta_keys: key } });
     else out.filter.push({ term: { meta_kv: `${key}${SEP}${canonicalJson(value)}` } });

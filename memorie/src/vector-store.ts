@@ -1,6 +1,16 @@
 import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
-import { forgetQuery, type IndexLayout, knnBody, loadTemplate, MAX_WINDOW, vectorDoc, vectorFilter, vectorScore } from "./dialect.js";
+import {
+  forgetQuery,
+  type IndexLayout,
+  knnBody,
+  loadTemplate,
+  matchingIdsBody,
+  MAX_WINDOW,
+  vectorDoc,
+  vectorFilter,
+  vectorScore,
+} from "./dialect.js";
 import { VectorStoreError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { knnWidth, shapeOfStats, ShapeCache } from "./knn-width.js";
@@ -390,14 +400,13 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   }
 }
 
-async function scopedIds(conn: Connection, alias: string, filter: any): Promise<string[]> {
+async function scopedIds(conn: Connection, alias: string, filter: Clause | undefined): Promise<string[]> {
   const ids: string[] = [];
   let after: string | undefined;
   const size = 5000;
   await conn.beforeRead(alias);
   for (;;) {
-    const body: any = { query: filter, sort: [{ id: "asc" }], size, _source: false, track_total_hits: false };
-    if (after !== undefined) body.search_after = [after];
+    const body = matchingIdsBody(filter, size, after);
     const r = await conn.request({ method: "POST", path: `/${alias}/_search`, body, what: `list ids of ${alias}` });
     const hits: any[] = r.body?.hits?.hits ?? [];
     for (const h of hits) ids.push(h._id);
