@@ -111,7 +111,7 @@ class Diagnostics:
         )
 
     async def _max_shards_per_node(self) -> int:
-        params = {"include_defaults": "true", "flat_settings": "true", "filter_path": "*.cluster.max_shards_per_node"}
+        params = {"include_defaults": "true", "flat_settings": "true", "filter_path": r"*.cluster\.max_shards_per_node"}
         try:
             answer = await self.transport.request("GET", "/_cluster/settings", params=params) or {}
         except RequestFailed:
@@ -143,13 +143,12 @@ class Diagnostics:
 
     async def _fill(self, found: dict[str, IndexFacts]) -> None:
         names = ",".join(_q(n) for n in found)
-        settings = await self.transport.request(
-            "GET", f"/{names}/_settings", params={"flat_settings": "true", "filter_path": "*.settings.index.*rep*"}
-        )
+        wanted = "*.settings.index.number_of_replicas,*.settings.index.auto_expand_replicas"
+        settings = await self.transport.request("GET", f"/{names}/_settings", params={"filter_path": wanted})
         for name, body in (settings or {}).items():
-            flat = body.get("settings") or {}
-            found[name].replicas = int(flat.get("index.number_of_replicas", 0))
-            found[name].auto_expand = str(flat.get("index.auto_expand_replicas", "false"))
+            index = (body.get("settings") or {}).get("index") or {}
+            found[name].replicas = int(index.get("number_of_replicas", 0))
+            found[name].auto_expand = str(index.get("auto_expand_replicas", "false")).lower()
         aliases = await self.transport.request("GET", f"/{names}/_alias") or {}
         for name, body in aliases.items():
             found[name].alias = ",".join(sorted((body.get("aliases") or {}).keys()))

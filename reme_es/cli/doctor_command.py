@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..core.options import Options
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+DELETED_MIN = 1000  # reme_es.store.doctor.DELETED_MIN (not imported: --help imports no store module)
 
 
 def configured_model(settings: Options) -> dict | None:
@@ -40,6 +41,18 @@ def configured_model(settings: Options) -> dict | None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: the checks and the exit status.")
+@click.option(
+    "--embedding",
+    type=click.Choice(["none", "local", "e5", "openai"]),
+    help="The embedding your syncs use (default: REME_ES_EMBEDDING or reme-es.yaml), compared with the recorded one.",
+)
+@click.option(
+    "--deleted-min",
+    type=click.IntRange(1),
+    default=DELETED_MIN,
+    show_default=True,
+    help="Deleted documents an index must hold before an optimize is due (beside 10% of its documents).",
+)
 @common(with_workspace=False)
 @click.option(
     "-w",
@@ -47,13 +60,13 @@ def configured_model(settings: Options) -> dict | None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Workspace folder whose settings (reme-es.yaml: hosts, embedding) to use.",
 )
-def doctor(as_json, workspace, config_file, **flags):
+def doctor(as_json, embedding, deleted_min, workspace, config_file, **flags):
     """Check the memory server and say what to fix: health, replicas, templates, vectors, calibration, optimize,
     shards, snapshots, security."""
-    _run(lambda: _doctor(_settings(workspace, config_file, **flags), as_json))
+    _run(lambda: _doctor(_settings(workspace, config_file, embedding=embedding, **flags), as_json, deleted_min))
 
 
-async def _doctor(settings: Options, as_json: bool) -> int:
+async def _doctor(settings: Options, as_json: bool, deleted_min: int) -> int:
     from ..store.connect import open_cluster
     from ..store.doctor import gather, run_checks
 
@@ -61,7 +74,7 @@ async def _doctor(settings: Options, as_json: bool) -> int:
     cs, engine = await _client(settings)
     cluster = await open_cluster(cs, engine)
     try:
-        facts = await gather(cluster.port, named, named, configured_model(settings))
+        facts = await gather(cluster.port, named, named, configured_model(settings), deleted_min)
     finally:
         await cluster.close()
     checks = run_checks(facts)

@@ -165,3 +165,9 @@ def test_snapshots_warn_when_old_and_fail_when_the_last_failed() -> None:
 def test_security_names_the_workspaces_with_grants() -> None:
     check = doctor.check_security(facts(grants={"s": ["ana-1", "bo-2"], "p": []}))
     assert (check.status, check.message) == ("ok", "document-level security on; grants: s: ana-1, bo-2")
+
+
+def test_the_commands_default_minimum_is_the_checks() -> None:
+    from reme_es.cli import doctor_command
+
+    assert doctor_command.DELETED_MIN == doctor.DELETED_MIN
