@@ -360,6 +360,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Check the memory server and say what to fix: health, replicas, templates, vectors, calibration, optimize, "
         "shards, snapshots, security.",
     ),
+    "metrics": (
+        "reme_es.cli.metrics_command:metrics",
+        "Serve Prometheus metrics on /metrics: this process's and the memory server's state (doctor's figures).",
+    ),
     "status": (
         "reme_es.cli.admin_commands:status",
         "Server version and capabilities, per-index docs/deleted/segments, and the last sync.",
