@@ -158,7 +158,7 @@ def memory_operation(
         try:
             yield span
         except BaseException as exc:
-            failed = error_type(exc)
+            failed = type(exc).__name__  # the error's class (an engine request's span says its HTTP status)
             span.set_attribute("error.type", failed)
             span.set_status(StatusCode.ERROR, failed)
             if refusal(exc):
