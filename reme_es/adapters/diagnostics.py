@@ -14,7 +14,7 @@ import datetime as dt
 import urllib.parse
 from dataclasses import dataclass, field
 
-from ..core.errors import RequestFailed
+from ..core.errors import AuthError, RequestFailed
 from . import lookups as q
 from .documents import or_none
 from .port import IndexPort
@@ -185,19 +185,25 @@ class Diagnostics:
         """Whether the cluster runs its security plugin (OpenSearch) or x-pack security with a licence that has
         document-level security (Elasticsearch)."""
         if self.engine == "elasticsearch":
-            answer = await self.transport.request("GET", "/_xpack", params={"categories": "features,license"})
-            features = answer.get("features") or {}
-            enabled = bool((features.get("security") or {}).get("enabled"))
+            answer = await self.transport.request("GET", "/_xpack", params={"categories": "license"})
             licence = (answer.get("license") or {}).get("type", "?")
+            enabled = await self._answers("/_security/_authenticate")
             dls = enabled and licence in ("platinum", "enterprise", "trial")
             return SecurityFacts(enabled, dls, f"x-pack security {'on' if enabled else 'off'}, licence {licence}")
+        enabled = await self._answers("/_plugins/_security/health")
+        return SecurityFacts(enabled, enabled, "security plugin" if enabled else "no security plugin")
+
+    async def _answers(self, path: str) -> bool:
+        """Whether the cluster has an API at `path` (one that refuses these credentials counts: it is there)."""
         try:
-            await self.transport.request("GET", "/_plugins/_security/health")
+            await self.transport.request("GET", path)
+        except AuthError:
+            return True
         except RequestFailed as exc:
             if exc.status in (400, 404, 405):
-                return SecurityFacts(False, False, "no security plugin")
+                return False
             raise
-        return SecurityFacts(True, True, "security plugin")
+        return True
 
 
 def _q(name: str) -> str:

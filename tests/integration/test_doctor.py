@@ -245,3 +245,20 @@ def test_snapshots_warn_until_one_is_taken(cli, doctor_node) -> None:
     code, checks = doctor(cli)
     assert checks["snapshots"][0] == "ok" and checks["snapshots"][1].startswith("last snapshot doctor/")
     assert ": SUCCESS, " in checks["snapshots"][1]
+
+
+def test_every_engine_passes_the_checks_of_a_fresh_set(server, prefix, tmp_path) -> None:
+    """On each flavour's shared test node: the set-scoped checks pass and security warns (no node here has it)."""
+    shutil.copytree(EXAMPLE, tmp_path / "workspace")
+    one = Cli(server.url, prefix, tmp_path / "workspace", tmp_path / "home")
+    try:
+        assert one.sync().exit_code == 0
+        code, checks = doctor(one)
+        assert code == 0
+        scoped = ("templates", "vectors-model", "calibration", "missing-vectors", "deleted-docs")
+        assert {name: checks[name][0] for name in (*scoped, "security")} == {
+            **dict.fromkeys(scoped, "ok"),
+            "security": "warn",
+        }
+    finally:
+        asyncio.run(_drop(server.url, prefix))
