@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from typing import Any
 
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, StatusCode
 
 from ..core import telemetry
 from ..core.telemetry import TRACER, error_type
@@ -29,6 +29,7 @@ _BY_METHOD = {"GET": "indices.get", "HEAD": "indices.exists", "PUT": "indices.cr
 _DOC = {"GET": "get", "HEAD": "exists", "PUT": "index", "POST": "index", "DELETE": "delete"}
 
 
+@functools.lru_cache(maxsize=4096)  # a store sends the same few paths again and again
 def operation_of(method: str, path: str) -> tuple[str, str | None]:
     """(`db.operation.name`, `db.collection.name` or None) of a request, from its method and REST path."""
     parts = [urllib.parse.unquote(p) for p in path.split("?", 1)[0].split("/") if p]
@@ -57,11 +58,13 @@ class EngineRequest:
         self.attributes: dict[str, Any] = {"db.system.name": system, "db.operation.name": operation}
         if collection is not None:
             self.attributes["db.collection.name"] = collection
-        name = f"{operation} {collection}" if collection else operation
-        span_attributes = {**self.attributes, "server.address": server[0]}
-        if server[1] is not None:
-            span_attributes["server.port"] = server[1]
-        self.span: Span = TRACER.start_span(name, kind=SpanKind.CLIENT, attributes=span_attributes)
+        self.span: Span = INVALID_SPAN  # no tracer provider: no span (`telemetry.tracing`)
+        if telemetry.tracing():
+            name = f"{operation} {collection}" if collection else operation
+            span_attributes = {**self.attributes, "server.address": server[0]}
+            if server[1] is not None:
+                span_attributes["server.port"] = server[1]
+            self.span = TRACER.start_span(name, kind=SpanKind.CLIENT, attributes=span_attributes)
         self.started = time.perf_counter()
 
     def retried(self) -> None:

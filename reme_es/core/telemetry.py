@@ -31,7 +31,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import metrics, trace
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import INVALID_SPAN, ProxyTracerProvider, Span, SpanKind, StatusCode
 
 from . import errors
 
@@ -93,6 +93,8 @@ for _name, (_kind, _unit, _text, _) in INSTRUMENTS.items():
 
 # The Prometheus mirror (`reme_es.core.prometheus`): None until enabled, then name -> prometheus_client metric.
 _prometheus: dict[str, Any] | None = None
+_tracing = False  # a tracer provider was found (`tracing`)
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ  # the API makes that provider on its first use
 # Whether a memory operation's span is open in this context (the outermost one makes the span).
 _operation: ContextVar[Span | None] = ContextVar("reme_es_operation", default=None)
 
@@ -110,6 +112,24 @@ def record(name: str, value: float, attributes: dict[str, Any] | None = None) ->
         labels = [str(attributes.get(key, "")) for key in INSTRUMENTS[name][3]]
         child = metric.labels(*labels) if labels else metric
         child.inc(value) if INSTRUMENTS[name][0] == "counter" else child.observe(value)
+
+
+def tracing() -> bool:
+    """Whether a tracer provider is configured (an SDK): with none, reme-es makes no span at all, not even the API's
+    non-recording ones (bench/perf/tracing_overhead.py). Once one is, it stays (the API sets a provider once)."""
+    if _tracing:
+        return True
+    # the API's own record of the provider: read without `get_tracer_provider`, which looks at the environment on
+    # every call while none is set
+    if getattr(trace, "_TRACER_PROVIDER", None) is None and not _PROVIDER_FROM_ENV:
+        return False
+    return _set_tracing(not isinstance(trace.get_tracer_provider(), ProxyTracerProvider))
+
+
+def _set_tracing(on: bool) -> bool:
+    global _tracing
+    _tracing = on
+    return on
 
 
 def query_text_opted_in() -> bool:
@@ -141,6 +161,31 @@ def memory_operation(
     if outer is not None:
         yield outer
         return
+    started, failed = time.perf_counter(), None
+    with _span(operation, store_id, query, records) as span:
+        token = _operation.set(span)
+        try:
+            yield span
+        except BaseException as exc:
+            failed = type(exc).__name__  # the error's class (an engine request's span says its HTTP status)
+            if span.is_recording():
+                span.set_attribute("error.type", failed)
+                span.set_status(StatusCode.ERROR, failed)
+            if refusal(exc):
+                record("reme_es.refusals", 1, {"gen_ai.operation.name": operation, "reme_es.cause": failed})
+            raise
+        finally:
+            _operation.reset(token)
+            done = {"gen_ai.operation.name": operation, **({"error.type": failed} if failed else {})}
+            record("gen_ai.client.operation.duration", time.perf_counter() - started, done)
+
+
+@contextmanager
+def _span(operation: str, store_id: str, query: str | None, records: int | None) -> Iterator[Span]:
+    """The operation's span, current inside; with no tracer provider, a non-recording stand-in (no span made)."""
+    if not tracing():
+        yield INVALID_SPAN
+        return
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": operation,
         "gen_ai.provider.name": PROVIDER,
@@ -150,24 +195,10 @@ def memory_operation(
         attributes["gen_ai.memory.record.count"] = records
     if query is not None and query_text_opted_in():
         attributes["gen_ai.memory.query.text"] = query
-    started, failed = time.perf_counter(), None
     with TRACER.start_as_current_span(
         operation, kind=SpanKind.CLIENT, attributes=attributes, record_exception=False, set_status_on_exception=False
     ) as span:
-        token = _operation.set(span)
-        try:
-            yield span
-        except BaseException as exc:
-            failed = type(exc).__name__  # the error's class (an engine request's span says its HTTP status)
-            span.set_attribute("error.type", failed)
-            span.set_status(StatusCode.ERROR, failed)
-            if refusal(exc):
-                record("reme_es.refusals", 1, {"gen_ai.operation.name": operation, "reme_es.cause": failed})
-            raise
-        finally:
-            _operation.reset(token)
-            done = {"gen_ai.operation.name": operation, **({"error.type": failed} if failed else {})}
-            record("gen_ai.client.operation.duration", time.perf_counter() - started, done)
+        yield span
 
 
 def stage(name: str, attributes: dict[str, Any]) -> None:
