@@ -4,7 +4,12 @@ request and a partial answer are played by the scripted server: tests/unit/test_
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+import threading
+import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
@@ -133,13 +138,38 @@ def _count(text: str, metric: str, **labels: str) -> float:
     return 0.0
 
 
+@contextlib.contextmanager
+def metrics_server(app) -> Iterator[str]:
+    """`app` served on a free loopback port in a thread: the URL of its /metrics."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    server = make_server("127.0.0.1", 0, app, handler_class=Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain")
+        return resp.read().decode()
+
+
 async def test_metrics_scraped_after_a_few_searches_count_them(store, server) -> None:
     sdk()
-    registry = prometheus.enable()
-    before = prometheus.text(registry).decode()
-    for query in ("memory", "shard", "snapshots"):
-        await store.keyword_search(query, 5)
-    after = prometheus.text(registry).decode()
+    with metrics_server(prometheus.wsgi_app()) as url:
+        before = await asyncio.to_thread(scrape, url)
+        for query in ("memory", "shard", "snapshots"):
+            await store.keyword_search(query, 5)
+        after = await asyncio.to_thread(scrape, url)
     searches = {"gen_ai_operation_name": "search_memory", "error_type": ""}
     grew = _count(after, "gen_ai_client_operation_duration_seconds_count", **searches) - _count(
         before, "gen_ai_client_operation_duration_seconds_count", **searches
@@ -153,3 +183,17 @@ async def test_metrics_scraped_after_a_few_searches_count_them(store, server) ->
     requests = _count(after, "db_client_operation_duration_seconds_count", **engine)
     assert requests - _count(before, "db_client_operation_duration_seconds_count", **engine) == 3
     assert re.search(r'^db_client_operation_duration_seconds_bucket\{.*le="\+Inf"\} ', after, re.M)
+
+
+def test_reme_es_metrics_once_prints_the_servers_state(store, server) -> None:
+    from click.testing import CliRunner
+
+    from reme_es.cli import main
+
+    result = CliRunner().invoke(main, ["metrics", "--once", "--hosts", server.url, "--index-prefix", store.prefix])
+    assert result.exit_code == 0, result.output
+    chunks = f'index="{store.prefix}-chunks-1",kind="chunks",set="{store.prefix}"'
+    assert f"reme_es_index_docs{{{chunks}}} 4.0" in result.stdout
+    assert f"reme_es_chunks_without_vector{{{chunks}}} 0.0" in result.stdout
+    assert 'reme_es_doctor_check{check="templates",state="ok"} 1.0' in result.stdout
+    assert 'reme_es_doctor_check{check="security",state="warn"} 1.0' in result.stdout
