@@ -138,22 +138,30 @@ class Diagnostics:
                 name, "", str(meta["kind"]), int(version) if isinstance(version, int) else None, meta, has_vectors
             )
         if found:
-            await self._fill(found)
+            await self._fill(found, pattern)
         return sorted(found.values(), key=lambda f: f.name)
 
-    async def _fill(self, found: dict[str, IndexFacts]) -> None:
-        names = ",".join(_q(n) for n in found)
+    async def _fill(self, found: dict[str, IndexFacts], pattern: str) -> None:
+        """Replicas, aliases and document counts of the indices found, read by `pattern` (a list of thousands of
+        index names would not fit in a request line) and kept for those found."""
+        names, params = _q(pattern), {"expand_wildcards": "open"}
         wanted = "*.settings.index.number_of_replicas,*.settings.index.auto_expand_replicas"
-        settings = await self.transport.request("GET", f"/{names}/_settings", params={"filter_path": wanted})
+        settings = await self.transport.request("GET", f"/{names}/_settings", params={**params, "filter_path": wanted})
         for name, body in (settings or {}).items():
+            if name not in found:
+                continue
             index = (body.get("settings") or {}).get("index") or {}
             found[name].replicas = int(index.get("number_of_replicas", 0))
             found[name].auto_expand = str(index.get("auto_expand_replicas", "false")).lower()
-        aliases = await self.transport.request("GET", f"/{names}/_alias") or {}
+        aliases = await self.transport.request("GET", f"/{names}/_alias", params=params) or {}
         for name, body in aliases.items():
-            found[name].alias = ",".join(sorted((body.get("aliases") or {}).keys()))
-        stats = await self.transport.request("GET", f"/{names}/_stats/docs,segments")
+            if name in found:
+                found[name].alias = ",".join(sorted((body.get("aliases") or {}).keys()))
+        wanted = "indices.*.primaries.docs,indices.*.primaries.segments.count"
+        stats = await self.transport.request("GET", f"/{names}/_stats/docs,segments", params={"filter_path": wanted})
         for name, body in (stats.get("indices") or {}).items():
+            if name not in found:
+                continue
             primaries = body.get("primaries") or {}
             found[name].docs = int(primaries.get("docs", {}).get("count", 0))
             found[name].deleted = int(primaries.get("docs", {}).get("deleted", 0))
