@@ -40,7 +40,12 @@ export function operationOf(method: string, path: string): [string, string | und
 }
 
 /** One try of an engine request: its span, ended with the answer's status or the failure. */
-export function engineRequest(engine: string, method: string, path: string, urls: readonly string[]): { end(status?: number, failure?: string): void } {
+export function engineRequest(
+  engine: string,
+  method: string,
+  path: string,
+  urls: readonly string[],
+): { end(status?: number, failure?: string, body?: unknown): void } {
   const [operation, collection] = operationOf(method, path);
   const attributes: Record<string, string | number> = { "db.system.name": engine, "db.operation.name": operation };
   if (collection !== undefined) attributes["db.collection.name"] = collection;
@@ -51,7 +56,8 @@ export function engineRequest(engine: string, method: string, path: string, urls
   }
   const span = tracer.startSpan(collection ? `${operation} ${collection}` : operation, { kind: SpanKind.CLIENT, attributes });
   return {
-    end(status?: number, failure?: string) {
+    end(status?: number, failure?: string, body?: unknown) {
+      if (body !== undefined) notePartial(collection, body);
       if (status !== undefined && status >= 400) {
         span.setAttribute("db.response.status_code", String(status));
         span.setAttribute("error.type", String(status));
@@ -63,6 +69,22 @@ export function engineRequest(engine: string, method: string, path: string, urls
       span.end();
     },
   };
+}
+
+/** A search some shards did not answer: a `partial_answer` event on the memory operation's span (an `_msearch`'s
+ * answers each count). */
+function notePartial(collection: string | undefined, body: unknown): void {
+  const answers = (body as { responses?: unknown[] })?.responses ?? [body];
+  for (const answer of answers) {
+    const shards = (answer as { _shards?: { total?: number; successful?: number } })?._shards;
+    if (!shards || typeof shards.total !== "number" || typeof shards.successful !== "number") continue;
+    if (shards.successful >= shards.total) continue;
+    trace.getActiveSpan()?.addEvent("partial_answer", {
+      ...(collection !== undefined ? { "db.collection.name": collection } : {}),
+      "reme_es.shards.total": shards.total,
+      "reme_es.shards.failed": shards.total - shards.successful,
+    });
+  }
 }
 
 /** Run `fn` as one memory operation's span (inside another operation: no span of its own). */

@@ -174,7 +174,7 @@ export class Connection {
     const span = engineRequest(this.engine, params.method, params.path, this.urls);
     try {
       const response = await this.send({ ...params, timeoutMs });
-      span.end(response.status);
+      span.end(response.status, undefined, response.body);
       return { response };
     } catch (exc) {
       span.end(undefined, (exc as { name?: string })?.name ?? "Error");

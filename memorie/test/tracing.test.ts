@@ -127,6 +127,32 @@ for (const t of targets) {
   });
 }
 
+describe("a partial answer is an event on the operation's span", () => {
+  it("2 of 3 shards answered: partial_answer with the shards failed", async () => {
+    const server = await ScriptedServer.start(false);
+    const { send, close } = await openSender("opensearch", [server.url], { requestTimeoutMs: RETRY.request.requestTimeoutMs });
+    try {
+      const conn = new Connection({
+        engine: "opensearch", version: "test", refresh: "false", send, errorClass: SearchError, secrets: [], urls: [server.url],
+        retry: RETRY.request, limits: { requestTimeoutMs: 30000, callTimeoutMs: 60000 }, sleep: async () => {},
+      } as any);
+      server.answers = [{ status: 200, partial: [3, 2] }];
+      exporter.reset();
+      await memoryOperation("search_memory", "golden/acme", () =>
+        conn.request({ method: "POST", path: "/golden/_search", body: {}, what: "search" }),
+      );
+      const operation = exporter.getFinishedSpans().find((s) => s.name === "search_memory") as ReadableSpan;
+      assert.deepEqual(
+        operation.events.map((e) => [e.name, e.attributes]),
+        [["partial_answer", { "db.collection.name": "golden", "reme_es.shards.total": 3, "reme_es.shards.failed": 1 }]],
+      );
+    } finally {
+      await close();
+      await server.close();
+    }
+  });
+});
+
 describe("a retried request is one span per try", () => {
   it("503 then 200: two spans under the operation, the first failed", async () => {
     const server = await ScriptedServer.start(false);
