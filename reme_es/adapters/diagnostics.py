@@ -14,10 +14,11 @@ import datetime as dt
 import urllib.parse
 from dataclasses import dataclass, field
 
-from ..core.errors import AuthError, RequestFailed
+from ..core.errors import AuthError, ConfigError, RequestFailed
 from . import lookups as q
 from .documents import or_none
 from .port import IndexPort
+from .security import SecurityAdmin
 
 DEFAULT_MAX_SHARDS_PER_NODE = 1000  # both engines' default of `cluster.max_shards_per_node`
 
@@ -200,6 +201,17 @@ class Diagnostics:
             return SecurityFacts(enabled, dls, f"x-pack security {'on' if enabled else 'off'}, licence {licence}")
         enabled = await self._answers("/_plugins/_security/health")
         return SecurityFacts(enabled, enabled, "security plugin" if enabled else "no security plugin")
+
+    async def grants(self, prefixes: list[str]) -> dict[str, list[str]]:
+        """Per index set (or Memorie prefix), the workspaces (tenants) some user or backend role was granted."""
+        out: dict[str, list[str]] = {}
+        for prefix in prefixes:
+            try:
+                listed = await SecurityAdmin(self.transport, self.engine, prefix).list()
+            except ConfigError:  # a name no grant can have (validate_prefix): nothing granted
+                continue
+            out[prefix] = sorted(g.workspace or g.memorie_tenant or "" for g in listed)
+        return out
 
     async def _answers(self, path: str) -> bool:
         """Whether the cluster has an API at `path` (one that refuses these credentials counts: it is there)."""

@@ -23,55 +23,25 @@ STATES = ("ok", "warn", "fail")
 
 def samples(facts: Facts) -> list[tuple[str, str, dict[str, str], float]]:
     """(name, help, labels, value) of each gauge the facts give (the doctor's checks included)."""
-    from ..store.calibration import Calibration
-    from ..store.doctor import run_checks, set_of
+    from ..store.doctor import run_checks
 
     out = []
     for check in run_checks(facts):
         for state in STATES:
+            labels = {"check": check.name, "state": state}
             out.append(
                 (
                     "reme_es_doctor_check",
                     "1 for the state each doctor check is in",
-                    {"check": check.name, "state": state},
+                    labels,
                     float(check.status == state),
                 )
             )
-    for i in facts.indices:
-        labels = {"index": i.name, "set": set_of(i), "kind": i.kind}
-        out.append(("reme_es_index_docs", "Documents of the index's primaries", labels, float(i.docs)))
-        out.append(
-            ("reme_es_index_deleted_docs", "Deleted documents of the index's primaries", labels, float(i.deleted))
-        )
-        if i.with_vectors is not None:
-            missing = float(i.docs - i.with_vectors)
-            out.append(("reme_es_chunks_without_vector", "Chunks of the index without a vector", labels, missing))
-        if (record := Calibration.from_meta(i.meta)) is not None:
-            out.append(
-                ("reme_es_knn_calibration_recall", "Recall@10 the recorded k-NN width reached", labels, record.recall)
-            )
-            measured = dt.datetime.fromisoformat(record.measured_at)
-            age = (dt.datetime.now(dt.UTC) - measured).total_seconds() if measured.tzinfo else 0.0
-            out.append(
-                ("reme_es_knn_calibration_age_seconds", "Seconds since the k-NN width was measured", labels, age)
-            )
+    out += _index_samples(facts)
     c = facts.cluster
-    out.append(
-        (
-            "reme_es_cluster_shards",
-            "Active and unassigned shards of the cluster",
-            {},
-            float(c.active_shards + c.unassigned_shards),
-        )
-    )
-    out.append(
-        (
-            "reme_es_cluster_shard_limit",
-            "max_shards_per_node times the data nodes",
-            {},
-            float(c.max_shards_per_node * max(1, c.data_nodes)),
-        )
-    )
+    shards, limit = float(c.active_shards + c.unassigned_shards), float(c.max_shards_per_node * max(1, c.data_nodes))
+    out.append(("reme_es_cluster_shards", "Active and unassigned shards of the cluster", {}, shards))
+    out.append(("reme_es_cluster_shard_limit", "max_shards_per_node times the data nodes", {}, limit))
     for shot in facts.snapshots:
         if shot.start is not None:
             age = (dt.datetime.now(dt.UTC) - shot.start).total_seconds()
@@ -83,6 +53,30 @@ def samples(facts: Facts) -> list[tuple[str, str, dict[str, str], float]]:
                     age,
                 )
             )
+    return out
+
+
+def _index_samples(facts: Facts) -> list[tuple[str, str, dict[str, str], float]]:
+    """Documents, deleted documents, chunks without a vector and the k-NN calibration of each index."""
+    from ..store.calibration import Calibration
+    from ..store.doctor import set_of
+
+    out = []
+    for i in facts.indices:
+        labels = {"index": i.name, "set": set_of(i), "kind": i.kind}
+        out.append(("reme_es_index_docs", "Documents of the index's primaries", labels, float(i.docs)))
+        deleted = float(i.deleted)
+        out.append(("reme_es_index_deleted_docs", "Deleted documents of the index's primaries", labels, deleted))
+        if i.with_vectors is not None:
+            missing = float(i.docs - i.with_vectors)
+            out.append(("reme_es_chunks_without_vector", "Chunks of the index without a vector", labels, missing))
+        if (record := Calibration.from_meta(i.meta)) is not None:
+            text = "Recall@10 the recorded k-NN width reached"
+            out.append(("reme_es_knn_calibration_recall", text, labels, record.recall))
+            measured = dt.datetime.fromisoformat(record.measured_at)
+            age = (dt.datetime.now(dt.UTC) - measured).total_seconds() if measured.tzinfo else 0.0
+            text = "Seconds since the k-NN width was measured"
+            out.append(("reme_es_knn_calibration_age_seconds", text, labels, age))
     return out
 
 

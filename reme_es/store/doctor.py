@@ -15,9 +15,7 @@ from dataclasses import asdict, dataclass
 
 from ..adapters.diagnostics import ClusterFacts, Diagnostics, IndexFacts, SecurityFacts, SnapshotFacts
 from ..adapters.port import IndexPort
-from ..adapters.security import SecurityAdmin
 from ..adapters.templates import load_template
-from ..core.errors import ConfigError
 from .calibration import Calibration, calibration_due
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -366,14 +364,7 @@ async def gather(
     cluster.unassigned = [u for u in cluster.unassigned if u["index"] in names]
     repositories, snapshots = await d.last_snapshots(sorted(names))
     security = await d.security()
-    grants: dict[str, list[str]] = {}
-    if security.enabled:
-        for name in sorted({set_of(i) for i in indices}):
-            try:
-                listed = await SecurityAdmin(d.transport, d.engine, name).list()
-            except ConfigError:  # a name no grant can have (validate_prefix): nothing granted
-                continue
-            grants[name] = sorted(g.workspace or g.memorie_tenant or "" for g in listed)
+    grants = await d.grants(sorted({set_of(i) for i in indices})) if security.enabled else {}
     return Facts(
         cluster, indices, repositories, snapshots, security, grants, model_set, configured_model, None, deleted_min
     )
