@@ -4,6 +4,17 @@ import { GraphStoreError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
 import type { GraphQueryOptions, GraphStore, Memory, MemoryRelation, TraversalOptions } from "./types.js";
+import { type Operations, traced } from "./tracing.js";
+
+/** The memory operation of each traced method (src/tracing.ts). */
+const GRAPH_OPERATIONS: Operations = {
+  createRelation: { op: "update_memory" },
+  deleteRelation: { op: "delete_memory" },
+  getRelated: { op: "search_memory" },
+  traverse: { op: "search_memory" },
+  forget: { op: "delete_memory" },
+  drop: { op: "delete_memory_store" },
+};
 
 export interface GraphStoreOptions extends ConnectionOptions {
   /** Reads a memory from the canonical store (typically `memoryStore.get`); null when it is gone. */
@@ -242,7 +253,7 @@ export async function createGraphStore(o: GraphStoreOptions): Promise<OpenSearch
   const conn = await connect(o, GraphStoreError);
   try {
     const info = await ensureIndex(conn, o.indexPrefix, "relations", () => ({}), layoutOf(o));
-    return new OpenSearchGraphStoreImpl(conn, o.indexPrefix, info, o.resolveMemory);
+    return traced(new OpenSearchGraphStoreImpl(conn, o.indexPrefix, info, o.resolveMemory), o.indexPrefix, GRAPH_OPERATIONS);
   } catch (exc) {
     await conn.close();
     throw exc;

@@ -4,7 +4,18 @@ import { forgetQuery, InvalidQuery, keywordScore, loadTemplate, memoryDoc, memor
 import { SearchError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
+import { type Operations, traced } from "./tracing.js";
 import type { Memory, SearchQuery, SearchResult, SearchStore } from "./types.js";
+
+/** The memory operation of each traced method (src/tracing.ts). */
+const SEARCH_OPERATIONS: Operations = {
+  index: { op: "update_memory" },
+  indexMany: { op: "update_memory" },
+  search: { op: "search_memory", query: (args) => (args[0] as SearchQuery | undefined)?.query },
+  delete: { op: "delete_memory" },
+  forget: { op: "delete_memory" },
+  drop: { op: "delete_memory_store" },
+};
 
 export type SearchStoreOptions = ConnectionOptions;
 
@@ -168,7 +179,7 @@ export async function createSearchStore(o: SearchStoreOptions): Promise<OpenSear
   try {
     const stemming = async () => ({ stemming: await hasPorterStem(conn) });
     const info = await ensureIndex(conn, o.indexPrefix, "memories", stemming, layoutOf(o));
-    return new OpenSearchSearchStore(conn, o.indexPrefix, info);
+    return traced(new OpenSearchSearchStore(conn, o.indexPrefix, info), o.indexPrefix, SEARCH_OPERATIONS);
   } catch (exc) {
     await conn.close();
     throw exc;

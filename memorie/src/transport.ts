@@ -3,6 +3,7 @@
  * mapped to the store's error class without secrets. The sender (one of the official clients, see
  * `connection.ts`) is given; the unit tests give a scripted one.
  */
+import { engineRequest } from "./tracing.js";
 import { checkAnswer, type ClusterGuard, clusterUuidOf } from "./cluster.js";
 import { type ErrorClass, redact, serverReason, type StoreError } from "./errors.js";
 import {
@@ -171,9 +172,13 @@ export class Connection {
   private async tryOnce(params: RequestParams, until: number, timeoutMs: number): Promise<Try> {
     const unsure = this.cluster?.guard.due() ? await this.checkCluster(until) : undefined;
     if (unsure !== undefined) return { failure: unsure };
+    const span = engineRequest(this.engine, params.method, params.path, this.urls);
     try {
-      return { response: await this.send({ ...params, timeoutMs }) };
+      const response = await this.send({ ...params, timeoutMs });
+      span.end(response.status, undefined, response.body);
+      return { response };
     } catch (exc) {
+      span.end(undefined, (exc as { name?: string })?.name ?? "Error");
       this.cluster?.guard.suspectChange();
       return { failure: describeFailure(exc), aborted: (exc as { name?: string })?.name === "RequestAbortedError" };
     }

@@ -25,6 +25,17 @@ import {
 } from "./knn-calibration.js";
 import { allIds, checkLayout, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
 import type { Clause, MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
+import { type Operations, traced } from "./tracing.js";
+
+/** The memory operation of each traced method (src/tracing.ts). */
+const VECTOR_OPERATIONS: Operations = {
+  upsert: { op: "update_memory" },
+  upsertMany: { op: "update_memory" },
+  search: { op: "search_memory" },
+  delete: { op: "delete_memory" },
+  forget: { op: "delete_memory" },
+  drop: { op: "delete_memory_store" },
+};
 
 export interface VectorStoreOptions extends ConnectionOptions {
   /** Vector length; without it the first upsert decides (or the existing index's mapping). */
@@ -445,7 +456,8 @@ export async function createVectorStore(o: VectorStoreOptions): Promise<OpenSear
       );
     }
     if (!idx.info && o.dimensions !== undefined) await idx.ensure(o.dimensions);
-    return new OpenSearchVectorStoreImpl(idx, o.scope);
+    const id = o.scope?.tenantId ? `${o.indexPrefix}/${o.scope.tenantId}` : o.indexPrefix;
+    return traced(new OpenSearchVectorStoreImpl(idx, o.scope), id, VECTOR_OPERATIONS);
   } catch (exc) {
     await conn.close();
     throw exc;

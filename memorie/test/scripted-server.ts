@@ -6,7 +6,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
-export type Answer = { status?: number; retry_after?: number; drop?: boolean; items?: number[]; uuid?: string; delay_s?: number };
+export type Answer = {
+  status?: number;
+  retry_after?: number;
+  drop?: boolean;
+  items?: number[];
+  uuid?: string;
+  delay_s?: number;
+  /** [total, successful] shards of a search answer (test/tracing.test.ts: a partial answer). */
+  partial?: [number, number];
+};
 
 const SEARCH_ANSWER = {
   took: 1,
@@ -46,6 +55,10 @@ function render(answer: Answer, body: string): [number, unknown] {
     return [200, { took: 1, errors: answer.items.some((s) => s >= 300), items }];
   }
   const status = answer.status ?? 599;
+  if (status < 300 && answer.partial !== undefined) {
+    const [total, successful] = answer.partial;
+    return [status, { ...SEARCH_ANSWER, _shards: { total, successful, skipped: 0, failed: total - successful } }];
+  }
   if (status < 300) return [status, SEARCH_ANSWER];
   const error = { type: "scripted_exception", reason: `scripted ${status}` };
   return [status, { error: { ...error, root_cause: [error] }, status }];

@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from ..core import telemetry
 from ..core.errors import IndexUnavailable, RequestFailed
 from .scope import Scope
 
@@ -128,6 +129,11 @@ def _note_partial(index: str, answer: dict) -> None:
     shards = answer.get("_shards") or {}
     total, answered = shards.get("total", 0), shards.get("successful", 0)
     if answered < total:
+        telemetry.record("reme_es.partial_answers", 1, {"db.collection.name": index})
+        telemetry.stage(
+            "partial_answer",
+            {"db.collection.name": index, "reme_es.shards.total": total, "reme_es.shards.failed": total - answered},
+        )
         log.warning(
             "search of %s answered by %s of %s shards (%s failed or unassigned): results are partial until the "
             "missing shards are assigned again (`reme-es status` shows the cluster's health)",

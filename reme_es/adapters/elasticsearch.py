@@ -28,8 +28,25 @@ _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
 
 
+@functools.cache
+def _untraced(client_class: type) -> type:
+    """The client class with elasticsearch-py's own spans off for its instances (and the copies `options()` makes of
+    them, which are of the same class): `reme_es.adapters.traced` says why."""
+    from elasticsearch._otel import OpenTelemetry
+
+    class Untraced(client_class):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._otel = OpenTelemetry(enabled=False)
+
+    return Untraced
+
+
 class ElasticsearchTransport(Transport):
-    """elasticsearch-py 9's AsyncElasticsearch with orjson."""
+    """elasticsearch-py 9's AsyncElasticsearch with orjson, its own OpenTelemetry spans off (`reme_es.adapters.traced`
+    makes one per try with the database conventions' attributes)."""
+
+    db_system = "elasticsearch"
 
     def __init__(self, settings: ClientSettings):
         if settings.aws_region:
@@ -62,7 +79,7 @@ class ElasticsearchTransport(Transport):
         if s.client_cert:
             kwargs["client_cert"] = s.client_cert
             kwargs["client_key"] = s.client_key
-        return AsyncElasticsearch(**kwargs)
+        return _untraced(AsyncElasticsearch)(**kwargs)
 
     async def _perform(self, method: str, path: str, body: Any, params: dict | None, timeout: float) -> Any:
         headers = _NDJSON if isinstance(body, (bytes, str)) else _JSON

@@ -32,6 +32,7 @@ from ..core.errors import (
 )
 from ..core.options import DEFAULT_AWS_SERVICE, ConnectionOptions
 from .retry import BULK, REQUEST, Attempt, Clock, RetryPolicy, bulk_try_timeout, in_rounds, unanswered
+from .traced import EngineRequest, server_of
 
 log = logging.getLogger(__name__)
 
@@ -255,6 +256,7 @@ class Transport(ABC):
     # The cluster check asked before every try: none on a dialect's own transport; a port sends through a guarded view
     # of it (`guarded`), so the transport itself is never changed.
     guard: Guard | None = None
+    db_system = "opensearch"  # `db.system.name` of the engine-request spans (`reme_es.adapters.traced`)
 
     def __init__(self, settings: ClientSettings):
         self.settings = settings
@@ -322,6 +324,7 @@ class Transport(ABC):
         while True:
             attempt.tries += 1
             timeout = attempt.timeout()
+            traced = EngineRequest(self.db_system, method, path, server_of(tuple(self.settings.hosts)))
             try:
                 await self._check(connection_failed)
                 try:
@@ -331,10 +334,13 @@ class Transport(ABC):
                 except Exception as exc:
                     raise self.map_error(exc, what) from exc
             except ReMeESError as error:
+                traced.end(error)
                 connection_failed = self._failed(error)
                 if await attempt.again(error, what):
+                    traced.retried()
                     continue
                 raise
+            traced.end()
             self._answered()
             return answer
 
@@ -381,13 +387,16 @@ class Transport(ABC):
             """One round's item results, after the cluster check where it is due. A check that could not tell, or
             a connection that failed (elasticsearch-py raises; opensearch-py reports it per item), leaves every item
             unanswered; another cluster answering raises ClusterChanged."""
+            traced = EngineRequest(self.db_system, "POST", "/_bulk", server_of(tuple(self.settings.hosts)))
             try:
                 await self._check(connection_failed)
                 results = await self._stream(pending, chunk_bytes, require_alias, policy.try_timeout)
             except ReMeESError as exc:
+                traced.end(exc)
                 if not policy.retries(exc):
                     raise
                 return [unanswered(a, exc) for a in pending], self._failed(exc)
+            traced.end()
             self._answered()
             return results, False
 

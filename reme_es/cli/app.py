@@ -355,6 +355,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "reme_es.cli.search_command:search",
         "Search the indexed workspace; prints each hit as ReMe does, with its file's links.",
     ),
+    "doctor": (
+        "reme_es.cli.doctor_command:doctor",
+        "Check the memory server and say what to fix: health, replicas, templates, vectors, calibration, optimize, "
+        "shards, snapshots, security.",
+    ),
+    "metrics": (
+        "reme_es.cli.metrics_command:metrics",
+        "Serve Prometheus metrics on /metrics: this process's and the memory server's state (doctor's figures).",
+    ),
     "status": (
         "reme_es.cli.admin_commands:status",
         "Server version and capabilities, per-index docs/deleted/segments, and the last sync.",

@@ -20,6 +20,7 @@ from reme.steps.index._source_format import ALL_RETURNED_MESSAGE, NO_RESULTS_MES
 from reme.steps.index.search import SearchStep, _default_limit
 from reme.utils import expand_links, render_expansion_lines
 
+from ..core.telemetry import memory_operation
 from ..store import CANDIDATE_MULTIPLIER
 from ..store.fusion import MAX_CANDIDATES as _MAX_CANDIDATES
 from ..store.fusion import RRF_K as _RRF_K
@@ -102,15 +103,17 @@ class EsSearchStep(SearchStep):
             return response
 
         # Round trip 1: ids and scores of both branches (fused by the server or here); 2: what the answer shows.
-        fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score, limit)
-        pre_dedup_count = len(fused)
-        fused, shown, dedup = await self._shown(store, fused, limit, tool_context_id, expand_links_enabled)
-        unique_paths = list(dict.fromkeys(c.path for c in fused))
-        link_expansion = (
-            await expand_links(_Prefetched(store, shown), unique_paths, max_links_per_direction)
-            if expand_links_enabled
-            else {}
-        )
+        # One search_memory span for the whole search (the store's `ranked` and `shown` run inside it)
+        with memory_operation("search_memory", store.store.store_id if store.store else store.name, query):
+            fused, counts, hybrid = await self._retrieve(store, query, candidates, search_filter, min_score, limit)
+            pre_dedup_count = len(fused)
+            fused, shown, dedup = await self._shown(store, fused, limit, tool_context_id, expand_links_enabled)
+            unique_paths = list(dict.fromkeys(c.path for c in fused))
+            link_expansion = (
+                await expand_links(_Prefetched(store, shown), unique_paths, max_links_per_direction)
+                if expand_links_enabled
+                else {}
+            )
         self._answer(response, fused, counts, hybrid, link_expansion, pre_dedup_count)
         if tag_meta is not None:
             response.metadata["tag_filter"] = tag_meta

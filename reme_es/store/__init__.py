@@ -49,6 +49,7 @@ from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
+from ..core.telemetry import memory_operation, stage
 from . import lifecycle
 from .admin import Admin
 from .calibration import Calibration
@@ -179,9 +180,15 @@ class MemoryStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def store_id(self) -> str:
+        """`gen_ai.memory.store.id` of this store's spans: `<index set>/<workspace>`."""
+        return f"{self.prefix}/{self.workspace or 'default'}"
+
     async def ensure_indices(self, suffix: str = "1") -> None:
         """Create missing indices behind their aliases; report an existing incompatible one."""
-        await self.indices.ensure_indices(suffix)
+        with memory_operation("create_memory_store", self.store_id):
+            await self.indices.ensure_indices(suffix)
 
     def pipeline_name(self) -> str:
         """Name of this store's search pipeline (kind, weight and template version in the name)."""
@@ -197,7 +204,8 @@ class MemoryStore:
 
     async def drop(self) -> None:
         """Delete this prefix's indices and pipeline (tests and `clear`)."""
-        await self.indices.drop()
+        with memory_operation("delete_memory_store", self.store_id):
+            await self.indices.drop()
 
     # ----------------------------------------------------------------------------------- writes
     async def upsert(
@@ -205,30 +213,36 @@ class MemoryStore:
     ) -> BulkOutcome:
         """Store files with their chunks and links; each file's chunks replace the ones stored for its path.
         `unchanged`: chunk ids stored exactly as given, vector included (`vector_ids`), not to be written again."""
-        return await self.writer.upsert(files, refresh, unchanged)
+        with memory_operation("update_memory", self.store_id, records=len(files)):
+            return await self.writer.upsert(files, refresh, unchanged)
 
     async def delete(self, paths: str | Iterable[str], refresh: bool = True) -> int:
         """Delete files with their chunks and outgoing links; unknown paths are skipped. Returns files deleted."""
-        return await self.writer.delete(paths, refresh)
+        with memory_operation("delete_memory", self.store_id) as span:
+            deleted = await self.writer.delete(paths, refresh)
+            span.set_attribute("gen_ai.memory.record.count", deleted)
+            return deleted
 
     async def clear(self) -> None:
         """Delete every file, chunk and link of this workspace (other workspaces of the set are untouched; a set from
         before workspaces is recreated empty)."""
-        if not self.legacy:
-            await self.indices.delete_workspace()
-            return
-        await self.drop()
-        await self.ensure_indices()
-        if self.native_pipeline_wanted():
-            await self.ensure_pipeline()
+        with memory_operation("delete_memory", self.store_id):  # no record id: every record of the store
+            if not self.legacy:
+                await self.indices.delete_workspace()
+                return
+            await self.drop()
+            await self.ensure_indices()
+            if self.native_pipeline_wanted():
+                await self.ensure_pipeline()
 
     async def drop_workspace(self, expunge: bool = False, expunge_timeout: float = 120.0) -> dict:
         """Forget this workspace: delete its files, chunks and links and its record; other workspaces are untouched.
         `expunge`: then force-merge the set's indices until no deleted doc is left (`IndexSet.expunge`), so the
         deleted text leaves the disk: it rewrites the segments that hold deleted docs, and waits for the shards'
         retention leases (about 30 s), up to `expunge_timeout` seconds."""
-        deleted = await self.indices.delete_workspace()
-        await self.registry.release(self.workspace)
+        with memory_operation("delete_memory", self.store_id):
+            deleted = await self.indices.delete_workspace()
+            await self.registry.release(self.workspace)
         out: dict = {"workspace": self.workspace, "deleted": deleted}
         if expunge:
             out["expunged"] = await self.indices.expunge(expunge_timeout)
@@ -318,12 +332,14 @@ class MemoryStore:
         if not query or not query.strip() or limit <= 0:
             return []
         chunks, pair, answer = self.indices.ix.chunks, keyed(build), []
-        for depth in depths(limit):
-            body = keyword_body(query, depth, f, self.searches.keyword_fields)
-            found = [pair("keyword", score, src) for score, src in await self.port.ranked_sources(chunks, body)]
-            answer = await one_version(self.port, self.indices.ix.files, found, lambda p: p[0])
-            if enough(found, answer, limit, depth):
-                break
+        with memory_operation("search_memory", self.store_id, query) as span:
+            for depth in depths(limit):
+                body = keyword_body(query, depth, f, self.searches.keyword_fields)
+                found = [pair("keyword", score, src) for score, src in await self.port.ranked_sources(chunks, body)]
+                answer = await one_version(self.port, self.indices.ix.files, found, lambda p: p[0])
+                if enough(found, answer, limit, depth):
+                    break
+            span.set_attribute("gen_ai.memory.record.count", min(limit, len(answer)))
         return [hit for _, hit in answer[:limit]]
 
     async def vector_search(
@@ -336,7 +352,12 @@ class MemoryStore:
     ) -> list:
         """k-NN over chunk embeddings with the filter inside the k-NN clause; the top `limit` of the `k` nearest
         (scores cosine similarity; `build` as for `keyword_search`)."""
-        return await self._one_version(lambda n: self.vectors.search(vector, n, search_filter, k, keyed(build)), limit)
+        with memory_operation("search_memory", self.store_id) as span:
+            found = await self._one_version(
+                lambda n: self.vectors.search(vector, n, search_filter, k, keyed(build)), limit
+            )
+            span.set_attribute("gen_ai.memory.record.count", len(found))
+            return found
 
     def native_hybrid_available(self) -> bool:
         """Whether one-request hybrid search can be used with the current server and configuration."""
@@ -365,7 +386,10 @@ class MemoryStore:
             results.append(result)
             return result.hits
 
-        shown = await filled(hits, lambda found: one_version(self.port, self.indices.ix.files, found, hit_key), limit)
+        with memory_operation("search_memory", self.store_id, query) as span:
+            shown = await filled(hits, lambda f: one_version(self.port, self.indices.ix.files, f, hit_key), limit)
+            _ranking(results[-1], len(shown))
+            span.set_attribute("gen_ai.memory.record.count", len(shown))
         return results[-1].model_copy(update={"hits": shown})
 
     async def ranked(
@@ -379,17 +403,22 @@ class MemoryStore:
         """Up to `candidates` fused hits ranked from ids and scores alone (no texts), in one round trip (with
         `collapse`, deeper when repeated texts leave fewer than `limit`). They may hold chunks of two versions of a
         file (`one_version`); `shown` leaves out those of another version than the file doc's."""
-        return await self.searches.ranked(query, vector, candidates, search_filter, limit)
+        with memory_operation("search_memory", self.store_id, query):
+            result = await self.searches.ranked(query, vector, candidates, search_filter, limit)
+            _ranking(result, len(result.hits))
+            return result
 
     async def shown(self, hits: list[Hit], paths: list[str]) -> Shown:
         """Ranked hits with their chunks, and the REAL outlinks and inlinks of `paths`, in one `_msearch`. Of a file
         with two or more hits, the hits its file doc does not list are left out (`one_version`; the file docs of `paths`
         come in the same `_msearch`, the others' in one `_mget`): the caller asks for the next ones."""
-        shown = await fetch_shown(self.port, self.indices.ix, hits, paths)
-        listed: dict[str, Collection[str] | None] = {
-            p: (f.chunk_ids if (f := shown.files.get(p)) else None) for p in paths
-        }
-        shown.hits = await one_version(self.port, self.indices.ix.files, shown.hits, hit_key, listed)
+        with memory_operation("search_memory", self.store_id) as span:
+            shown = await fetch_shown(self.port, self.indices.ix, hits, paths)
+            listed: dict[str, Collection[str] | None] = {
+                p: (f.chunk_ids if (f := shown.files.get(p)) else None) for p in paths
+            }
+            shown.hits = await one_version(self.port, self.indices.ix.files, shown.hits, hit_key, listed)
+            span.set_attribute("gen_ai.memory.record.count", len(shown.hits))
         return shown
 
     async def _one_version(self, search: Callable[[int], Awaitable[list]], limit: int) -> list:
@@ -507,6 +536,20 @@ class MemoryStore:
         """Copy this workspace's files, chunks (with vectors) and links into `target`'s workspace and check the counts
         (`lifecycle.migrate`; this store is left as it is). Returns the documents copied per kind."""
         return await lifecycle.migrate(self, target, progress)
+
+
+def _ranking(result: SearchResult, shown: int) -> None:
+    """The ranking stages of a search on its memory operation's span: candidates per branch, fusion, the count kept."""
+    stage(
+        "ranking",
+        {
+            "reme_es.candidates.keyword": result.keyword_hits,
+            "reme_es.candidates.vector": result.vector_hits,
+            "reme_es.fusion": result.fusion,
+            "reme_es.fused": len(result.hits),
+            "reme_es.shown": shown,
+        },
+    )
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from ..adapters.dialect import Dialect, ensure_mapping_compatible
 from ..adapters.port import Action, IndexPort
 from ..adapters.scope import WORKSPACE_FIELD, Scope
 from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, render_index
+from ..core import telemetry
 from ..core.checks import validate_hybrid, validate_prefix, validate_workspace_key
 from ..core.errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
 from ..core.models import Capabilities, SearchFilter
@@ -218,6 +219,7 @@ class IndexSet:
         if self.dialect.refreshes_itself:
             return
         await self.port.refresh([self.index(k) for k in INDEX_KINDS])
+        telemetry.record("reme_es.refreshes", 1)
 
     async def drop(self) -> None:
         """Delete this prefix's indices (every workspace of the set) and pipeline."""

@@ -10,6 +10,7 @@ from ..adapters import lookups as q
 from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score
 from ..adapters.port import Action
 from ..adapters.transport import BulkOutcome
+from ..core import telemetry
 from ..core.errors import AuthError, CapabilityError, RequestFailed
 from ..core.models import Chunk, Hit, SearchFilter, doc_id
 from .calibration import (
@@ -66,7 +67,12 @@ class VectorStore:
         """HNSW candidates per segment for the `k` nearest: the width calibrated on this index (`calibrate`, read from
         its `_meta` when the store opened), or None for the dialect's rule (`knn_candidates`) while none is recorded."""
         record = self.indices.knn_calibration
-        return record.width_for(k) if record is not None else None
+        width = record.width_for(k) if record is not None else None
+        telemetry.stage(
+            "knn_width",
+            {"reme_es.knn.k": k, "reme_es.knn.width": width or 0, "reme_es.knn.calibrated": record is not None},
+        )
+        return width
 
     async def calibrate_if_due(self) -> Calibration | None:
         """Calibrate the k-NN width when `knn_calibration.due_rule` holds (after a load, a sync or a merge); None when
@@ -141,6 +147,8 @@ class VectorStore:
         result.seconds, result.requests = round(time.monotonic() - started, 2), run.requests + (2 if record else 0)
         if record:  # its cost as measured up to here, the two requests that record it counted
             await self._record(result)
+        telemetry.record("reme_es.calibrations", 1, {"reme_es.reached": str(result.reached).lower()})
+        telemetry.record("reme_es.calibration.recall", result.recall)
         return result
 
     async def _record(self, result: Calibration) -> None:

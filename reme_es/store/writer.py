@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from ..adapters import lookups as q
 from ..adapters.port import Action, IndexPort, StoredDoc
 from ..adapters.transport import BulkOutcome
+from ..core import telemetry
 from ..core.errors import InvalidInput
 from ..core.models import Chunk, FileDoc, doc_id
 from . import protocol as p
@@ -93,7 +94,9 @@ class Writer:
         stored = await self.stored(list(wanted))
 
         placeheld = p.placeholders(wanted, stored)
-        first = await self.port.bulk(p.placeholder_round(placeheld, self.ix))
+        placeholder_actions = p.placeholder_round(placeheld, self.ix)
+        first = await self.port.bulk(placeholder_actions)
+        _round("placeholder", placeholder_actions)
         await self._settle(first, placeheld, {x: wanted[x].source for x in placeheld})
         versions = {**stored.versions, **p.written_versions(first, placeheld, self.ix)}
         for path in [x for x in placeheld if x not in versions]:  # failed, lost, or already stored by another
@@ -101,9 +104,11 @@ class Writer:
 
         chunk_actions = p.chunk_round(wanted, self.ix, stored, unchanged or frozenset())
         chunks = await self.bulk_streams(chunk_actions)
+        _round("chunks", chunk_actions)
 
         commit = p.commit_round(wanted, stored, versions, placeheld, first, chunks, chunk_actions, self.ix)
         third = await self.port.bulk(commit.actions + commit.takebacks)
+        _round("commit", commit.actions + commit.takebacks)
         p.forgive_conflicts(third, commit.takebacks)
         lost, _ = await self._settle(third, {x: wanted[x].source for x in commit.stale})
 
@@ -111,6 +116,7 @@ class Writer:
         if lost:
             repair_actions = p.repair_round(lost, wanted, commit.stale, chunks, third, self.ix)
             repair = await self.port.bulk(repair_actions)
+            _round("repair", repair_actions)
             p.forgive_conflicts(repair, repair_actions)
         if refresh:
             await self._refresh()
@@ -130,10 +136,18 @@ class Writer:
         stored = await self.stored(paths)
         parts = p.delete_parts_round(paths, stored, self.ix)
         first = await self.port.bulk(parts) if parts else BulkOutcome()
+        _round("delete_parts", parts)
         files = p.delete_files_round(paths, stored, parts, first, self.ix)
         second = await self.port.bulk(files) if files else BulkOutcome()
+        _round("delete_files", files)
         outcome = BulkOutcome(first.succeeded + second.succeeded, first.failures + second.failures)
         if refresh:
             await self._refresh()
         outcome.raise_for_failures()
         return len(stored.versions)
+
+
+def _round(name: str, actions: list) -> None:
+    """Count one round of the write protocol that had actions to send (`reme_es.write.rounds`)."""
+    if actions:
+        telemetry.record("reme_es.write.rounds", 1, {"reme_es.round": name})

@@ -160,3 +160,23 @@ async def test_feedback_from_a_long_top_hit_costs_one_more_msearch(app):
     assert resp.success, resp.answer
     assert [r["path"] for r in resp.metadata["results"]] == [path]
     assert trips(sent) == ["_msearch", "_msearch", "_msearch"]
+
+
+async def test_the_search_job_is_one_search_memory_span_over_its_round_trips(app, es_prefix):
+    """ReMe's search step runs the store's `ranked` and `shown` inside one memory operation: one `search_memory` span
+    with the ranking stages as an event and the two round trips as its children (the SDK's in-memory exporter)."""
+    from tests.otel import sdk
+
+    exporter, _ = sdk()
+    fs = app.context.components["file_store"]["default"]
+    resp = await app.run_job("search_native", query="Discussed the opensearch migration plan with Alice", limit=1)
+    assert resp.success, resp.answer
+    spans = list(exporter.get_finished_spans())
+    (operation,) = [s for s in spans if s.name == "search_memory"]
+    children = sorted(
+        (s for s in spans if s.parent and s.parent.span_id == operation.context.span_id), key=lambda s: s.start_time
+    )
+    first = f"search {es_prefix}-chunks" if fs.store.native_hybrid_available() else "msearch"
+    assert [s.name for s in children] == [first, "msearch"]
+    assert operation.attributes["gen_ai.memory.store.id"] == f"{es_prefix}/{fs.store.workspace}"
+    assert "ranking" in [e.name for e in operation.events]
