@@ -169,6 +169,21 @@ for (const { engine, url } of targets) {
       });
     }
 
+    it("upsertMany: an entry refused before sending rejects the call; its page and later ones are not sent", async () => {
+      const entries = [
+        { id: "ok-1", embedding: [1, 1, 0] },
+        { id: "bad", embedding: [1, Number.NaN, 0] },
+        { id: "ok-2", embedding: [0, 1, 1] },
+      ];
+      const store = track(await createVectorStore({ url, indexPrefix: freshPrefix("upsert-many"), refresh: "true", dimensions: 3 }));
+      const err = await rejectsWithCode(() => store.upsertMany(entries), "VECTOR_STORE_ERROR");
+      assert.equal(err.message, "upsert bad: embedding[1] is NaN, not a finite number");
+      assert.deepEqual(await store.listIds(), []); // one page (1000 entries): nothing sent
+      await rejectsWithCode(() => store.upsertMany(entries, { pageSize: 1, concurrency: 1 }), "VECTOR_STORE_ERROR");
+      await store.refresh();
+      assert.deepEqual(await store.listIds(), ["ok-1"]); // the page before the bad entry was stored, none after
+    });
+
     it("vector search: messages quote what was given (a string is not a number)", async () => {
       const cases: [() => Promise<unknown>, string][] = [
         [() => vectors.search([1, "-2", 0] as unknown as number[]), 'search: embedding[1] is "-2", not a finite number'],
