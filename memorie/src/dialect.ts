@@ -3,6 +3,7 @@
  * The stores do I/O only; these builders are tested without a server (test/unit.test.ts).
  */
 import type { Engine } from "./connection.js";
+import { searchQueryProblem } from "./filter-check.js";
 import { metadataClauses, metadataTerms } from "./metadata.js";
 import { HNSW, readDataFile, VECTOR_HNSW, vectorMapping as sharedVectorMapping } from "./settings.js";
 import type { Clause, Memory, MemoryFilters, MemoryRelation, MemoryScope, RangeFilter, SearchQuery } from "./types.js";
@@ -214,6 +215,8 @@ function rangeClause(field: string, name: string, range: RangeFilter<number | Da
 
 /** Scope (defined keys only) and every filter, as server-side filter clauses. */
 export function searchFilter(query: SearchQuery): { filter: Clause[]; must_not: Clause[] } {
+  const problem = searchQueryProblem(query);
+  if (problem !== undefined) throw new InvalidQuery(problem);
   const filter: Clause[] = [];
   let must_not: Clause[] = [];
   if (query.tenantId !== undefined) filter.push({ term: { tenant_id: query.tenantId } });

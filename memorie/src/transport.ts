@@ -131,7 +131,8 @@ export class Connection {
    * first, and the request is sent only to the cluster this connection opened.
    */
   async request(params: RequestParams & { missingIndexOk?: boolean }, deadline?: number): Promise<Response> {
-    const until = deadline ?? this.now() + this.limits.callTimeoutMs;
+    const started = this.now();
+    const until = deadline ?? started + this.limits.callTimeoutMs;
     let last = "";
     let lastStatus: number | undefined;
     for (let attempt = 0; ; attempt++) {
@@ -140,9 +141,11 @@ export class Connection {
       const tried = await this.tryOnce(params, until, Math.min(this.limits.requestTimeoutMs, remaining));
       if ("failure" in tried) {
         [last, lastStatus] = [tried.failure, undefined];
-        if (tried.aborted || attempt >= this.retryPolicy.retries) throw this.unreachable(params, attempt + 1, last);
+        if (tried.aborted || attempt >= this.retryPolicy.retries) throw this.unreachable(params, attempt + 1, last, started);
         if (await this.backoff(attempt, until)) continue;
-        throw this.outOfTime(params, attempt + 1, last, lastStatus, this.limits.callTimeoutMs);
+        // Tries that timed out spent the call's time; refused or reset connections fail at once, so the tries did.
+        if (/^TimeoutError\b/.test(last)) throw this.outOfTime(params, attempt + 1, last, lastStatus, this.limits.callTimeoutMs);
+        throw this.unreachable(params, attempt + 1, last, started, true);
       }
       const response = tried.response;
       const missing = params.missingIndexOk ? undefined : missingIndexName(response);
@@ -184,8 +187,17 @@ export class Connection {
     }
   }
 
-  private unreachable(params: RequestParams, attempts: number, last: string): StoreError {
-    return this.error(`${params.what} failed: the node could not be reached (${last}); is it running?`, {
+  /**
+   * Connections failed on every try: how many tries in how long (a closed port fails in milliseconds, so the tries
+   * run out long before `callTimeoutMs`), and whether the call stopped because the next backoff would pass it.
+   */
+  private unreachable(params: RequestParams, attempts: number, last: string, started: number, cut = false): StoreError {
+    const took = this.now() - started;
+    const stop = cut
+      ? `; the next retry's backoff would pass callTimeoutMs (${this.limits.callTimeoutMs} ms), so it stopped there`
+      : "";
+    const tries = `after ${attempts} attempt(s) in ${took < 1000 ? `${Math.round(took)} ms` : `${(took / 1000).toFixed(1)} s`}`;
+    return this.error(`${params.what} failed: the node could not be reached ${tries} (last: ${last})${stop}; is it running?`, {
       reason: last,
       details: { method: params.method, path: params.path, attempts },
     });
@@ -308,9 +320,10 @@ export class Connection {
       if (op.action === "index") lines.push(JSON.stringify(op.doc));
     }
     const params = { method: "POST" as const, path: "/_bulk", query: { require_alias: "true" }, body: lines.join("\n") + "\n", what };
+    const sent = this.now();
     const tried = await this.tryOnce(params, until, this.bulkPolicy.requestTimeoutMs); // a round keeps its full try
     if ("failure" in tried) {
-      if (tried.aborted) throw this.unreachable(params, 1, tried.failure);
+      if (tried.aborted) throw this.unreachable(params, 1, tried.failure, sent);
       const result = { error: { type: "no_answer", reason: tried.failure } };
       return ops.map(() => ({ status: UNANSWERED_ITEM_STATUS, result }));
     }

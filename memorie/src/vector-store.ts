@@ -12,6 +12,7 @@ import {
   vectorScore,
 } from "./dialect.js";
 import { VectorStoreError } from "./errors.js";
+import { describeValue, vectorFilterProblem } from "./filter-check.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { knnWidth, shapeOfStats, ShapeCache } from "./knn-width.js";
 import {
@@ -106,7 +107,7 @@ function checkVector(embedding: unknown, what: string): number[] {
   }
   for (let i = 0; i < embedding.length; i++) {
     if (typeof embedding[i] !== "number" || !Number.isFinite(embedding[i])) {
-      throw new VectorStoreError(`${what}: embedding[${i}] is ${String(embedding[i])}, not a finite number`);
+      throw new VectorStoreError(`${what}: embedding[${i}] is ${describeValue(embedding[i])}, not a finite number`);
     }
   }
   return embedding as number[];
@@ -318,14 +319,13 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     checkVector(embedding, "search");
     const topK = options.topK ?? 10;
     if (!Number.isInteger(topK) || topK < 0 || topK > MAX_WINDOW) {
-      throw new VectorStoreError(`search: topK must be a whole number from 0 to ${MAX_WINDOW}, not ${topK}`);
+      throw new VectorStoreError(`search: topK must be a whole number from 0 to ${MAX_WINDOW}, not ${describeValue(topK)}`);
     }
     if (options.threshold !== undefined && (typeof options.threshold !== "number" || Number.isNaN(options.threshold))) {
-      throw new VectorStoreError(`search: threshold must be a number in [0, 1], not ${String(options.threshold)}`);
+      throw new VectorStoreError(`search: threshold must be a number in [0, 1], not ${describeValue(options.threshold)}`);
     }
-    if (options.filter !== undefined && (options.filter === null || typeof options.filter !== "object")) {
-      throw new VectorStoreError("search: filter must be an object of metadata key -> exact value");
-    }
+    const filterProblem = vectorFilterProblem(options.filter);
+    if (filterProblem !== undefined) throw new VectorStoreError(`search: ${filterProblem}`);
     this.idx.checkDims(embedding, "search");
     if (!this.idx.info) {
       this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
@@ -429,13 +429,13 @@ async function scopedIds(conn: Connection, alias: string, filter: Clause | undef
 /** A VectorStore over `<indexPrefix>-memorie-vectors` (created with `dimensions`, or on the first upsert). */
 export async function createVectorStore(o: VectorStoreOptions): Promise<OpenSearchVectorStore> {
   if (o.dimensions !== undefined && (!Number.isInteger(o.dimensions) || o.dimensions < 1 || o.dimensions > 4096)) {
-    throw new VectorStoreError(`dimensions must be a whole number from 1 to 4096, not ${o.dimensions}`);
+    throw new VectorStoreError(`dimensions must be a whole number from 1 to 4096, not ${describeValue(o.dimensions)}`);
   }
   for (const [key, value] of Object.entries(o.hnsw ?? {})) {
     const max = { m: 512, efConstruction: 3200 }[key];
     if (max === undefined) throw new VectorStoreError(`hnsw.${key} is not an option: use hnsw.m and hnsw.efConstruction`);
     if (!Number.isInteger(value) || (value as number) < 2 || (value as number) > max) {
-      throw new VectorStoreError(`hnsw.${key} must be a whole number from 2 to ${max}, not ${String(value)}`);
+      throw new VectorStoreError(`hnsw.${key} must be a whole number from 2 to ${max}, not ${describeValue(value)}`);
     }
   }
   if (o.knnCandidates !== undefined && (!Number.isInteger(o.knnCandidates) || o.knnCandidates < 1 || o.knnCandidates > 10000)) {

@@ -1,6 +1,6 @@
 /**
  * The nodes the tests run against, from the environment:
- *   REME_ES_MEMORIE_OPENSEARCH_URL      e.g. http://127.0.0.1:9250 (OpenSearch 2.19 with k-NN)
+ *   REME_ES_MEMORIE_OPENSEARCH_URL      e.g. http://127.0.0.1:9250 (OpenSearch 3 with k-NN, what `./run test` starts)
  *   REME_ES_MEMORIE_ELASTICSEARCH_URL   e.g. http://127.0.0.1:9260 (Elasticsearch 9)
  * At least one must be set: a run that tests no node fails rather than passing empty.
  */
@@ -21,7 +21,7 @@ export const targets: Target[] = [
 if (targets.length === 0) {
   throw new Error(
     "no node to test against: set REME_ES_MEMORIE_OPENSEARCH_URL and/or REME_ES_MEMORIE_ELASTICSEARCH_URL " +
-      "(e.g. http://127.0.0.1:<port> of a node from `reme-es server start --flavour opensearch-2.19`)",
+      "(e.g. http://127.0.0.1:<port> of a node from `reme-es server start --flavour opensearch-3`)",
   );
 }
 

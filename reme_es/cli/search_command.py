@@ -168,8 +168,15 @@ async def _query_vector(
 async def _search(
     settings: Options, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
 ):
+    from ..core.errors import InvalidFilter
     from ..core.models import SearchFilter
 
+    # An empty value would filter nothing (a "" prefix matches every path, a "" date is no bound): refused, not dropped
+    for option, value in (("--start-date", start_date), ("--end-date", end_date)):
+        if value is not None and not value.strip():
+            raise InvalidFilter(f"{option} is empty: give a date written YYYY-MM-DD, or leave the option out")
+    if "" in prefixes:
+        raise InvalidFilter("--path-prefix is empty: it would match every path; leave the option out to search all")
     search_filter = SearchFilter.parse({"start_date": start_date, "end_date": end_date, "path_prefix": prefixes})
     asked, mode = mode, mode or "hybrid"
     store = await _open(settings, create=False)

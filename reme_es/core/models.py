@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 from enum import StrEnum
 from typing import Any, Literal
@@ -187,11 +188,19 @@ def _as_date(key: str, value: Any) -> str | None:
     if isinstance(value, dt.date):
         return value.isoformat()[:10]
     if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value[:10]).isoformat()
+        try:  # the whole text: a date, or an ISO date-time whose date counts ("2026-05-18garbage" is refused)
+            return dt.datetime.fromisoformat(value).date().isoformat()
         except ValueError:
             pass
     raise InvalidFilter(f"filter {key!r} must be a date written YYYY-MM-DD, got {value!r}")
+
+
+def _as_bool(key: str, value: Any) -> bool:
+    """A flag: True, False, 1, 0 or None (False). Anything else, such as the string "false", is refused, not read
+    as truthy."""
+    if value is None or isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise InvalidFilter(f"filter {key!r} must be true or false, got {value!r}")
 
 
 class SearchFilter(BaseModel):
@@ -238,7 +247,7 @@ class SearchFilter(BaseModel):
             elif key == "end_date":
                 out.end_date = _as_date(key, value)
             elif key == "strict_date_filter":
-                out.strict_date = bool(value)
+                out.strict_date = _as_bool(key, value)
             elif key == "metadata":
                 if not isinstance(value, dict):
                     raise InvalidFilter(f"filter 'metadata' must be a dict, got {type(value).__name__}")
@@ -258,4 +267,6 @@ class SearchFilter(BaseModel):
                     f"filter {key!r}: values must be strings, numbers or booleans (or a list of them), "
                     f"got {type(v).__name__}"
                 )
+            if isinstance(v, float) and not math.isfinite(v):  # no JSON form: orjson writes null, no number
+                raise InvalidFilter(f"filter {key!r}: {v!r} has no JSON form to match; give a finite number")
         self.metadata.setdefault(key, []).extend(values)

@@ -121,6 +121,16 @@ def test_config_and_connection_errors(cli, tmp_path):
     assert bad_date.exit_code == 2
     assert bad_date.stderr == "error: filter 'start_date' must be a date written YYYY-MM-DD, got 'yesterday'\n"
 
+    # empty values filtered nothing (a "" prefix matches every path, a "" date was no bound): refused, not dropped
+    empty_date = cli("search", "x", "--end-date", "")
+    assert empty_date.exit_code == 2
+    assert empty_date.stderr == "error: --end-date is empty: give a date written YYYY-MM-DD, or leave the option out\n"
+    empty_prefix = cli("search", "x", "--path-prefix", "daily/", "--path-prefix", "")
+    assert empty_prefix.exit_code == 2
+    assert empty_prefix.stderr == (
+        "error: --path-prefix is empty: it would match every path; leave the option out to search all\n"
+    )
+
 
 def test_default_set_is_shared_and_the_workspace_key_comes_from_the_folder(cli, node_url):
     from reme_es.core.options import SHARED_SET, default_workspace_key

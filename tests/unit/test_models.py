@@ -56,6 +56,40 @@ def test_bad_filters_are_named(raw):
         SearchFilter.parse(raw)
 
 
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        # a string flag was read as truthy: "false" filtered strictly
+        ({"strict_date_filter": "false"}, "filter 'strict_date_filter' must be true or false, got 'false'"),
+        ({"strict_date_filter": 2}, "filter 'strict_date_filter' must be true or false, got 2"),
+        # only the first 10 characters were read: the rest was dropped
+        (
+            {"end_date": "2026-05-18garbage"},
+            "filter 'end_date' must be a date written YYYY-MM-DD, got '2026-05-18garbage'",
+        ),
+        # NaN and infinity have no JSON form: the term sent was "null", which is no number
+        ({"score": float("nan")}, "filter 'score': nan has no JSON form to match; give a finite number"),
+        (
+            {"metadata": {"score": [1, float("inf")]}},
+            "filter 'score': inf has no JSON form to match; give a finite number",
+        ),
+    ],
+)
+def test_filters_the_store_would_misread_are_refused_with_the_value(raw, message):
+    with pytest.raises(InvalidFilter) as err:
+        SearchFilter.parse(raw)
+    assert str(err.value) == message
+
+
+def test_flags_and_date_times_are_read_as_given():
+    assert SearchFilter.parse({"strict_date_filter": False}).strict_date is False
+    assert SearchFilter.parse({"strict_date_filter": None}).strict_date is False
+    assert SearchFilter.parse({"strict_date_filter": 0}).strict_date is False
+    assert SearchFilter.parse({"start_date": "2026-05-18T23:30:00+02:00"}).start_date == "2026-05-18"
+    assert SearchFilter.parse({"start_date": "2026-05-18 10:00"}).start_date == "2026-05-18"
+    assert SearchFilter.parse({"score": 0.5}).metadata == {"score": [0.5]}
+
+
 def test_long_ids_are_hashed_short_ids_kept():
     assert doc_id("digest/a.md") == "digest/a.md"
     at_limit = "x" * MAX_ID_BYTES  # 512 bytes: the longest key kept as it is
