@@ -3,6 +3,7 @@ multi-node cluster of managed nodes (reme_es/server/cluster.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import click
@@ -56,28 +57,83 @@ def _node_view(name: str) -> dict:
     "where `fs` snapshot repositories may be registered); created and made writable for the node. Default: "
     "the node's folder of its last start, if any.",
 )
+@click.option(
+    "--secure",
+    is_flag=True,
+    help="A secured node: TLS, an admin user with a random password (printed once, kept 0600 in the node folder), "
+    "the engine's security (OpenSearch: the security plugin, default flavour opensearch-2.19; Elasticsearch 9: its "
+    "own, with the trial licence started). A node made secured stays secured on every later start.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @_server_cmd
-def server_start(flavour, port, heap, snapshot_repo, as_json, name):
+def server_start(flavour, port, heap, snapshot_repo, secure, as_json, name):
     """Install (once) and start a node; waits until it is healthy."""
 
     async def go() -> int:
         import asyncio
 
         from ..server import node
+        from ..server import secure as secured
 
-        info = await asyncio.to_thread(
-            node.start, node.flavour_of(name, flavour), name, port, heap, snapshot_repo=snapshot_repo
-        )
+        made = secure and not secured.is_secured(name)
+        if secure or secured.is_secured(name):
+            start = functools.partial(secured.start, flavour, name, port, heap, snapshot_repo=snapshot_repo)
+        else:
+            start = functools.partial(
+                node.start, node.flavour_of(name, flavour), name, port, heap, snapshot_repo=snapshot_repo
+            )
+        info = await asyncio.to_thread(start)
         if as_json:
-            click.echo(json.dumps(await asyncio.to_thread(_node_view, name)))
+            view = await asyncio.to_thread(_node_view, name)
+            if made:  # shown once: kept in the password file afterwards
+                view["security"]["password"] = secured.credentials(name).password
+            click.echo(json.dumps(view))
         else:
             click.echo(f"{info.flavour} node {info.name!r} running at {info.url} (pid {info.pid})")
+            _echo_security(name, made)
         for line in info.red_index_advice():
             click.echo(f"warning: {line}", err=True)
         return 0
 
     _run(go)
+
+
+def _echo_security(name: str, made: bool) -> None:
+    """A secured node's admin, password (only when `made`: the start that made it), password file and CA file."""
+    from ..server import secure
+
+    about = secure.describe(name)
+    if about is None:
+        return
+    click.echo(f"secured: user {about['username']}, CA certificate {about['ca_certs']}")
+    if made:
+        password = secure.credentials(name).password
+        click.echo(f"password of {about['username']}: {password} (shown once; kept in {about['password_file']}, 0600)")
+    else:
+        click.echo(f"password of {about['username']}: in {about['password_file']} (0600)")
+    click.echo(f'connect: eval "$(reme-es server env --name {name})"')
+
+
+@server.command("env")
+@_server_cmd
+def server_env(name):
+    """Shell lines that point reme-es at a node: REME_ES_HOSTS, and for a secured node REME_ES_CA_CERTS,
+    REME_ES_USERNAME and REME_ES_PASSWORD (read from its password file). Use: eval "$(reme-es server env)"."""
+    import shlex
+
+    from ..server import node, secure
+
+    info = node.read_node(name)
+    if info is None:
+        raise click.ClickException(
+            f"node {name!r} was never started; start it with: reme-es server start --name {name}"
+        )
+    click.echo(f"export REME_ES_HOSTS={shlex.quote(info.url)}")
+    about = secure.describe(name)
+    if about is not None:
+        click.echo(f"export REME_ES_CA_CERTS={shlex.quote(about['ca_certs'])}")
+        click.echo(f"export REME_ES_USERNAME={shlex.quote(about['username'])}")
+        click.echo(f'export REME_ES_PASSWORD="$(cat {shlex.quote(about["password_file"])})"')
 
 
 @server.command("stop")
@@ -122,6 +178,7 @@ def server_status(as_json, name):
         )
         if st.get("snapshot_repo"):
             click.echo(f"snapshot repository folder (path.repo): {st['snapshot_repo']}")
+        _echo_security(name, made=False)
         click.echo(f"modules: {', '.join(st['modules']) or 'none'}")
         click.echo(f"plugins: {', '.join(f'{k} {v}' for k, v in st['plugins'].items()) or 'none'}")
         click.echo(f"capabilities: {', '.join(k for k, v in st['capabilities'].items() if v) or 'none'}")
