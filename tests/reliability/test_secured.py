@@ -11,8 +11,9 @@ API keys live in the `.security` system index, whose `email` analyzer needs four
 integ-test distribution lacks; the launcher adds them with reme-es' own test analysis plugin
 (reme_es.server.es_plugin), whose chain is checked here token by token.
 
-The node is started by the managed launcher with generated certificates (reme_es.server.certs) and users whose
-passwords are stored as `{PBKDF2}` hashes (a format the file realm reads; no bcrypt needed).
+The node is started the way `reme-es server start --secure --flavour elasticsearch-9` starts one
+(reme_es.server.secure: generated certificates, file-realm users whose passwords are stored as `{PBKDF2}` hashes),
+with the prefix writer added and without the trial; `server status` and `server env` are checked on it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tests.containers.early import EARLY, Call, needs
 from .access_cases import AccessCases, cli, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .access_cases import raw as access_raw
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node
+from .walkthrough_cases import check_status_and_env, node_at
 
 NAME = f"rsec-{uuid.uuid4().hex[:6]}"
 
@@ -254,3 +256,8 @@ class TestAccessElasticsearch(AccessCases):
 
     ENGINE = "elasticsearch"
     FLAVOUR = "elasticsearch-9"
+
+
+def test_server_status_and_env_name_the_secured_node(secured):
+    url, ca = secured
+    check_status_and_env(node_at(url), url, ca)  # NAME of the holder process that started it ahead differs

@@ -5,7 +5,9 @@ prefix-limited role.
 The secured flavours are launcher data (reme_es.server.flavours): `opensearch-2.19-security` always runs, like the
 secured Elasticsearch node; `opensearch-3.4-security` is opt-in (REME_ES_TEST_OPENSEARCH3=1, or
 REME_ES_TEST_FLAVOURS naming it). The security index is initialised from the config files
-(`plugins.security.allow_default_init_securityindex`). Password hashes come from the plugin's own Hasher.
+(`plugins.security.allow_default_init_securityindex`). The nodes start the way `reme-es server start --secure`
+starts one (reme_es.server.secure; password hashes from the plugin's own Hasher), with the prefix writer added; the
+team page's walkthrough runs on them (walkthrough_cases.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.containers.servers import selected_flavours
 
 from .access_cases import AccessCases, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .secured_cases import WRITER, WRITER_PW, SecuredCases, secured_node
+from .walkthrough_cases import WalkthroughCases
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
 PREFIX_ROLE = {
@@ -69,7 +72,7 @@ def secured(request):
         yield url_and_ca
 
 
-class TestSecuredOpenSearch(SecuredCases, AccessCases):
+class TestSecuredOpenSearch(SecuredCases, AccessCases, WalkthroughCases):
     """The shared secured-node cases on opensearch 2.19, and per-workspace access (`reme-es access`)."""
 
     ENGINE = "opensearch"
