@@ -387,7 +387,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "snapshot": (
         "reme_es.cli.snapshot_commands:snapshot",
-        "Back up an index set into the cluster's snapshot repository, list the backups, restore one workspace.",
+        "Back up an index set into the cluster's snapshot repository, list and delete the backups, restore one "
+        "workspace.",
     ),
     "server": (
         "reme_es.cli.server_commands:server",
