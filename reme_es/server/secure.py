@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +148,19 @@ def start(
     if info.engine == "elasticsearch" and trial:
         _start_trial(info, security)
     return info
+
+
+def share(flavour: str, names: list[str]) -> None:
+    """Secured cluster members `names`: the first one's material (made now if missing) copied to each other one that
+    has none, so that all present one certificate (the nodes' DN the security config names) and one admin password."""
+    first = secret_dir(names[0])
+    if not is_secured(names[0]):
+        _make(get_flavour(secured_flavour(flavour)), names[0], _password(), Extra())
+    for name in names[1:]:
+        if not is_secured(name):
+            secret_dir(name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(first, secret_dir(name), dirs_exist_ok=True)
+            _keep_private(secret_dir(name))
 
 
 def _password() -> str:
