@@ -25,7 +25,11 @@ import json
 import os
 import secrets
 import shutil
+import ssl
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +37,7 @@ from ..core.errors import ServerError
 from . import certs, node
 from .flavours import Flavour, get_flavour
 from .info import NodeInfo, NodeSecurity, node_dir, read_node
-from .probe import _http_json, _post_json
+from .probe import _http_json
 from .process import _keep_private
 
 ADMIN = "admin"
@@ -290,8 +294,32 @@ def _elasticsearch(users: dict[str, str], extra: Extra, files: dict[str, bytes])
 
 def _start_trial(info: NodeInfo, security: NodeSecurity) -> None:
     """Start the 30-day trial licence (document-level security) unless the node has left basic already."""
-    if _http_json(f"{info.url}/_license", security=security)["license"]["type"] != "basic":
+    if _licence(info, security) != "basic":
         return
-    answer = _post_json(f"{info.url}/_license/start_trial?acknowledge=true", {}, security)
-    if not answer.get("trial_was_started") and "already" not in json.dumps(answer):
-        raise ServerError(f"could not start the trial licence on {info.url}: {answer}")
+    token = base64.b64encode(f"{security.username}:{security.password}".encode()).decode()
+    request = urllib.request.Request(
+        f"{info.url}/_license/start_trial?acknowledge=true", method="POST", headers={"Authorization": f"Basic {token}"}
+    )
+    context = ssl.create_default_context(cafile=security.ca_certs)
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=context) as resp:
+            answer = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        answer = {"status": exc.code, "error": exc.read().decode(errors="replace")[:500]}
+    if not answer.get("trial_was_started"):
+        raise ServerError(
+            f"node {info.name!r} runs secured at {info.url}, but its trial licence did not start ({answer}); "
+            "document-level security (`reme-es access grant`) needs it: POST _license/start_trial?acknowledge=true"
+        )
+
+
+def _licence(info: NodeInfo, security: NodeSecurity, timeout: float = 60.0) -> str:
+    """The node's licence type; a new cluster answers 404 until it has generated its basic licence: wait for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _http_json(f"{info.url}/_license", security=security)["license"]["type"]
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
