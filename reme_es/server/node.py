@@ -103,6 +103,11 @@ def start(
     there stays usable), and a node never given one has no `path.repo`.
     """
     flavour = get_flavour(flavour_name)
+    if security is None and (node_dir(name) / "secret" / "security.json").is_file():  # secure.py's material
+        raise ServerError(
+            f"node {name!r} is a secured node: start it with `reme-es server start --name {name}` (it starts secured), "
+            f"and reach it with the credentials `reme-es server env --name {name}` prints"
+        )
     if running := _running_as(name, flavour.name):
         return _same_repo(running, snapshot_repo)
     settings = repo_settings(settings, _snapshot_repo(name, snapshot_repo))  # a bad path fails before anything else

@@ -92,3 +92,16 @@ def test_server_env_of_a_node_never_started_says_how_to_start_it(home):
     result = CliRunner().invoke(main, ["server", "env", "--name", "nobody"], env={"REME_ES_HOME": str(home)})
     assert result.exit_code == 1
     assert "node 'nobody' was never started: reme-es server start --name nobody" in result.output
+
+
+def test_the_launcher_refuses_to_start_a_secured_node_without_its_security(home):
+    """A secured node started by a path that does not know it (ReMe's managed node, an old script) would start
+    without its security config (Elasticsearch: with security off, on its data); the launcher refuses first."""
+    from reme_es.server import node
+
+    secure.share("elasticsearch-9", ["default"])
+    with pytest.raises(
+        ServerError, match="node 'default' is a secured node: start it with `reme-es server start --name"
+    ):
+        node.start("elasticsearch-9", "default")
+    assert not (node_dir("default") / "config").exists()
