@@ -76,6 +76,8 @@ def _launch(command: list[str], folder: Path, home: Path, env: dict[str, str]) -
         _make_traversable(home.parent)
         _make_traversable(folder)
         _keep_private(folder / PRIVATE)
+        for key in (folder / "config" / "certs").glob("*.key"):  # a secured node's TLS key: its run user's alone
+            key.chmod(0o600)
     stdout = (folder / "stdout.log").open("wb")
     try:
         return subprocess.Popen(
