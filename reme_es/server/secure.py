@@ -150,7 +150,7 @@ def start(
     finally:
         _keep_private(secret_dir(name))  # the launch gave the node folder to the run user
     if info.engine == "elasticsearch" and trial:
-        _start_trial(info, security)
+        start_trial(info.url, security)
     return info
 
 
@@ -292,14 +292,15 @@ def _elasticsearch(users: dict[str, str], extra: Extra, files: dict[str, bytes])
     return settings
 
 
-def _start_trial(info: NodeInfo, security: NodeSecurity) -> None:
-    """Start the 30-day trial licence (document-level security) unless the node has left basic already."""
-    if _licence(info, security) != "basic":
+def start_trial(url: str, security: NodeSecurity) -> None:
+    """Start the 30-day trial licence (document-level security) of the Elasticsearch node at `url`, unless it has left
+    basic already."""
+    if _licence(url, security) != "basic":
         return
     token = base64.b64encode(f"{security.username}:{security.password}".encode()).decode()
     request = urllib.request.Request(
-        f"{info.url}/_license/start_trial?acknowledge=true", method="POST", headers={"Authorization": f"Basic {token}"}
-    )
+        f"{url}/_license/start_trial?acknowledge=true", method="POST", headers={"Authorization": f"Basic {token}"}
+    )  # no body: the API refuses one
     context = ssl.create_default_context(cafile=security.ca_certs)
     try:
         with urllib.request.urlopen(request, timeout=30, context=context) as resp:
@@ -308,17 +309,17 @@ def _start_trial(info: NodeInfo, security: NodeSecurity) -> None:
         answer = {"status": exc.code, "error": exc.read().decode(errors="replace")[:500]}
     if not answer.get("trial_was_started"):
         raise ServerError(
-            f"node {info.name!r} runs secured at {info.url}, but its trial licence did not start ({answer}); "
-            "document-level security (`reme-es access grant`) needs it: POST _license/start_trial?acknowledge=true"
+            f"the trial licence of the secured node at {url} did not start ({answer}); document-level security "
+            "(`reme-es access grant`) needs it: POST _license/start_trial?acknowledge=true"
         )
 
 
-def _licence(info: NodeInfo, security: NodeSecurity, timeout: float = 60.0) -> str:
+def _licence(url: str, security: NodeSecurity, timeout: float = 60.0) -> str:
     """The node's licence type; a new cluster answers 404 until it has generated its basic licence: wait for it."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return _http_json(f"{info.url}/_license", security=security)["license"]["type"]
+            return _http_json(f"{url}/_license", security=security)["license"]["type"]
         except urllib.error.HTTPError as exc:
             if exc.code != 404 or time.monotonic() > deadline:
                 raise
