@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+import re
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from ..core.errors import ConfigError, RequestFailed
 from .documents import or_none
 from .port import IndexPort
+from .templates import SET_KINDS
 
 POLL = 0.25  # seconds between two looks at a running snapshot (doubling up to POLL_MAX)
 POLL_MAX = 2.0
@@ -142,6 +144,26 @@ class Snapshots:
                 f"--location DIR (DIR below the nodes' path.repo: `{SERVER_START}`). Nothing was changed"
             )
         return found
+
+    async def repositories(self) -> list[str]:
+        """The names of every registered snapshot repository, sorted."""
+        return sorted(await or_none(self.transport.request("GET", "/_snapshot")) or {})
+
+    async def holding(self, prefix: str) -> list[tuple[str, SnapshotInfo]]:
+        """(repository, snapshot) of every snapshot, in every registered repository, that holds an index of set
+        `prefix` (`<prefix>-<kind>` or a concrete index of it, `<prefix>-<kind>-...`), oldest first per repository."""
+        own = re.compile(rf"{re.escape(prefix)}-(?:{'|'.join(map(re.escape, SET_KINDS))})(?:-.+)?")
+        return [
+            (repo, snap)
+            for repo in await self.repositories()
+            for snap in await self.snapshots(repo)
+            if any(own.fullmatch(index) for index in snap.indices)
+        ]
+
+    async def delete(self, repo: str, name: str) -> None:
+        """Delete snapshot `name` of `repo` (the files no other snapshot shares leave the repository)."""
+        await self.snapshot(repo, name)  # ConfigError naming the repository or the snapshot when missing
+        await self.transport.request("DELETE", f"/_snapshot/{_q(repo)}/{_q(name)}")
 
     # --- snapshots ------------------------------------------------------------------------------
     async def snapshots(self, repo: str) -> list[SnapshotInfo]:

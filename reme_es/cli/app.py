@@ -179,9 +179,17 @@ async def _client(settings: Options):
     if not cs.hosts:
         if cs.aws_region:
             raise ConfigError("aws_region is set but no hosts: give the Amazon OpenSearch endpoint with --hosts")
-        from ..server import node
+        from ..server import node, secure
 
-        info = await asyncio.to_thread(node.start, node.flavour_of("default", settings.connection.flavour), "default")
+        if secure.is_secured("default"):  # started secured again, reached as its admin unless credentials are given
+            info = await asyncio.to_thread(secure.start, None, "default")
+            admin = secure.credentials("default")
+            cs.ca_certs = cs.ca_certs or admin.ca_certs
+            if not (cs.username or cs.api_key):
+                cs.username, cs.password = admin.username, admin.password
+        else:
+            flavour = node.flavour_of("default", settings.connection.flavour)
+            info = await asyncio.to_thread(node.start, flavour, "default")
         _err(
             f"no hosts configured: using the managed local {info.flavour} node at {info.url} "
             "(stop it with `reme-es server stop`)"
@@ -396,7 +404,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "snapshot": (
         "reme_es.cli.snapshot_commands:snapshot",
-        "Back up an index set into the cluster's snapshot repository, list the backups, restore one workspace.",
+        "Back up an index set into the cluster's snapshot repository, list and delete the backups, restore one "
+        "workspace.",
     ),
     "server": (
         "reme_es.cli.server_commands:server",

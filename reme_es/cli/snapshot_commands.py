@@ -1,5 +1,5 @@
-"""`reme-es snapshot create | list | restore`: backups of an index set in the cluster's snapshot repository, and the
-restore of one workspace (or of the whole set) from one (`reme_es.store.restore`)."""
+"""`reme-es snapshot create | list | delete | restore`: backups of an index set in the cluster's snapshot repository,
+their deletion, and the restore of one workspace (or of the whole set) from one (`reme_es.store.restore`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .app import _chosen_set, _client, _confirm, _run, _settings, _workspace_key, common
+from .app import _chosen_set, _client, _confirm, _err, _run, _settings, _workspace_key, common
 
 if TYPE_CHECKING:
     from ..core.options import Options
@@ -26,7 +26,8 @@ def _repo_options(f):
 
 @click.group()
 def snapshot() -> None:
-    """Back up an index set into the cluster's snapshot repository, list the backups, restore one workspace."""
+    """Back up an index set into the cluster's snapshot repository, list and delete the backups, restore one
+    workspace."""
 
 
 async def _connect(settings: Options):
@@ -123,6 +124,34 @@ async def _list(settings: Options, repo: str, location: str | None, as_json: boo
         click.echo(f"repository {repo} holds no snapshot")
     for s in [] if as_json else found:
         click.echo(f"{s.name}  {s.state}  {s.start}  {s.seconds:.2f}s  {','.join(s.indices)}")
+    return 0
+
+
+@snapshot.command("delete")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--repo", required=True, help="The cluster's snapshot repository (its registered name).")
+@click.option("--yes", is_flag=True, help="Really delete (without it: what it would delete, and exit 2).")
+@common(with_workspace=False)
+def snapshot_delete(names, repo, yes, config_file, **flags):
+    """Delete snapshots NAMES of the repository (how a dropped workspace's last copies are aged out): the files no
+    remaining snapshot shares leave the repository."""
+    _run(lambda: _delete(_settings(None, config_file, **flags), list(names), repo, yes))
+
+
+async def _delete(settings: Options, names: list[str], repo: str, yes: bool) -> int:
+    port, snaps = await _connect(settings)
+    try:
+        await snaps.require(repo)
+        found = [await snaps.snapshot(repo, name) for name in names]  # a missing one: ConfigError, nothing deleted
+        if not yes:
+            listed = ", ".join(f"{s.name} ({s.start}, {','.join(s.indices)})" for s in found)
+            _err(f"error: would delete from {repo}: {listed}. Nothing was deleted: run again with --yes.")
+            return 2
+        for s in found:
+            await snaps.delete(repo, s.name)
+            click.echo(f"deleted snapshot {s.name} of repository {repo}")
+    finally:
+        await port.close()
     return 0
 
 

@@ -93,6 +93,9 @@ async def _drop_workspace(
     result = await store.drop_workspace(expunge)
     result["seconds"] = round(time.monotonic() - started, 3)
     state_path(store.prefix, store.hosts, store.workspace).unlink(missing_ok=True)
+    held = await _held_in_snapshots(store) if expunge else None
+    if held is not None:
+        result["snapshots"] = held
     if as_json:
         click.echo(json.dumps({"index_prefix": store.prefix, **result}))
     else:
@@ -106,7 +109,42 @@ async def _drop_workspace(
                 else f", no deleted document left in {', '.join(x['checked'])} (the workspace registry included)"
             )
         click.echo(f"dropped {what}: {result['deleted']} documents in {result['seconds']:.1f} s{merged}")
+        if held is not None:
+            click.echo(_snapshots_line(store.prefix, held))
     return 0
+
+
+async def _held_in_snapshots(store: MemoryStore) -> dict:
+    """The snapshots, in every registered repository, of the set's indices: each may still hold the dropped
+    workspace (a snapshot is never changed). `error` instead when the caller may not list them."""
+    from ..adapters.snapshots import Snapshots
+    from ..core.errors import AuthError, RequestFailed
+
+    snaps = Snapshots(store.port)
+    try:
+        repositories = await snaps.repositories()
+        held = await snaps.holding(store.prefix)
+    except (AuthError, RequestFailed) as exc:
+        return {"error": str(exc)}
+    return {"repositories": repositories, "held": [{"repo": r, "snapshot": s.name, "start": s.start} for r, s in held]}
+
+
+def _snapshots_line(prefix: str, held: dict) -> str:
+    """What `drop --expunge` says of the snapshots that may still hold the dropped workspace."""
+    if "error" in held:
+        return (
+            f"snapshots: could not list them ({held['error']}); an admin sees which still hold index set {prefix} "
+            "with `reme-es snapshot list --repo REPO`"
+        )
+    if not held["held"]:
+        where = ", ".join(held["repositories"]) or "none is registered"
+        return f"snapshots: none of index set {prefix} in the registered repositories ({where})"
+    names = ", ".join(f"{h['repo']}/{h['snapshot']}" for h in held["held"])
+    return (
+        f"snapshots that still hold index set {prefix} as it was when each was taken, this workspace included if it "
+        f"had documents then: {names}. A snapshot is never changed: age them out with `reme-es snapshot delete NAME "
+        "--repo REPO` (docs/cluster-and-backups.md, Forgetting a workspace and the backups)"
+    )
 
 
 async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> int:

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ServerError
-from . import node
+from . import node, secure
 from .flavours import DEFAULT_HEAP, get_flavour
 from .install import reme_es_home
+from .probe import _http_json
 
 
 def _port() -> int:
@@ -45,10 +46,11 @@ class Cluster:
     heap: str = DEFAULT_HEAP
     extra: dict = field(default_factory=dict)
     snapshot_repo: str | None = None  # shared path.repo of every member
+    secure: bool = False  # TLS and an admin user (server/secure.py): one CA, certificate and password for all
 
     def url(self, name: str) -> str:
-        """HTTP address of one member."""
-        return f"http://127.0.0.1:{self.http_ports[name]}"
+        """HTTP(S) address of one member."""
+        return f"{'https' if self.secure else 'http'}://127.0.0.1:{self.http_ports[name]}"
 
     @property
     def urls(self) -> list[str]:
@@ -86,15 +88,26 @@ class Cluster:
                 if time.monotonic() > deadline:
                     raise ServerError(f"ports {ports} of member {name!r} stayed taken for {timeout:.0f}s")
                 time.sleep(0.5)
-        info = node.start(
-            self.flavour,
-            name=name,
-            http_port=self.http_ports[name],
-            heap=self.heap,
-            timeout=timeout,
-            settings=self.settings(name),
-            snapshot_repo=self.snapshot_repo,
-        )
+        if self.secure:
+            info = secure.start(
+                self.flavour,
+                name,
+                self.http_ports[name],
+                self.heap,
+                snapshot_repo=self.snapshot_repo,
+                settings=self.settings(name),
+                timeout=timeout,
+            )
+        else:
+            info = node.start(
+                self.flavour,
+                name=name,
+                http_port=self.http_ports[name],
+                heap=self.heap,
+                timeout=timeout,
+                settings=self.settings(name),
+                snapshot_repo=self.snapshot_repo,
+            )
         if info.http_port != self.http_ports[name]:
             raise ServerError(f"member {name!r} runs on port {info.http_port}, expected {self.http_ports[name]}")
         return info
@@ -102,6 +115,8 @@ class Cluster:
     def start(self, names: list[str] | None = None, timeout: float = node.START_TIMEOUT_S) -> None:
         """Start members concurrently (all by default) and wait until they form one cluster."""
         names = names or self.names
+        if self.secure:
+            secure.share(self.flavour, self.names)  # one CA, certificate and admin password for every member
         with ThreadPoolExecutor(len(names)) as pool:
             futures = [pool.submit(self.start_member, n, timeout) for n in names]
             errors = [exc for exc in (f.exception() for f in futures) if exc is not None]
@@ -146,10 +161,10 @@ class Cluster:
     def get(self, path: str, names: list[str] | None = None, timeout: float = 10.0) -> dict | list:
         """GET a path from the first member (of `names`, default all) that answers."""
         last: Exception | None = None
+        security = secure.credentials(self.names[0]) if self.secure else None
         for name in names or self.names:
             try:
-                with urllib.request.urlopen(self.url(name) + path, timeout=timeout) as resp:
-                    return json.loads(resp.read())
+                return _http_json(self.url(name) + path, timeout=timeout, security=security)
             except (OSError, ValueError) as exc:
                 last = exc
         raise ServerError(f"no member answered GET {path}: {last}")
@@ -217,9 +232,17 @@ def _free_run(start: int, count: int) -> int:
     raise ServerError(f"no {count} consecutive free ports from {start} on 127.0.0.1; choose a first port with --port")
 
 
-def _local(name: str, flavour: str | None, nodes: int, heap: str | None, port: int | None) -> Cluster:
-    """The recorded cluster `name` (its ports kept unless `port` moves them), or a new one of `nodes` members."""
+def _local(
+    name: str, flavour: str | None, nodes: int, heap: str | None, port: int | None, secured: bool = False
+) -> Cluster:
+    """The recorded cluster `name` (its ports kept unless `port` moves them), or a new one of `nodes` members
+    (`secured`: of the secured flavour of `flavour`)."""
     cluster = load_cluster(name)
+    if cluster is not None and secured and not cluster.secure:
+        raise ServerError(
+            f"cluster {name!r} was made without --secure and holds its data so; start a secured cluster under another "
+            f"--name (or stop it and remove {_record(name)} and its members' folders to make a new one)"
+        )
     if cluster is not None and len(cluster.names) != nodes:
         raise ServerError(
             f"cluster {name!r} has {len(cluster.names)} members; start it with --nodes {len(cluster.names)}, or stop "
@@ -227,10 +250,11 @@ def _local(name: str, flavour: str | None, nodes: int, heap: str | None, port: i
         )
     if cluster is None:
         names = [f"{name}-{i}" for i in range(1, nodes + 1)]
-        cluster = make_cluster(node.flavour_of(names[0], flavour), names)
-        cluster.cluster_name = f"reme-es-{name}"
+        chosen = secure.secured_flavour(flavour) if secured else node.flavour_of(names[0], flavour)
+        cluster = make_cluster(chosen, names)
+        cluster.cluster_name, cluster.secure = f"reme-es-{name}", secured
         port = port or _free_run(9200, nodes)
-    if flavour and flavour != cluster.flavour:
+    if flavour and (secure.secured_flavour(flavour) if cluster.secure else flavour) != cluster.flavour:
         raise ServerError(f"cluster {name!r} runs {cluster.flavour}; start it as that, or another cluster with --name")
     if port is not None:
         cluster.http_ports = {n: port + i for i, n in enumerate(cluster.names)}
@@ -246,11 +270,12 @@ def start_local(
     port: int | None = None,
     snapshot_repo: str | os.PathLike | None = None,
     timeout: float = 300.0,
+    secured: bool = False,
 ) -> Cluster:
     """Start (or restart) the local cluster `name` on consecutive HTTP ports from `port`, wait until its members
     have joined (yellow health), and record it. Members share `snapshot_repo` (default: the last start's) as their
-    `path.repo`."""
-    cluster = _local(name, flavour, nodes, heap, port)
+    `path.repo`. `secured` makes a new cluster secured (server/secure.py); a secured cluster stays so."""
+    cluster = _local(name, flavour, nodes, heap, port, secured)
     taken = [p for n, p in cluster.http_ports.items() if not _member_running(n) and not node._port_free(p)]
     if taken:
         raise ServerError(f"ports {taken} on 127.0.0.1 are taken; choose another first port with --port")
@@ -296,6 +321,7 @@ def local_status(name: str = "cluster") -> dict:
         "running": bool(up),
         "cluster_name": cluster.cluster_name,
         "snapshot_repo": cluster.snapshot_repo,
+        "security": secure.describe(cluster.names[0]) if cluster.secure else None,
         "urls": cluster.urls,
         "nodes": members,
     }

@@ -105,6 +105,11 @@ def start(
     there stays usable), and a node never given one has no `path.repo`.
     """
     flavour = get_flavour(flavour_name)
+    if security is None and (node_dir(name) / "secret" / "security.json").is_file():  # secure.py's material
+        raise ServerError(
+            f"node {name!r} is a secured node: start it with `reme-es server start --name {name}` (it starts secured), "
+            f"and reach it with the credentials `reme-es server env --name {name}` prints"
+        )
     if running := _running_as(name, flavour.name):
         return _same_repo(running, snapshot_repo)
     settings = repo_settings(settings, _snapshot_repo(name, snapshot_repo))  # a bad path fails before anything else
@@ -200,11 +205,16 @@ def status(name: str = "default") -> dict:
         return {"name": name, "running": False, "reason": "never started"}
     if not _alive(info.pid):
         return {"name": name, "running": False, "flavour": info.flavour, "reason": "process not running"}
+    from .secure import credentials, describe  # secure starts nodes through this module
+
+    secured = describe(name)
+    security = credentials(name) if secured else None
     try:
-        nodes = _http_json(f"{info.url}/_nodes/_local/plugins")["nodes"]
-        health = _http_json(f"{info.url}/_cluster/health")
+        nodes = _http_json(f"{info.url}/_nodes/_local/plugins", security=security)["nodes"]
+        health = _http_json(f"{info.url}/_cluster/health", security=security)
     except (OSError, ValueError) as exc:
-        return {"name": name, "running": True, "url": info.url, "healthy": False, "reason": str(exc)}
+        view = {"name": name, "running": True, "url": info.url, "healthy": False, "reason": str(exc)}
+        return {**view, "security": secured} if secured else view
     node = next(iter(nodes.values()))
     modules = sorted(m["name"] for m in node.get("modules", []))
     plugins = {p["name"]: p["version"] for p in node.get("plugins", [])}
@@ -218,6 +228,7 @@ def status(name: str = "default") -> dict:
         "health": health["status"],
         "pid": info.pid,
         "snapshot_repo": info.snapshot_repo,
+        "security": secured,  # None, or the admin's name, password file and CA file
         "modules": modules,
         "plugins": plugins,
         "capabilities": server_capabilities(
@@ -225,7 +236,7 @@ def status(name: str = "default") -> dict:
             node["version"],
             modules,
             list(plugins),
-            _license_type(info.url) if "rank-rrf" in modules else None,
+            _license_type(info.url, security) if "rank-rrf" in modules else None,
         ),
     }
 
@@ -247,10 +258,10 @@ def server_capabilities(
     return {"knn": caps.knn, "hybrid_pipeline": False, "rrf_retriever": caps.rrf_retriever}
 
 
-def _license_type(url: str) -> str:
+def _license_type(url: str, security: NodeSecurity | None = None) -> str:
     """The node's license type ("basic" when it has no license API)."""
     try:
-        return _http_json(f"{url}/_license")["license"]["type"]
+        return _http_json(f"{url}/_license", security=security)["license"]["type"]
     except (OSError, ValueError, KeyError):
         return "basic"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..core.errors import ServerError
 
 RUN_USER = "reme-es"
+PRIVATE = "secret"  # a node folder's own secrets (a secured node's admin password): never the run user's
 
 
 def _port_free(port: int) -> bool:
@@ -58,6 +59,15 @@ def _make_traversable(path: Path) -> None:
     subprocess.run(["chmod", "-R", "o+rX", str(path)], check=True)
 
 
+def _keep_private(folder: Path) -> None:
+    """`folder` (if any) back to the caller, 0700, its files 0600 except the CA certificate (clients read it)."""
+    if not folder.is_dir():
+        return
+    for path in [folder, *folder.iterdir()]:
+        os.chown(path, os.geteuid(), os.getegid())
+        path.chmod(0o700 if path.is_dir() else 0o644 if path.name == "ca.crt" else 0o600)
+
+
 def _launch(command: list[str], folder: Path, home: Path, env: dict[str, str]) -> subprocess.Popen:
     """Start the node in its own session from `folder`, output to stdout.log; as root, as the run user."""
     user = _run_user()
@@ -65,6 +75,9 @@ def _launch(command: list[str], folder: Path, home: Path, env: dict[str, str]) -
         subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(folder)], check=True)
         _make_traversable(home.parent)
         _make_traversable(folder)
+        _keep_private(folder / PRIVATE)
+        for key in (folder / "config" / "certs").glob("*.key"):  # a secured node's TLS key: its run user's alone
+            key.chmod(0o600)
     stdout = (folder / "stdout.log").open("wb")
     try:
         return subprocess.Popen(

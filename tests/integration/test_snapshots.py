@@ -291,3 +291,61 @@ def test_one_workspace_is_restored_while_anothers_later_writes_survive(snap_node
         assert sorted(call("GET", f"{url}/{prefix}-*/_alias")) == info["indices"]
     finally:
         call("DELETE", f"{url}/{prefix}-*")
+
+
+def test_drop_expunge_names_the_snapshots_that_still_hold_the_set_and_snapshot_delete_ages_them_out(
+    snap_node, tmp_path
+):
+    """`drop --expunge` lists the snapshots, of every registered repository, that hold the dropped workspace's index
+    set (and no snapshot of another set), and says how to age them out; `snapshot delete` without --yes deletes
+    nothing (exit 2), with --yes deletes them; the next `drop --expunge` then finds none."""
+    url, path_repo = snap_node
+    prefix, other = f"x-{uuid.uuid4().hex[:12]}", f"y-{uuid.uuid4().hex[:12]}"
+    for name in ("a", "b", "c"):
+        shutil.copytree(EXAMPLE, tmp_path / name)
+    a, b = Cli(url, prefix, tmp_path / "a", tmp_path / "home"), Cli(url, prefix, tmp_path / "b", tmp_path / "home")
+    c = Cli(url, other, tmp_path / "c", tmp_path / "home")
+    repo, location = f"forget-{prefix}", f"{path_repo}/forget-{prefix}"
+    try:
+        for cli in (a, b, c):
+            assert cli.sync().exit_code == 0
+        for cli, snap in ((a, "nightly-1"), (a, "nightly-2"), (c, "other-set")):
+            made = cli("snapshot", "create", snap, "--repo", repo, "--location", location)
+            assert made.exit_code == 0, made.stderr
+
+        dropped = b("drop", "--yes", "--expunge")
+        assert dropped.exit_code == 0, dropped.stderr
+        last = dropped.stdout.splitlines()[-1]
+        assert last.startswith(
+            f"snapshots that still hold index set {prefix} as it was when each was taken, this workspace included if "
+            f"it had documents then: {repo}/nightly-1, {repo}/nightly-2. A snapshot is never changed: age them out "
+            "with `reme-es snapshot delete NAME --repo REPO`"
+        ), dropped.stdout
+        assert "other-set" not in dropped.stdout
+
+        kept = a("snapshot", "delete", "nightly-1", "nightly-2", "--repo", repo, "--hosts", url, target=False)
+        assert kept.exit_code == 2 and "Nothing was deleted: run again with --yes." in kept.stderr
+        missing = a(
+            "snapshot", "delete", "nightly-1", "nightly-9", "--repo", repo, "--yes", "--hosts", url, target=False
+        )
+        assert missing.exit_code == 2 and f"repository '{repo}' holds no snapshot 'nightly-9'" in missing.stderr
+        listed = a("snapshot", "list", "--repo", repo, "--json", "--hosts", url, target=False)
+        assert [s["snapshot"] for s in json.loads(listed.stdout)] == ["nightly-1", "nightly-2", "other-set"]
+        deleted = a(
+            "snapshot", "delete", "nightly-1", "nightly-2", "--repo", repo, "--yes", "--hosts", url, target=False
+        )
+        assert deleted.exit_code == 0, deleted.stderr
+        assert deleted.stdout.splitlines() == [
+            f"deleted snapshot nightly-1 of repository {repo}",
+            f"deleted snapshot nightly-2 of repository {repo}",
+        ]
+        listed = a("snapshot", "list", "--repo", repo, "--json", "--hosts", url, target=False)
+        assert [s["snapshot"] for s in json.loads(listed.stdout)] == ["other-set"]
+
+        gone = a("drop", "--yes", "--expunge", "--json")
+        assert gone.exit_code == 0, gone.stderr
+        snapshots = json.loads(gone.stdout)["snapshots"]
+        assert snapshots["held"] == [] and repo in snapshots["repositories"]
+    finally:
+        call("DELETE", f"{url}/{prefix}-*")
+        call("DELETE", f"{url}/{other}-*")

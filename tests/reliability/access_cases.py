@@ -38,6 +38,8 @@ from reme_es.adapters.scope import Scope
 from reme_es.cli import main
 from reme_es.core.errors import AuthError, BulkError, RequestFailed
 from reme_es.core.options import IndexOptions
+from reme_es.server import secure
+from reme_es.server.info import NodeSecurity
 from reme_es.store.connect import make_dialect, open_store
 from reme_es.testing.data import DIMS, chunk, file_with, unit_vector
 
@@ -119,9 +121,11 @@ async def start_trial(admin: ClientSettings) -> None:
         return
     eligible = await raw(admin, "GET", "/_license/trial_status", engine="elasticsearch")
     assert eligible["eligible_to_start_trial"], f"this node's trial was used up (licence now {licence['type']})"
-    params = {"acknowledge": "true"}
-    started = await raw(admin, "POST", "/_license/start_trial", params=params, engine="elasticsearch")
-    assert (started["trial_was_started"], started["type"]) == (True, "trial"), started
+    # as `reme-es server start --secure --flavour elasticsearch-9` starts it
+    security = NodeSecurity(ca_certs=admin.ca_certs, username=admin.username, password=admin.password)
+    await asyncio.to_thread(secure.start_trial, admin.hosts[0], security)
+    licence = (await raw(admin, "GET", "/_license", engine="elasticsearch"))["license"]
+    assert (licence["type"], licence["status"]) == ("trial", "active"), licence
 
 
 @pytest.fixture(scope="class")

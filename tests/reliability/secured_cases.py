@@ -14,56 +14,41 @@ import traceback
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.core.errors import AuthError, ConnectionFailed
-from reme_es.server import certs, node
+from reme_es.server import node, secure
 from reme_es.store.connect import open_store
 
 from .conftest import free_port
 
 # Fresh per session, and kept in the environment so that a holder process starting a secured node ahead
 # (tests/containers/early.py) gives it the same passwords.
-ADMIN, ADMIN_PW = "reme_admin", os.environ.setdefault("REME_ES_TEST_ADMIN_PW", f"Adm1n-{uuid.uuid4().hex[:10]}")
+ADMIN, ADMIN_PW = secure.ADMIN, os.environ.setdefault("REME_ES_TEST_ADMIN_PW", f"Adm1n-{uuid.uuid4().hex[:10]}")
 WRITER, WRITER_PW = "reme_writer", os.environ.setdefault("REME_ES_TEST_WRITER_PW", f"Wr1t-{uuid.uuid4().hex[:10]}")
 WRONG_PW = "Wr0ng-" + uuid.uuid4().hex[:10]
 
 
-def tls_files(name: str, folder: Path) -> tuple[dict[str, bytes], Path]:
-    """A new CA and certificate for node `name` as config files (`certs/...`), and the CA written to `folder` for
-    the client."""
-    material = certs.generate(name)
-    ca_path = folder / "ca.crt"
-    ca_path.write_bytes(material.ca_cert)
-    files = {
-        "certs/ca.crt": material.ca_cert,
-        "certs/node.crt": material.node_cert,
-        "certs/node.key": material.node_key,
-    }
-    return files, ca_path
-
-
 @contextmanager
-def secured_node(flavour: str, name: str, settings: dict, files: dict[str, bytes], ca_path: Path) -> Iterator[tuple]:
-    """Start a secured node (the launcher waits for ADMIN's authenticated 200 over TLS), yield (url, ca path), and
-    stop and remove it afterwards, also when a test failed."""
-    security = node.NodeSecurity(ca_certs=str(ca_path), username=ADMIN, password=ADMIN_PW)
+def secured_node(flavour: str, name: str, extra: secure.Extra) -> Iterator[tuple]:
+    """Start a secured node the way `reme-es server start --secure` does (reme_es.server.secure), with ADMIN_PW as
+    the admin's password and `extra` users and roles, on the basic licence (the tests start the trial themselves);
+    yield (url, ca path), and stop and remove it afterwards, also when a test failed."""
     try:
-        info = node.start(
+        info = secure.start(
             flavour,
-            name=name,
-            http_port=free_port(),
-            heap="384m",
-            settings=settings,
-            config_files=files,
-            security=security,
+            name,
+            free_port(),
+            "384m",
+            admin_password=ADMIN_PW,
+            extra=extra,
+            trial=False,
             timeout=300,  # started ahead, it shares the CPU with the running tests
         )
         assert info.url.startswith("https://127.0.0.1:")
-        yield info.url, str(ca_path)
+        yield info.url, secure.credentials(name).ca_certs
     finally:
         node.stop(name)
         shutil.rmtree(node.node_dir(name), ignore_errors=True)

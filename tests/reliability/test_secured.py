@@ -11,35 +11,33 @@ API keys live in the `.security` system index, whose `email` analyzer needs four
 integ-test distribution lacks; the launcher adds them with reme-es' own test analysis plugin
 (reme_es.server.es_plugin), whose chain is checked here token by token.
 
-The node is started by the managed launcher with generated certificates (reme_es.server.certs) and users whose
-passwords are stored as `{PBKDF2}` hashes (a format the file realm reads; no bcrypt needed).
+The node is started the way `reme-es server start --secure --flavour elasticsearch-9` starts one
+(reme_es.server.secure: generated certificates, file-realm users whose passwords are stored as `{PBKDF2}` hashes),
+with the prefix writer added and without the trial; `server status` and `server env` are checked on it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
-import json
-import os
-import tempfile
 import traceback
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.core.errors import AuthError, RequestFailed
+from reme_es.server import secure
 from reme_es.store.connect import make_dialect, open_store
 from reme_es.testing.data import chunk, file_with
 from tests.containers.early import EARLY, Call, needs
 
 from .access_cases import AccessCases, cli, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .access_cases import raw as access_raw
-from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node, tls_files
+from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node
+from .walkthrough_cases import check_status_and_env, node_at
 
 NAME = f"rsec-{uuid.uuid4().hex[:6]}"
 
@@ -67,41 +65,12 @@ PREFIX_ROLE = {
 SECURITY_EMAIL_PATTERNS = ["([^@]+)", "(\\p{L}+)", "(\\d+)", "@(.+)"]
 
 
-def _pbkdf2(password: str, cost: int = 10000) -> str:
-    """The file realm's `{PBKDF2}` hash: PBKDF2-HMAC-SHA512, 32-byte salt, 256-bit key, base64."""
-    salt = os.urandom(32)
-    key = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, cost, dklen=32)
-    return f"{{PBKDF2}}{cost}${base64.b64encode(salt).decode()}${base64.b64encode(key).decode()}"
-
-
-def _roles_yml() -> bytes:
-    return json.dumps({"reme_prefix": PREFIX_ROLE}).encode()  # JSON is YAML
-
-
-def _settings() -> dict:
-    tls = {"key": "certs/node.key", "certificate": "certs/node.crt", "certificate_authorities": ["certs/ca.crt"]}
-    settings: dict = {"xpack.security.enabled": True}
-    for layer in ("http", "transport"):
-        settings[f"xpack.security.{layer}.ssl.enabled"] = True
-        settings.update({f"xpack.security.{layer}.ssl.{k}": v for k, v in tls.items()})
-    settings["xpack.security.transport.ssl.verification_mode"] = "certificate"
-    return settings
-
-
 @contextmanager
 def secured_node_es() -> Iterator[tuple[str, str]]:
     """(url, ca path) of a secured node, stopped and removed at exit."""
-    with tempfile.TemporaryDirectory(prefix="reme-es-secured-") as folder:
-        files, ca_path = tls_files(NAME, Path(folder))
-        files.update(
-            {
-                "users": f"{ADMIN}:{_pbkdf2(ADMIN_PW)}\n{WRITER}:{_pbkdf2(WRITER_PW)}\n".encode(),
-                "users_roles": f"superuser:{ADMIN}\nreme_prefix:{WRITER}\n".encode(),
-                "roles.yml": _roles_yml(),
-            }
-        )
-        with secured_node("elasticsearch-9", NAME, _settings(), files, ca_path) as url_and_ca:
-            yield url_and_ca
+    extra = secure.Extra({WRITER: WRITER_PW}, {"reme_prefix": PREFIX_ROLE}, {"reme_prefix": [WRITER]})
+    with secured_node("elasticsearch-9", NAME, extra) as url_and_ca:
+        yield url_and_ca
 
 
 # started in the background ahead of the tests (tests/containers/early.py)
@@ -287,3 +256,8 @@ class TestAccessElasticsearch(AccessCases):
 
     ENGINE = "elasticsearch"
     FLAVOUR = "elasticsearch-9"
+
+
+def test_server_status_and_env_name_the_secured_node(secured):
+    url, ca = secured
+    check_status_and_env(node_at(url), url, ca)  # NAME of the holder process that started it ahead differs
