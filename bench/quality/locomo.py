@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo's development half: the drop-in's default path beside ReMe's own `local` store.
 
-    python -m bench.quality.locomo --url http://127.0.0.1:9200 [--data /work/shared/data/locomo-dev]
+    python -m bench.quality.locomo --url http://127.0.0.1:9200 [--es-url http://127.0.0.1:9201]
+                                   [--data /work/shared/data/locomo-dev]
                                    [--prefix bench-locomo] [--variants default,off] [--png docs/img/locomo.png]
                                    [--out bench/results/locomo.txt]
 
@@ -149,18 +150,26 @@ def conversation(path: Path) -> mq.Dataset:
 
 
 async def drop_in(
-    sets: list[mq.Dataset], url: str, prefix: str, work: Path, variants: list[str], today: dt.date | None = None
+    sets: list[mq.Dataset],
+    url: str,
+    prefix: str,
+    work: Path,
+    variants: list[str],
+    today: dt.date | None = None,
+    engine: str = "opensearch",
 ):
     """Per conversation and row: the ranked chunk ids of every question; and the milliseconds per search. `today`:
-    what the stores' date hints count from (None: the current date)."""
+    what the stores' date hints count from (None: the current date); `engine`: the file store's backend
+    (opensearch, elasticsearch) at `url`. Beside the default path and `variants`, each branch alone (the store's
+    `keyword_search` and `vector_search`, top 10)."""
     runs: dict[str, dict[str, list[list[str]]]] = {}
     ms: dict[str, list[float]] = {}
     apps = []
     try:
         for d in sets:
-            ws = work / f"locomo-{d.name}"
+            ws = work / f"locomo-{engine}-{d.name}"
             ws.mkdir(parents=True, exist_ok=True)
-            app = mq.make_app(mq.app_config(ws, "opensearch", url, prefix))
+            app = mq.make_app(mq.app_config(ws, engine, url, prefix))
             await app.start()
             apps.append(app)
             fs = app.context.components["file_store"]["default"]
@@ -177,6 +186,9 @@ async def drop_in(
                 runs.setdefault("default (es_search_step)", {}).setdefault(d.name, []).append(
                     [r["id"] for r in resp.metadata.get("results", [])]
                 )
+                for label, branch in (("keyword branch", fs.keyword_search), ("vector branch", fs.vector_search)):
+                    hits = await branch(q, LIMIT, {})
+                    runs.setdefault(label, {}).setdefault(d.name, []).append([c.id for c in hits])
                 for name in variants:
                     settings = dict(VARIANTS[name])
                     depth = settings.pop("_depth", DEPTH)  # not a setting: the depth the search is asked for
@@ -358,11 +370,20 @@ async def generated(args, report: Report) -> None:
     report.save(args.out, "locomo-generated", "opensearch")
 
 
+def engines(args) -> list[tuple[str, str]]:
+    """The (backend, url) pairs the drop-in runs on: OpenSearch at --url (unless empty), Elasticsearch at --es-url."""
+    out = [("opensearch", args.url)] if args.url else []
+    return out + ([("elasticsearch", args.es_url)] if args.es_url else [])
+
+
 async def main() -> None:
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--url", default="http://127.0.0.1:9200")
+    p.add_argument("--url", default="http://127.0.0.1:9200", help="an OpenSearch node ('': none)")
+    p.add_argument(
+        "--es-url", default="", help="an Elasticsearch node: the drop-in's rows again on it, in the same run"
+    )
     p.add_argument("--data", default="/work/shared/data/locomo-dev")
     p.add_argument("--prefix", default="bench-locomo", help="the index set of the run, dropped at the end")
     p.add_argument("--conversations", default=",".join(CONVERSATIONS))
@@ -399,10 +420,14 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="reme-es-locomo-"))
     runs: dict[str, dict] = {}
     try:
-        t0 = time.perf_counter()
-        es_runs, ms = await drop_in(list(sets.values()), args.url, args.prefix, work, variants)
-        runs.update({f"reme-es {k}": v for k, v in es_runs.items()})
-        print(f"drop-in: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        ms = {}
+        for engine, url in engines(args):
+            t0 = time.perf_counter()
+            es_runs, es_ms = await drop_in(list(sets.values()), url, args.prefix, work, variants, engine=engine)
+            label = "reme-es " if engine == "opensearch" else f"reme-es on {engine}: "
+            runs.update({f"{label}{k}": v for k, v in es_runs.items()})
+            ms.update({f"{label}{k}".removeprefix("reme-es "): v for k, v in es_ms.items()})
+            print(f"drop-in on {engine}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         if not args.no_local:
             t0 = time.perf_counter()
             runs.update({f"ReMe local, {k}": v for k, v in (await reme_local(list(sets.values()), work)).items()})
