@@ -389,6 +389,7 @@ async def main() -> None:
     p.add_argument("--conversations", default=",".join(CONVERSATIONS))
     p.add_argument("--variants", default=",".join(VARIANTS), help="rows of the drop-in with settings changed")
     p.add_argument("--no-local", action="store_true", help="leave ReMe's local store out")
+    p.add_argument("--model", default="minilm", help="the encoder of every vector (bench/quality/memory_models.py)")
     p.add_argument(
         "--generated",
         default="",
@@ -410,8 +411,10 @@ async def main() -> None:
         )
     )
     texts = [t for d in sets.values() for cs in d.files.values() for _, _, t in cs]
-    mq.use_model("minilm")
-    mq.embed_all(texts + [q for d in sets.values() for q in d.queries])
+    mq.use_model(args.model)
+    questions = [q for d in sets.values() for q in d.queries]
+    # ReMe's local store embeds its texts as ReMe's interface does (the question side); the drop-in the passage side
+    mq.embed_all(questions if args.no_local else texts + questions)
     mq.embed_all(texts, side="passage")
     variants = [v for v in args.variants.split(",") if v]
     unknown = sorted(set(variants) - set(VARIANTS))
