@@ -343,7 +343,7 @@ async def generated(args, report: Report) -> None:
     from bench.quality import heldout
 
     modules = {"memory2": memory2, "memory3": memory3}
-    mq.use_model("minilm")
+    mq.use_model(args.model)
     for name in args.generated.split(","):
         d = heldout.generated_set(name, modules[name])
         texts = [t for cs in d.files.values() for _, _, t in cs]
