@@ -370,6 +370,19 @@ async def generated(args, report: Report) -> None:
     report.save(args.out, "locomo-generated", "opensearch")
 
 
+def without_analysis() -> None:
+    """Elasticsearch nodes taken as lacking the `english` and `cjk` analyzers (and so the stemmers): the chunks index
+    falls back as it did on the managed node before reme-es' test analysis plugin gave them (issue 50 item 4)."""
+    from reme_es.adapters.elasticsearch import ElasticsearchDialect
+
+    probed = ElasticsearchDialect.capabilities
+
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None):
+        return probed(node, {**analyzers, "english": False, "cjk": False}, license_type)
+
+    ElasticsearchDialect.capabilities = staticmethod(capabilities)  # type: ignore[method-assign]
+
+
 def engines(args) -> list[tuple[str, str]]:
     """The (backend, url) pairs the drop-in runs on: OpenSearch at --url (unless empty), Elasticsearch at --es-url."""
     out = [("opensearch", args.url)] if args.url else []
@@ -389,6 +402,11 @@ async def main() -> None:
     p.add_argument("--conversations", default=",".join(CONVERSATIONS))
     p.add_argument("--variants", default=",".join(VARIANTS), help="rows of the drop-in with settings changed")
     p.add_argument("--no-local", action="store_true", help="leave ReMe's local store out")
+    p.add_argument(
+        "--es-without-analysis",
+        action="store_true",
+        help="the Elasticsearch node taken as lacking the english/cjk analyzers (the fallback before issue 50)",
+    )
     p.add_argument("--model", default="minilm", help="the encoder of every vector (bench/quality/memory_models.py)")
     p.add_argument(
         "--generated",
@@ -400,6 +418,8 @@ async def main() -> None:
     p.add_argument("--out", default=str(RESULTS / "locomo.txt"))
     args = p.parse_args()
     report = Report()
+    if args.es_without_analysis:
+        without_analysis()
     if args.generated:
         return await generated(args, report)
     sets = {c: conversation(Path(args.data) / f"{c}.json") for c in args.conversations.split(",")}
