@@ -72,6 +72,7 @@ VARIANTS: dict[str, dict] = {
     "vector weight 0.45": {"vector_weight": 0.45},
     "vector weight 0.65": {"vector_weight": 0.65},
     "depth 100": {"_depth": 100},
+    "depth 200": {"_depth": 200},
     "question factor 1 (off)": {"question_factor": 1.0},
     "question factor 0.7": {"question_factor": 0.7},
     "question factor 0.9": {"question_factor": 0.9},
