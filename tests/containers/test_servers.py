@@ -49,7 +49,6 @@ def test_managed_node_status_reports_version_modules_and_capabilities(server):
     elif server.flavour == "elasticsearch-9":
         assert status["version"].startswith("9.")
         assert status["capabilities"]["knn"] is True and status["capabilities"]["rrf_retriever"] is False
-        assert status["capabilities"]["english_analyzer"] is True  # from reme-es' test analysis plugin
 
 
 def test_managed_node_runs_unprivileged_and_binds_loopback_only(server):
