@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo's development half: the drop-in's default path beside ReMe's own `local` store.
 
-    python -m bench.quality.locomo --url http://127.0.0.1:9200 [--data /work/shared/data/locomo-dev]
+    python -m bench.quality.locomo --url http://127.0.0.1:9200 [--es-url http://127.0.0.1:9201]
+                                   [--data /work/shared/data/locomo-dev]
                                    [--prefix bench-locomo] [--variants default,off] [--png docs/img/locomo.png]
                                    [--out bench/results/locomo.txt]
 
@@ -71,6 +72,7 @@ VARIANTS: dict[str, dict] = {
     "vector weight 0.45": {"vector_weight": 0.45},
     "vector weight 0.65": {"vector_weight": 0.65},
     "depth 100": {"_depth": 100},
+    "depth 200": {"_depth": 200},
     "question factor 1 (off)": {"question_factor": 1.0},
     "question factor 0.7": {"question_factor": 0.7},
     "question factor 0.9": {"question_factor": 0.9},
@@ -149,18 +151,26 @@ def conversation(path: Path) -> mq.Dataset:
 
 
 async def drop_in(
-    sets: list[mq.Dataset], url: str, prefix: str, work: Path, variants: list[str], today: dt.date | None = None
+    sets: list[mq.Dataset],
+    url: str,
+    prefix: str,
+    work: Path,
+    variants: list[str],
+    today: dt.date | None = None,
+    engine: str = "opensearch",
 ):
     """Per conversation and row: the ranked chunk ids of every question; and the milliseconds per search. `today`:
-    what the stores' date hints count from (None: the current date)."""
+    what the stores' date hints count from (None: the current date); `engine`: the file store's backend
+    (opensearch, elasticsearch) at `url`. Beside the default path and `variants`, each branch alone (the store's
+    `keyword_search` and `vector_search`, top 10)."""
     runs: dict[str, dict[str, list[list[str]]]] = {}
     ms: dict[str, list[float]] = {}
     apps = []
     try:
         for d in sets:
-            ws = work / f"locomo-{d.name}"
+            ws = work / f"locomo-{engine}-{d.name}"
             ws.mkdir(parents=True, exist_ok=True)
-            app = mq.make_app(mq.app_config(ws, "opensearch", url, prefix))
+            app = mq.make_app(mq.app_config(ws, engine, url, prefix))
             await app.start()
             apps.append(app)
             fs = app.context.components["file_store"]["default"]
@@ -177,6 +187,9 @@ async def drop_in(
                 runs.setdefault("default (es_search_step)", {}).setdefault(d.name, []).append(
                     [r["id"] for r in resp.metadata.get("results", [])]
                 )
+                for label, branch in (("keyword branch", fs.keyword_search), ("vector branch", fs.vector_search)):
+                    hits = await branch(q, LIMIT, {})
+                    runs.setdefault(label, {}).setdefault(d.name, []).append([c.id for c in hits])
                 for name in variants:
                     settings = dict(VARIANTS[name])
                     depth = settings.pop("_depth", DEPTH)  # not a setting: the depth the search is asked for
@@ -331,7 +344,7 @@ async def generated(args, report: Report) -> None:
     from bench.quality import heldout
 
     modules = {"memory2": memory2, "memory3": memory3}
-    mq.use_model("minilm")
+    mq.use_model(args.model)
     for name in args.generated.split(","):
         d = heldout.generated_set(name, modules[name])
         texts = [t for cs in d.files.values() for _, _, t in cs]
@@ -358,16 +371,44 @@ async def generated(args, report: Report) -> None:
     report.save(args.out, "locomo-generated", "opensearch")
 
 
+def without_analysis() -> None:
+    """Elasticsearch nodes taken as lacking the `english` and `cjk` analyzers (and so the stemmers): the chunks index
+    falls back as it did on the managed node before reme-es' test analysis plugin gave them (issue 50 item 4)."""
+    from reme_es.adapters.elasticsearch import ElasticsearchDialect
+
+    probed = ElasticsearchDialect.capabilities
+
+    def capabilities(node: dict, analyzers: dict[str, bool], license_type: str | None = None):
+        return probed(node, {**analyzers, "english": False, "cjk": False}, license_type)
+
+    ElasticsearchDialect.capabilities = staticmethod(capabilities)  # type: ignore[method-assign]
+
+
+def engines(args) -> list[tuple[str, str]]:
+    """The (backend, url) pairs the drop-in runs on: OpenSearch at --url (unless empty), Elasticsearch at --es-url."""
+    out = [("opensearch", args.url)] if args.url else []
+    return out + ([("elasticsearch", args.es_url)] if args.es_url else [])
+
+
 async def main() -> None:
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--url", default="http://127.0.0.1:9200")
+    p.add_argument("--url", default="http://127.0.0.1:9200", help="an OpenSearch node ('': none)")
+    p.add_argument(
+        "--es-url", default="", help="an Elasticsearch node: the drop-in's rows again on it, in the same run"
+    )
     p.add_argument("--data", default="/work/shared/data/locomo-dev")
     p.add_argument("--prefix", default="bench-locomo", help="the index set of the run, dropped at the end")
     p.add_argument("--conversations", default=",".join(CONVERSATIONS))
     p.add_argument("--variants", default=",".join(VARIANTS), help="rows of the drop-in with settings changed")
     p.add_argument("--no-local", action="store_true", help="leave ReMe's local store out")
+    p.add_argument(
+        "--es-without-analysis",
+        action="store_true",
+        help="the Elasticsearch node taken as lacking the english/cjk analyzers (the fallback before issue 50)",
+    )
+    p.add_argument("--model", default="minilm", help="the encoder of every vector (bench/quality/memory_models.py)")
     p.add_argument(
         "--generated",
         default="",
@@ -378,6 +419,8 @@ async def main() -> None:
     p.add_argument("--out", default=str(RESULTS / "locomo.txt"))
     args = p.parse_args()
     report = Report()
+    if args.es_without_analysis:
+        without_analysis()
     if args.generated:
         return await generated(args, report)
     sets = {c: conversation(Path(args.data) / f"{c}.json") for c in args.conversations.split(",")}
@@ -389,8 +432,10 @@ async def main() -> None:
         )
     )
     texts = [t for d in sets.values() for cs in d.files.values() for _, _, t in cs]
-    mq.use_model("minilm")
-    mq.embed_all(texts + [q for d in sets.values() for q in d.queries])
+    mq.use_model(args.model)
+    questions = [q for d in sets.values() for q in d.queries]
+    # ReMe's local store embeds its texts as ReMe's interface does (the question side); the drop-in the passage side
+    mq.embed_all(questions if args.no_local else texts + questions)
     mq.embed_all(texts, side="passage")
     variants = [v for v in args.variants.split(",") if v]
     unknown = sorted(set(variants) - set(VARIANTS))
@@ -399,10 +444,14 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="reme-es-locomo-"))
     runs: dict[str, dict] = {}
     try:
-        t0 = time.perf_counter()
-        es_runs, ms = await drop_in(list(sets.values()), args.url, args.prefix, work, variants)
-        runs.update({f"reme-es {k}": v for k, v in es_runs.items()})
-        print(f"drop-in: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        ms = {}
+        for engine, url in engines(args):
+            t0 = time.perf_counter()
+            es_runs, es_ms = await drop_in(list(sets.values()), url, args.prefix, work, variants, engine=engine)
+            label = "reme-es " if engine == "opensearch" else f"reme-es on {engine}: "
+            runs.update({f"{label}{k}": v for k, v in es_runs.items()})
+            ms.update({f"{label}{k}".removeprefix("reme-es "): v for k, v in es_ms.items()})
+            print(f"drop-in on {engine}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         if not args.no_local:
             t0 = time.perf_counter()
             runs.update({f"ReMe local, {k}": v for k, v in (await reme_local(list(sets.values()), work)).items()})

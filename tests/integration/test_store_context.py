@@ -22,11 +22,13 @@ TURNS = [
     "Melanie: That sounds like a big step!",
 ]
 OTHER = "daily/2026-05-02/other.md"
+OTHER_TURNS = ["Caroline: The weather was lovely.", "Jon: Indeed.", "Caroline: We walked for hours."]
 
 
 def _files():
     turns = [chunk(SESSION, t, start=2 * i + 1) for i, t in enumerate(TURNS)]
-    return [file_with(SESSION, turns), file_with(OTHER, [chunk(OTHER, "Caroline: The weather was lovely.")])], turns
+    other = [chunk(OTHER, t, start=2 * i + 1) for i, t in enumerate(OTHER_TURNS)]
+    return [file_with(SESSION, turns), file_with(OTHER, other)], turns
 
 
 async def _ranked_texts(store, query: str) -> list[str]:
@@ -52,6 +54,18 @@ async def test_a_turn_is_found_by_the_words_of_the_turns_around_it(server, es_pr
         assert [stored[t.id]["speaker"] for t in turns] == ["melanie", "caroline", "melanie"]
     finally:
         await twin.close()
+        await store.close()
+
+
+async def test_a_note_whose_lines_open_with_labels_has_no_speakers(server, es_prefix):
+    store = await open_store(ClientSettings([server.url]), es_prefix, server.engine)
+    try:
+        path = "notes/meeting.md"
+        notes = [chunk(path, t, start=2 * i + 1) for i, t in enumerate(["Note: moved", "TODO: book", "Decision: go"])]
+        await store.upsert([file_with(path, notes), *_files()[0]])
+        stored = await store.vectors.get_chunks({path: [c.id for c in notes]})
+        assert [stored[c.id].get("speaker") for c in notes] == [None, None, None]
+    finally:
         await store.close()
 
 
