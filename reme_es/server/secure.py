@@ -115,7 +115,7 @@ def start(
     admin_password: str | None = None,
     extra: Extra | None = None,
     trial: bool = True,
-    timeout: float = 180.0,
+    timeout: float = node.START_TIMEOUT_S,
 ) -> NodeInfo:
     """Start node `name` secured (made so on its first start; later starts reuse its material) and wait for the
     admin's authenticated answer over TLS. `settings` are extra node settings (a cluster member's); `admin_password`
