@@ -233,7 +233,7 @@ async def _sync(
         try:  # before anything is written or deleted: another folder's workspace is never touched
             if take_over:
                 await _take_over(store, workspace, settings, full, yes)
-            await store.claim(str(workspace.resolve()), take_over)
+            await store.claim(str(workspace.resolve()), take_over, blind=take_over and yes)
         except BaseException:
             await store.close()
             raise
