@@ -31,6 +31,7 @@ from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours
 
 from .access_cases import AccessCases, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
+from .access_more_cases import AccessRoundTwo
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, secured_node, tls_files
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
@@ -140,7 +141,7 @@ def secured(request):
         yield url_and_ca
 
 
-class TestSecuredOpenSearch(SecuredCases, AccessCases):
+class TestSecuredOpenSearch(SecuredCases, AccessCases, AccessRoundTwo):
     """The shared secured-node cases on opensearch 2.19, and per-workspace access (`reme-es access`)."""
 
     ENGINE = "opensearch"
