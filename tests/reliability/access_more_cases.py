@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -118,14 +119,27 @@ class AccessRoundTwo:
         # a term suggester: part of search, not a separate action. Elasticsearch refuses suggesters under
         # document-level security; OpenSearch answers from the whole shard's terms (docs/GUARANTEES.md names it,
         # and strict workspaces close it)
-        suggest = {"size": 0, "suggest": {"s": {"text": "bobb", "term": {"field": "text", "suggest_mode": "always"}}}}
-        if g.engine == "elasticsearch":
-            with pytest.raises(RequestFailed) as refused:
-                await g.raw(ana, "POST", f"/{g.prefix}-chunks/_search", suggest)
-            assert refused.value.status == 400 and "Suggest isn't supported" in str(refused.value)
-        else:
-            found = await g.raw(ana, "POST", f"/{g.prefix}-chunks/_search", suggest)
-            assert [o["text"] for o in found["suggest"]["s"][0]["options"]] == ["bob"]
+        term = {"text": "bobb", "term": {"field": "text", "suggest_mode": "always"}}
+        phrase = {"text": "secret of bobb", "phrase": {"field": "text"}}
+        for kind, body in (("term", term), ("phrase", phrase)):
+            suggest = {"size": 0, "suggest": {"s": body}}
+            if g.engine == "elasticsearch":
+                with pytest.raises(RequestFailed) as refused:
+                    await g.raw(ana, "POST", f"/{g.prefix}-chunks/_search", suggest)
+                assert refused.value.status == 400 and "Suggest isn't supported" in str(refused.value), kind
+            else:
+                found = await g.raw(ana, "POST", f"/{g.prefix}-chunks/_search", suggest)
+                options = [o["text"] for o in found["suggest"]["s"][0]["options"]]
+                assert [o.split()[-1] for o in options[:1]] == ["bob"], (kind, options)  # phrase: "secret bob"
+        # a write grant learns whether a guessed id exists in another workspace: `_create` answers 409 (named in
+        # docs/GUARANTEES.md; a set per writer closes it)
+        index, id_ = g.ids[g.key["ana"]][0]
+        with pytest.raises(RequestFailed) as exists:
+            body = {"workspace": g.key["ana"]}
+            await g.raw(
+                g.creds["bob"], "PUT", f"/{index}/_create/{quote(id_, safe='')}", body, {"routing": g.key["ana"]}
+            )
+        assert exists.value.status == 409
 
     def test_bad_input_to_access_is_refused_with_what_to_do(self, granted):
         g = granted
