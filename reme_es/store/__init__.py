@@ -239,14 +239,17 @@ class MemoryStore:
         try:
             return await self.registry.claim(self.workspace, folder, take_over, blind)
         except (AuthError, BulkError, RequestFailed) as exc:  # a grant that may not write: said in one line
-            from ..adapters.security import Workspace
-            from ..adapters.security_admin import explain_refusal
+            raise await self.explained(exc) from None
 
-            target = Workspace(self.prefix, self.workspace) if self.workspace else None
-            explained = target and await explain_refusal(self.port.transport, self.dialect.engine, target, exc)
-            if not explained:
-                raise
-            raise explained from None
+    async def explained(self, error: AuthError | BulkError | RequestFailed) -> Exception:
+        """`error`, or for a write the cluster refused for good (403, `security_exception`) one line naming the
+        caller's grant of this workspace ("ana has read-only access to workspace X of index set S")."""
+        from ..adapters.security import Workspace
+        from ..adapters.security_admin import explain_refusal
+
+        target = Workspace(self.prefix, self.workspace) if self.workspace else None
+        explained = target and await explain_refusal(self.port.transport, self.dialect.engine, target, error)
+        return explained or error
 
     async def workspace_record(self) -> dict | None:
         """This workspace's record in the set (folder, host, since), or None when nobody claimed it."""
