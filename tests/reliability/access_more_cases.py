@@ -183,6 +183,30 @@ class AccessRoundTwo:
         assert result.exit_code == 2, result.output
         assert "cannot see who holds this workspace" in result.output and "None" not in result.output
         assert "--take-over --yes" in result.output
+        plain = cli(g.url, g.ca, g.key["bob"], USER_PW, *args[:-1])  # without --take-over: refused the same way
+        assert plain.exit_code == 2 and "cannot see who holds this workspace" in plain.output, plain.output
+
+    async def test_take_over_with_yes_claims_a_workspace_the_grant_cannot_see(self, granted, tmp_path):
+        g = granted
+        key = f"carl-{g.key['ana']}"  # a third workspace, recorded by the admin only
+        store = await open_store(g.admin, g.prefix, g.engine, create=False, workspace=key)
+        try:
+            await store.claim("/elsewhere/carl")
+        finally:
+            await store.close()
+        (tmp_path / "digest").mkdir()
+        args = ("sync", str(tmp_path), "--index-prefix", g.prefix, "--workspace-key", key, "--take-over", "--yes")
+        try:
+            result = await asyncio.to_thread(cli, g.url, g.ca, g.key["bob"], USER_PW, *args)
+            assert result.exit_code == 0, result.output
+            assert "None" not in result.output
+            params = {"routing": key}
+            record = await g.raw(g.admin, "GET", f"/{g.prefix}-workspaces/_doc/{key}", params=params)
+            assert record["_source"]["folder"] == str(tmp_path.resolve())
+        finally:
+            await g.raw(
+                g.admin, "DELETE", f"/{g.prefix}-workspaces/_doc/{key}", params={"routing": key, "refresh": "true"}
+            )
 
     def test_search_with_a_key_alone_names_no_folder(self, granted):
         g = granted
