@@ -175,6 +175,28 @@ class AccessRoundTwo:
         ), result.output
         assert "BulkError" not in result.output and "Traceback" not in result.output
 
+    async def test_a_read_grantees_reme_start_says_the_grant_is_read_only(self, granted, tmp_path):
+        pytest.importorskip("reme.application", reason="ReMe is not installed: pip install 'reme-es[reme]'")
+        from tests.integration.test_reme import app_config, make_app, write_workspace
+
+        g = granted
+        write_workspace(tmp_path)
+        cfg = app_config(tmp_path, g.engine, g.url, g.prefix)
+        cfg["components"]["as_embedding"]["default"]["dimensions"] = DIMS
+        cfg["components"]["file_store"]["default"].update(
+            workspace_key=g.key["ana"], username=g.key["ana"], password=USER_PW, ca_certs=g.ca
+        )
+        app = make_app(cfg)
+        try:
+            with pytest.raises(AuthError) as err:
+                await app.start()
+        finally:
+            await app.close()
+        assert str(err.value).startswith(
+            f"{g.key['ana']} has read-only access to workspace {g.key['ana']} of index set {g.prefix}: it may search "
+            "it, not write it"
+        ), err.value
+
     def test_take_over_of_a_workspace_the_grant_cannot_see_needs_yes(self, granted, tmp_path):
         g = granted  # bob (write grant) cannot read ana's registry record
         (tmp_path / "digest").mkdir()
