@@ -16,6 +16,7 @@ import pytest
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.port import Action
 from reme_es.adapters.scope import Scope
+from reme_es.adapters.security import Workspace, elasticsearch_role, elasticsearch_role_mapping, opensearch_role
 from reme_es.core.errors import AuthError, BulkError, RequestFailed
 from reme_es.core.options import IndexOptions, strict_set
 from reme_es.store.connect import open_store
@@ -312,3 +313,29 @@ class AccessRoundTwo:
             await as_admin(g, "access", "revoke", *args[2:])
             made_indices = await g.raw(g.admin, "GET", f"/{own}-*/_alias")
             await g.raw(g.admin, "DELETE", f"/{','.join(sorted(made_indices))}")
+
+    async def test_a_grant_splits_a_role_from_before_the_levels_keeping_its_writers(self, granted):
+        """A role of one level for both (`reme-es-<set>-<ws>` granting writes, as grants were made before): the next
+        grant on the workspace moves its users to the write level, so granting read to another user takes no one's
+        write away."""
+        g = granted
+        target = Workspace(g.prefix, g.key["bob"])
+        paths = SECURITY_PATHS[g.engine]
+        if g.engine == "opensearch":
+            role, mapping = opensearch_role(target, True), {"users": ["dan"], "backend_roles": [], "hosts": []}
+        else:
+            role, mapping = elasticsearch_role(target, True), elasticsearch_role_mapping(target.role, ["dan"], [])
+        await g.raw(g.admin, "PUT", f"{paths['role']}{target.role}", role)
+        await g.raw(g.admin, "PUT", f"{paths['mapping']}{target.role}", mapping)
+        extra = ("--index-prefix", g.prefix, "--workspace-key", g.key["bob"])
+        made = await as_admin(g, "access", "grant", *extra, "--user", "erin", "--create-mapping-only")
+        assert made.exit_code == 0, made.output
+        listed = await as_admin(g, "access", "list", "--index-prefix", g.prefix, "--json")
+        levels = {(r["workspace"], r["write"]): sorted(r["users"]) for r in json.loads(listed.output)}
+        assert levels[(g.key["bob"], True)] == sorted([g.key["bob"], "dan"])
+        assert levels[(g.key["bob"], False)] == ["erin"]
+        gone = await as_admin(g, "access", "revoke", *extra, "--user", "erin", "--user", "dan")
+        assert gone.exit_code == 0, gone.output
+        assert gone.output.splitlines() == [
+            f"left: {g.key['bob']}\tread+write\treme-es-write.{g.prefix}-{g.key['bob']}\tuser {g.key['bob']}"
+        ]
