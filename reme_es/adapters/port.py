@@ -430,6 +430,11 @@ class IndexPort:
         """Create or replace a search pipeline (idempotent)."""
         await self.transport.request("PUT", f"/_search/pipeline/{name}", body)
 
+    async def get_pipeline(self, name: str) -> dict | None:
+        """The body of a search pipeline (None: there is none of this name)."""
+        found = await or_none(self.transport.request("GET", f"/_search/pipeline/{name}"))
+        return (found or {}).get(name)
+
     async def pipeline_exists(self, name: str) -> bool:
         """Whether a search pipeline of this name exists."""
         return await or_none(self.transport.request("GET", f"/_search/pipeline/{name}")) is not None

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 REQUEST, BULK = "request", "bulk"
+# Error types no retry mends, whatever their status: the security plugin's refusals (OpenSearch answers an update under
+# document-level security with a 500 `security_exception`; a retry meets the same refusal, about 40 s of them).
+PERMANENT_TYPES = frozenset({"security_exception"})
 # The status of a bulk item the answer does not cover (the request failed in transport): retried, reported with it.
 UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
 
@@ -88,7 +91,7 @@ class RetryPolicy:
             return False
         if isinstance(error, ConnectionFailed):
             return True
-        return isinstance(error, RequestFailed) and error.status in self.statuses
+        return isinstance(error, RequestFailed) and error.status in self.statuses and error.type not in PERMANENT_TYPES
 
 
 class Clock:
@@ -184,6 +187,13 @@ def unanswered(action: dict, error: ReMeESError) -> tuple[bool, dict]:
     return False, {action.get("_op_type", "index"): {"status": None, "error": str(error)}}
 
 
+def _exception_type(exc: object) -> str:
+    """The error type of a whole bulk request's failure that the client reported per item (opensearch-py's helper
+    puts the exception beside the item: its `error` is the answer's type, e.g. `security_exception`)."""
+    kind = getattr(exc, "error", "") if isinstance(exc, Exception) else ""
+    return kind if isinstance(kind, str) else ""
+
+
 def book_round(
     outcome: Any, pending: list[dict], results: list, statuses: frozenset[int]
 ) -> list[tuple[dict, BulkItemFailure]]:
@@ -201,10 +211,10 @@ def book_round(
                 outcome.versions[(action["_index"], str(action.get("_id")))] = (info["_seq_no"], info["_primary_term"])
             continue
         reason = error.get("reason", str(error)) if isinstance(error, dict) else str(error or info)
-        kind = str(error.get("type") or "") if isinstance(error, dict) else ""
+        kind = str(error.get("type") or "") if isinstance(error, dict) else _exception_type(info.get("exception"))
         index = str(info.get("_index") or action.get("_index") or "")
         failure = BulkItemFailure(index, str(info.get("_id", action.get("_id"))), status, reason, kind)
-        if status in statuses:
+        if status in statuses and kind not in PERMANENT_TYPES:
             failed.append((action, failure))
         else:
             outcome.failures.append(failure)

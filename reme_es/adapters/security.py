@@ -1,9 +1,11 @@
-"""Per-workspace access on a shared index set, enforced by the cluster: the security APIs' bodies (pure) and the
-calls that put, read and delete them (`SecurityAdmin`).
+"""Per-workspace access on a shared index set, enforced by the cluster: the security APIs' bodies (pure; the calls
+that put, read and delete them are `security_admin.SecurityAdmin`).
 
-A grant of workspace W of set S is one role, `reme-es-S-W`, and the mapping of that role to users and backend roles
-(OpenSearch: `_plugins/_security/api/roles|rolesmapping`; Elasticsearch: `_security/role|role_mapping`, and the
-roles of a native user). The role reads S's four indices through document-level security: a query on the
+A grant of workspace W of set S is one role per access level, `reme-es-S-W` (read) and `reme-es-write.S-W` (read and
+write documents), each mapped to its own users and backend roles, so granting one user a level never changes another
+user's (a `.` no set name has keeps the write role apart from any read role). A role is mapped to users and backend
+roles (OpenSearch: `_plugins/_security/api/roles|rolesmapping`; Elasticsearch: `_security/role|role_mapping`, and
+the roles of a native user). The role reads S's four indices through document-level security: a query on the
 `workspace` field, term W. The engine adds it to every read of those indices (search, get and `_mget`, `_msearch`,
 count, scroll), so the grantee never reads another workspace's documents, whatever key it asks for.
 
@@ -30,10 +32,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..core.checks import validate_prefix, validate_workspace_key
-from ..core.errors import CapabilityError, ConfigError, RequestFailed
+from ..core.errors import CapabilityError, ConfigError
 from .scope import WORKSPACE_FIELD
 from .templates import SET_KINDS
 
@@ -45,16 +47,32 @@ META_SEP = "\u001f"  # between a metadata key and its value's canonical JSON in 
 # A tenant id a grant may name: it is part of the role's name, which is part of a URL path.
 _TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 
+WRITE_ROLE_PREFIX = f"{ROLE_PREFIX}write."  # the read+write level's role: `reme-es-write.<the read role's rest>`
+# The document reads a grantee's store makes, by action name (both engines), instead of the `read` group: the group
+# also holds term vectors (`_termvectors`/`_mtermvectors`: with `term_statistics` they count every workspace's terms,
+# measured on both engines) and `_explain`. Search itself (suggesters, significant_text, BM25 statistics) still
+# reads the whole shard's term statistics: docs/GUARANTEES.md names them and the strict workspaces that close them.
+DOC_READ_ACTIONS = [
+    "indices:data/read/search*",  # search, count, knn; their shard phases
+    "indices:data/read/msearch*",
+    "indices:data/read/get*",
+    "indices:data/read/mget*",
+    "indices:data/read/scroll*",
+    "indices:data/read/field_caps*",
+]
 # OpenSearch security: what a grantee's store needs beyond document reads (connect: node info, the cluster UUID,
-# the analyzer probe; the hybrid search pipeline, put at connect where the set has vectors).
+# the analyzer probe; reading the hybrid search pipeline the admin put). No cluster write action of any kind: a
+# grantee's store opens on the admin's pipeline and never puts one (store/indices.py `ensure_pipeline`).
 OS_CLUSTER_READ = [
-    "cluster_composite_ops_ro",  # _mget, _msearch, scroll
+    "indices:data/read/msearch*",  # _msearch (a cluster action too)
+    "indices:data/read/mget*",
+    "indices:data/read/scroll*",  # scroll and clear scroll
     "cluster_monitor",  # node info (probe), cluster state (the cluster UUID)
-    "cluster:admin/search/pipeline/put",  # the hybrid pipeline, put (idempotently) at connect
+    "cluster:admin/search/pipeline/get",  # the admin's hybrid pipeline, read at connect
 ]
 OS_CLUSTER_WRITE = ["indices:data/write/bulk"]
 # No index stats (`indices:monitor/stats`): they count every workspace's documents.
-OS_INDEX_READ = ["read", "indices:admin/mappings/get", "indices:admin/refresh*"]
+OS_INDEX_READ = [*DOC_READ_ACTIONS, "indices:admin/mappings/get", "indices:admin/refresh*"]
 # Document writes only: the bulk's shard requests and its index/create/delete items. Update (a vector set in place)
 # is refused by OpenSearch for any role under document-level security.
 OS_INDEX_WRITE = ["indices:data/write/index", "indices:data/write/delete", "indices:data/write/bulk*"]
@@ -62,7 +80,7 @@ OS_INDEX_WRITE = ["indices:data/write/index", "indices:data/write/delete", "indi
 OS_ANY_INDEX = ["indices:admin/analyze", "indices:admin/aliases/get"]
 
 ES_CLUSTER = ["monitor", "cluster:admin/analyze"]
-ES_INDEX_READ = ["read", "view_index_metadata", "indices:admin/refresh*"]
+ES_INDEX_READ = [*DOC_READ_ACTIONS, "view_index_metadata", "indices:admin/refresh*"]
 # Document writes only, by action name: the named privileges `index`, `create`, `create_doc` and `write` also let
 # their holder put mappings on indices and aliases (Elasticsearch keeps that for old clients; measured on 9.3: a
 # grantee added a field to the set's mapping). The set's mappings are strict, so no dynamic update is needed. Update
@@ -96,8 +114,12 @@ class Workspace:
 
     @property
     def role(self) -> str:
-        """The role (and role mapping) of the grant."""
+        """The role (and role mapping) of the read grant."""
         return role_name(self.prefix, self.key)
+
+    def role_for(self, write: bool) -> str:
+        """The role of the grant's level: read (`role`), or read+write (`reme-es-write.<set>-<workspace>`)."""
+        return write_role(self.role) if write else self.role
 
     def indices(self) -> list[str]:
         """The index names (aliases and concrete indices) the role reads through its query."""
@@ -126,8 +148,12 @@ class MemorieTenant:
 
     @property
     def role(self) -> str:
-        """The role (and role mapping) of the grant: `reme-es-memorie.<prefix>.<tenant>`."""
+        """The role (and role mapping) of the read grant: `reme-es-memorie.<prefix>.<tenant>`."""
         return f"{MEMORIE_ROLE_PREFIX}{self.prefix}.{self.key}"
+
+    def role_for(self, write: bool) -> str:
+        """The role of the grant's level: read (`role`), or read+write (`reme-es-write.memorie.<prefix>.<tenant>`)."""
+        return write_role(self.role) if write else self.role
 
     def indices(self) -> list[str]:
         """Memorie's three aliases and their versioned indices (`<alias>-v<n>`), and no other prefix's."""
@@ -165,7 +191,18 @@ class Grant:
         """The grant of `target` to these users and backend roles."""
         tenant = target.key if isinstance(target, MemorieTenant) else None
         workspace = target.key if isinstance(target, Workspace) else None
-        return cls(target.role, target.prefix, workspace, write, users, backend_roles, tenant)
+        return cls(target.role_for(write), target.prefix, workspace, write, users, backend_roles, tenant)
+
+
+def write_role(read_role: str) -> str:
+    """The read+write level's role beside a read role: `reme-es-write.` and the read role's name after `reme-es-`."""
+    return WRITE_ROLE_PREFIX + read_role.removeprefix(ROLE_PREFIX)
+
+
+def _named(name: str, target: Target, write: bool) -> bool:
+    """Whether a role named `name` is `target`'s grant at this level (a role of one level for both, made before the
+    levels had roles of their own, keeps the read role's name)."""
+    return name in (target.role_for(write), target.role)
 
 
 def role_name(prefix: str, workspace: str) -> str:
@@ -274,8 +311,9 @@ def grant_of_opensearch_role(name: str, role: dict) -> tuple[Target, bool] | Non
         return None
     for perm in role.get("index_permissions") or []:
         target = _target_of_permission(perm)
-        if target is not None and target.role == name:
-            return target, "indices:data/write/index" in (perm.get("allowed_actions") or [])
+        write = "indices:data/write/index" in (perm.get("allowed_actions") or [])
+        if target is not None and _named(name, target, write):
+            return target, write
     return None
 
 
@@ -305,7 +343,7 @@ def target_of_elasticsearch_role(name: str, role: dict) -> tuple[Target, bool] |
             target: Target = kind(meta.get("index_prefix"), meta.get(kind.kind))  # type: ignore[arg-type]
         except ConfigError:
             continue
-        if target.role == name:
+        if _named(name, target, bool(meta.get("write"))):
             return target, bool(meta.get("write"))
     return None
 
@@ -341,126 +379,3 @@ def check_licence(answer: dict) -> None:
         "or install a licence that has it; on a basic licence, give each workspace an index set of its own "
         "(--index-prefix) and grant the set's indices instead"
     )
-
-
-# ------------------------------------------------------------------------------------------------- the calls
-class SecurityAdmin:
-    """Grants of one set's workspaces on one cluster, through its security API (the caller closes the transport)."""
-
-    def __init__(self, transport: Any, engine: str, prefix: str):
-        self.transport, self.engine, self.prefix = transport, engine, validate_prefix(prefix)
-        self.opensearch = engine != "elasticsearch"
-
-    async def _get(self, path: str) -> dict | None:
-        try:
-            return await self.transport.request("GET", path)
-        except RequestFailed as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    async def _delete(self, path: str) -> bool:
-        try:
-            await self.transport.request("DELETE", path)
-        except RequestFailed as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
-    async def check(self) -> None:
-        """Refuse a cluster whose security or licence has no document-level security (Elasticsearch: the licence)."""
-        if not self.opensearch:
-            check_licence(await self.transport.request("GET", "/_license"))
-
-    def workspace(self, key: str) -> Workspace:
-        """Workspace `key` of this set, as a grant's target."""
-        return Workspace(self.prefix, key)
-
-    def memorie_tenant(self, tenant: str) -> MemorieTenant:
-        """Memorie tenant `tenant` of this prefix (`<prefix>-memorie-*`), as a grant's target."""
-        return MemorieTenant(self.prefix, tenant)
-
-    async def grant(self, target: Target, users: list[str], backend_roles: list[str], write: bool) -> Grant:
-        """Put the target's role (replacing an earlier one: `write` as now asked) and add the users and backend
-        roles to its mapping."""
-        if not users and not backend_roles:
-            raise ConfigError(f"name at least one --user or --backend-role to grant {target.described()} to")
-        await self.check()
-        role = target.role
-        if self.opensearch:
-            await self.transport.request("PUT", f"/_plugins/_security/api/roles/{role}", opensearch_role(target, write))
-            stored = (await self._get(f"/_plugins/_security/api/rolesmapping/{role}") or {}).get(role)
-            body = mapping_with(stored, users, backend_roles)
-            await self.transport.request("PUT", f"/_plugins/_security/api/rolesmapping/{role}", body)
-            return Grant.of(target, write, body["users"], body["backend_roles"])
-        await self.transport.request("PUT", f"/_security/role/{role}", elasticsearch_role(target, write))
-        stored = (await self._get(f"/_security/role_mapping/{role}") or {}).get(role) or {}
-        old_users, old_groups = mapped_of_elasticsearch(stored)
-        all_users, groups = _merged(old_users, users), _merged(old_groups, backend_roles)
-        await self.transport.request(
-            "PUT", f"/_security/role_mapping/{role}", elasticsearch_role_mapping(role, all_users, groups)
-        )
-        for user in users:  # a native user's roles are its own: role mappings do not reach it
-            await self._native_roles(user, add=role)
-        return Grant.of(target, write, all_users, groups)
-
-    async def _native_roles(self, user: str, add: str | None = None, remove: str | None = None) -> None:
-        found = (await self._get(f"/_security/user/{user}") or {}).get(user)
-        if not found:
-            return  # not a native user: the role mapping reaches it
-        roles = [r for r in found.get("roles") or [] if r != remove] + ([add] if add else [])
-        body = {k: found[k] for k in ("full_name", "email", "metadata", "enabled") if found.get(k) is not None}
-        await self.transport.request("PUT", f"/_security/user/{user}", {**body, "roles": _merged([], roles)})
-
-    async def revoke(self, target: Target, users: list[str], backend_roles: list[str]) -> Grant | None:
-        """Take the users and backend roles out of the target's grant; with none named, or none left, delete the
-        role and its mapping. Returns what is left (None: the grant is gone, or never was)."""
-        role = target.role
-        grants = {g.role: g for g in await self.list()}
-        grant = grants.get(role)
-        if grant is None:
-            return None
-        everyone = not users and not backend_roles
-        left_users = [] if everyone else [u for u in grant.users if u not in users]
-        left_roles = [] if everyone else [r for r in grant.backend_roles if r not in backend_roles]
-        if not self.opensearch:
-            for user in grant.users if everyone else users:
-                await self._native_roles(user, remove=role)
-        if not left_users and not left_roles:
-            base = "/_plugins/_security/api" if self.opensearch else "/_security"
-            await self._delete(f"{base}/{'rolesmapping' if self.opensearch else 'role_mapping'}/{role}")
-            await self._delete(f"{base}/{'roles' if self.opensearch else 'role'}/{role}")
-            return None
-        if self.opensearch:
-            stored = (await self._get(f"/_plugins/_security/api/rolesmapping/{role}") or {}).get(role) or {}
-            body = mapping_without(stored, users, backend_roles)
-            await self.transport.request("PUT", f"/_plugins/_security/api/rolesmapping/{role}", body)
-        else:
-            await self.transport.request(
-                "PUT", f"/_security/role_mapping/{role}", elasticsearch_role_mapping(role, left_users, left_roles)
-            )
-        return Grant.of(target, grant.write, left_users, left_roles)
-
-    async def list(self) -> list[Grant]:
-        """Every grant of this prefix, by role name: its set's workspaces and its Memorie tenants."""
-        grants: list[Grant] = []
-        if self.opensearch:
-            roles = await self.transport.request("GET", "/_plugins/_security/api/roles") or {}
-            mappings = await self.transport.request("GET", "/_plugins/_security/api/rolesmapping") or {}
-        else:
-            roles = await self._get("/_security/role") or {}
-            mappings = await self._get("/_security/role_mapping") or {}
-        for name, role in sorted(roles.items()):
-            found = (
-                grant_of_opensearch_role(name, role) if self.opensearch else target_of_elasticsearch_role(name, role)
-            )
-            if found is None or found[0].prefix != self.prefix:
-                continue
-            mapped = mappings.get(name) or {}
-            if self.opensearch:
-                users, backend_roles = list(mapped.get("users") or []), list(mapped.get("backend_roles") or [])
-            else:
-                users, backend_roles = mapped_of_elasticsearch(mapped)
-            grants.append(Grant.of(found[0], found[1], users, backend_roles))
-        return grants

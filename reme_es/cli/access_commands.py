@@ -17,7 +17,8 @@ from ..core.errors import ConfigError
 from .app import _chosen_set, _client, _run, _settings, common
 
 if TYPE_CHECKING:
-    from ..adapters.security import SecurityAdmin, Target
+    from ..adapters.security import Target
+    from ..adapters.security_admin import SecurityAdmin
     from ..core.options import Options
 
 
@@ -91,6 +92,12 @@ def _line(grant) -> str:
 
 @access.command("grant")
 @click.option(
+    "--create-mapping-only",
+    "mapping_only",
+    is_flag=True,
+    help="Map --user names the security plugin does not hold (users of an external realm: LDAP, SAML, ...).",
+)
+@click.option(
     "--write",
     is_flag=True,
     help="Also let them index and delete documents in the set (document-level "
@@ -98,17 +105,19 @@ def _line(grant) -> str:
 )
 @_who
 @_target
-def grant(write, users, backend_roles, workspace, memorie_tenant, config_file, **flags):
+def grant(write, mapping_only, users, backend_roles, workspace, memorie_tenant, config_file, **flags):
     """Let users or backend roles read one workspace of the set, and nothing else of it (a role with
-    document-level security on the `workspace` field, `reme-es-<set>-<workspace>`, and its mapping); or, with
-    --memorie-tenant, one tenant of the prefix's Memorie stores (`reme-es-memorie.<prefix>.<tenant>`)."""
+    document-level security on the `workspace` field, `reme-es-<set>-<workspace>`, and its mapping; with --write,
+    `reme-es-write.<set>-<workspace>`: one role per level, so a grant changes no other user's access); or, with
+    --memorie-tenant, one tenant of the prefix's Memorie stores (`reme-es-memorie.<prefix>.<tenant>`). The set and
+    workspace (tenant) must exist, and each user must be known to the security plugin (or --create-mapping-only)."""
 
     async def go() -> int:
         settings = _options(workspace, memorie_tenant, config_file, flags)
         cluster, admin = await _admin(settings)
         try:
             target = _chosen(admin, settings, memorie_tenant)
-            done = await admin.grant(target, list(users), list(backend_roles), write)
+            done = await admin.grant(target, list(users), list(backend_roles), write, mapping_only)
         finally:
             await cluster.close()
         click.echo(f"granted: {_line(done)}")
@@ -133,7 +142,10 @@ def revoke(users, backend_roles, workspace, memorie_tenant, config_file, **flags
         finally:
             await cluster.close()
         what = f"workspace {target.key}" if memorie_tenant is None else f"memorie tenant {target.key}"
-        click.echo(f"left: {_line(left)}" if left else f"revoked: {what} is granted to nobody")
+        for grant in left:
+            click.echo(f"left: {_line(grant)}")
+        if not left:
+            click.echo(f"revoked: {what} is granted to nobody")
         return 0
 
     _run(go)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.errors import ConfigError, MappingError
+from ..core.errors import AuthError, ConfigError, MappingError
 from .app import _check_model, _chosen_set, _client, _embedder, _err, _open, _run, _settings, common, hint
 
 if TYPE_CHECKING:
@@ -169,7 +169,10 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
     try:
         caps, workspace = store.caps, store.workspace
         cluster = await _cluster(store)
-        stats = await store.stats()
+        try:
+            stats = await store.stats()
+        except AuthError:  # a grant (`reme-es access`) reads no index statistics: they count every workspace's docs
+            stats = {}
         counts = await store.health_counts()
         records = None if store.legacy else await store.workspaces()
         cluster["workspaces_in_set"] = None if records is None else len(records)
@@ -212,7 +215,12 @@ def _echo_status(info: dict, state: dict) -> None:
             f"this workspace: {counts['files']} files, {counts['chunks']} chunks, {counts['vectors']} with vectors, "
             f"{counts['links']} links"
         )
-    if stats is None:
+    if stats == {}:
+        click.echo(
+            "indices: no statistics for these credentials (they need `indices:monitor/stats` on the set, which a "
+            "workspace grant does not give: they count every workspace's documents)"
+        )
+    elif stats is None:
         click.echo("indices: none yet (run `reme-es sync`)")
     else:
         for kind, s in stats.items():

@@ -121,6 +121,13 @@ def common(with_workspace: bool = True):
             help="Index set (default: reme, shared by every workspace; a folder's own set from before shared sets "
             "where it exists).",
         )(f)
+        f = click.option(
+            "--strict",
+            is_flag=True,
+            default=None,
+            help="A strict workspace: alone in an index set of its own (<set>-only-<key>), so no other workspace's "
+            "terms reach its searches' statistics (docs/GUARANTEES.md). Costs a set's shards per workspace.",
+        )(f)
         f = click.option("--engine", type=click.Choice(["auto", *engine_names()]), help="Engine.")(f)
         f = click.option(
             "--aws-service", type=click.Choice(["es", "aoss"]), help="SigV4 service: es or aoss (Serverless)."
@@ -300,9 +307,10 @@ async def _known_workspace(store: MemoryStore, folder: Path | None = None) -> No
     others = await store.workspaces()
     if not others:
         return  # written by the library without claims: nothing to point to
+    named, this = (f" (folder {folder})", "this folder") if folder else ("", "it")
     raise ConfigError(
-        f"workspace {store.workspace} (folder {folder or '?'}) has nothing in index set {store.prefix}: it was never "
-        f"synced there, or it was dropped. Sync this folder first, or name the folder that was synced with -w FOLDER "
+        f"workspace {store.workspace}{named} has nothing in index set {store.prefix}: it was never "
+        f"synced there, or it was dropped. Sync {this} first, or name the folder that was synced with -w FOLDER "
         f"(or its key with --workspace-key KEY). The set records {len(others)} other workspace(s); "
         f"`{hint('status --workspaces', folder)}` lists their keys, folders and hosts"
     )

@@ -165,6 +165,17 @@ async def _query_vector(
     return None
 
 
+def _folder_of_key(settings: Options, workspace: Path | None) -> Path | None:
+    """The folder the command's workspace key is the key of (`-w`'s, by default the current one); None when the key
+    is another's, given alone (--workspace-key, REME_ES_WORKSPACE_KEY, reme-es.yaml): that folder is not the one."""
+    from ..core.options import default_workspace_key
+
+    folder = workspace or settings.folder
+    if folder is None:
+        return None
+    return folder.resolve() if default_workspace_key(folder) == settings.index.workspace_key else None
+
+
 async def _search(
     settings: Options, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
 ):
@@ -181,7 +192,7 @@ async def _search(
     asked, mode = mode, mode or "hybrid"
     store = await _open(settings, create=False)
     try:
-        await _known_workspace(store, settings.folder.resolve() if settings.folder else None)
+        await _known_workspace(store, _folder_of_key(settings, workspace))
         vector = None
         if mode != "keyword":
             vector = await _query_vector(settings, store, query, mode, asked is not None, workspace)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..core.errors import ConfigError, MappingError
+from ..core.errors import AuthError, BulkError, ConfigError, MappingError, RequestFailed
 from .app import (
     _check_model,
     _chosen_set,
@@ -233,7 +233,7 @@ async def _sync(
         try:  # before anything is written or deleted: another folder's workspace is never touched
             if take_over:
                 await _take_over(store, workspace, settings, full, yes)
-            await store.claim(str(workspace.resolve()), take_over)
+            await store.claim(str(workspace.resolve()), take_over, blind=take_over and yes)
         except BaseException:
             await store.close()
             raise
@@ -266,7 +266,10 @@ async def _sync(
                 f"syncing {workspace.resolve()} into {_where(store)} ({', '.join(settings.sync.dirs)}; "
                 f"{', '.join(settings.sync.suffixes)})"
             )
-        summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))
+        try:
+            summary = await (syncer.run_retrying(full) if watch else syncer.run(full=full, dry_run=dry_run))
+        except (AuthError, BulkError, RequestFailed) as exc:  # a refusal for good: one line naming the grant
+            raise await store.explained(exc) from None
         if summary is None:  # stopped while waiting for the server
             return 130
         show(summary)

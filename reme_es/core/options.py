@@ -119,6 +119,9 @@ class IndexOptions(_Section):
     hnsw_m: int = Field(default=HNSW_M, ge=2)
     hnsw_ef_construction: int = Field(default=HNSW_EF_CONSTRUCTION, ge=2)
     take_over: bool = False  # adopt a workspace another folder's sync writes
+    # a strict workspace: in an index set of its own, `<set>-only-<key>` (`strict_set`), so that no term statistic of
+    # another workspace reaches its searches (suggesters, BM25, significant_text: docs/GUARANTEES.md)
+    strict: bool = False
 
     @field_validator("index_prefix")
     @classmethod
@@ -355,7 +358,18 @@ def load_options(
         if options.index.workspace_key is None:
             options = options.with_index(workspace_key=default_workspace_key(workspace))
             options._folder = Path(workspace)
+    if options.index.strict:
+        if options.index.workspace_key is None:
+            raise ConfigError("--strict puts one workspace in a set of its own: name it (-w FOLDER or --workspace-key)")
+        own = strict_set(options.index.index_prefix or SHARED_SET, options.index.workspace_key)
+        options = options.with_index(index_prefix=own)
     return options
+
+
+def strict_set(prefix: str, workspace_key: str) -> str:
+    """The index set of a strict workspace: `<set>-only-<key>`, the workspace alone in it (one set's shards per strict
+    workspace: 4 shards, so about 333 of them fill a node's 1,000-shard limit beside nothing else)."""
+    return validate_prefix(f"{prefix}-only-{validate_workspace_key(workspace_key)}")
 
 
 class Runtime(BaseModel):

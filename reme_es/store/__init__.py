@@ -47,6 +47,7 @@ from ..adapters.port import IndexPort
 from ..adapters.templates import INDEX_KINDS
 from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
+from ..core.errors import AuthError, BulkError, RequestFailed
 from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
 from ..core.telemetry import memory_operation, stage
@@ -248,10 +249,23 @@ class MemoryStore:
             out["expunged"] = await self.indices.expunge(expunge_timeout)
         return out
 
-    async def claim(self, folder: str, take_over: bool = False) -> dict:
+    async def claim(self, folder: str, take_over: bool = False, blind: bool = False) -> dict:
         """Record that `folder` (on this host) writes this workspace; refuse another folder's sync (WorkspaceConflict)
         unless `take_over`. Call before the first write of a session."""
-        return await self.registry.claim(self.workspace, folder, take_over)
+        try:
+            return await self.registry.claim(self.workspace, folder, take_over, blind)
+        except (AuthError, BulkError, RequestFailed) as exc:  # a grant that may not write: said in one line
+            raise await self.explained(exc) from None
+
+    async def explained(self, error: AuthError | BulkError | RequestFailed) -> Exception:
+        """`error`, or for a write the cluster refused for good (403, `security_exception`) one line naming the
+        caller's grant of this workspace ("ana has read-only access to workspace X of index set S")."""
+        from ..adapters.security import Workspace
+        from ..adapters.security_admin import explain_refusal
+
+        target = Workspace(self.prefix, self.workspace) if self.workspace else None
+        explained = target and await explain_refusal(self.port.transport, self.dialect.engine, target, error)
+        return explained or error
 
     async def workspace_record(self) -> dict | None:
         """This workspace's record in the set (folder, host, since), or None when nobody claimed it."""

@@ -11,7 +11,7 @@ from ..adapters.dialect import ClientSettings, Dialect
 from ..adapters.engines import engine_names, resolve_engine
 from ..adapters.engines import make_dialect as _registered
 from ..adapters.port import IndexPort
-from ..adapters.security import SecurityAdmin
+from ..adapters.security_admin import SecurityAdmin
 from ..core.engine_settings import DEFAULT_ENGINE
 from ..core.models import Capabilities
 from ..core.options import SHARED_SET, IndexOptions, SearchOptions, default_prefix

@@ -25,7 +25,7 @@ from ..adapters.scope import WORKSPACE_FIELD, Scope
 from ..adapters.templates import INDEX_KINDS, REGISTRY_KIND, SET_KINDS, render_index
 from ..core import telemetry
 from ..core.checks import validate_hybrid, validate_prefix, validate_workspace_key
-from ..core.errors import CapabilityError, ConfigError, DimensionMismatch, MappingError
+from ..core.errors import AuthError, CapabilityError, ConfigError, DimensionMismatch, MappingError
 from ..core.models import Capabilities, SearchFilter
 from ..core.options import IndexOptions, SearchOptions
 from .calibration import Calibration
@@ -208,10 +208,24 @@ class IndexSet:
         return f"{self.prefix}-hybrid-{self.pipeline_kind}{weight}-v1"
 
     async def ensure_pipeline(self) -> None:
-        """Create or update the hybrid search pipeline (PUT is idempotent)."""
-        kind = self.pipeline_kind or "minmax"
+        """Create or update the hybrid search pipeline where it is missing or differs. A grantee (`reme-es access`:
+        no cluster write of any kind) puts nothing: it searches through the pipeline the admin put, and where it
+        cannot read one, fuses in the client."""
+        kind, name = self.pipeline_kind or "minmax", self.pipeline_name()
         body = self.dialect.pipeline_body(kind, self.vector_weight, bool(self.caps and self.caps.rrf_weights))
-        await self.port.put_pipeline(self.pipeline_name(), body)
+        try:
+            stored = await self.port.get_pipeline(name)
+        except AuthError:
+            stored = None
+        if stored == body:
+            return
+        try:
+            await self.port.put_pipeline(name, body)
+        except AuthError as exc:
+            if stored is not None:
+                return  # the admin's pipeline, as it is
+            log.warning("no search pipeline %s and no right to put one (%s): hybrid fuses in the client", name, exc)
+            self.hybrid = "client"
 
     # --- upkeep -----------------------------------------------------------------------------
     async def refresh(self) -> None:

@@ -221,3 +221,16 @@ def test_replicas_and_shards_are_settable_and_reindex_keeps_them(cli):
     assert cli("templates", "diff", "--replicas", "2", "--shards", "2").exit_code == 0  # kept by the rebuild
     hits = cli.search("hybrid search")
     assert "digest/search.md" in {p for p, _, _ in hits}  # routed by workspace: found across two shards
+
+
+def test_access_on_a_cluster_without_security_says_so_in_one_line(cli):
+    """`reme-es access` on a node without a security plugin (the test nodes have none): one line naming it, exit 1,
+    for list, grant and revoke alike."""
+    target = ("--hosts", cli.url, "--index-prefix", cli.prefix)
+    for args in (("list",), ("grant", "--workspace-key", "ana", "--user", "ana"), ("revoke", "--workspace-key", "ana")):
+        result = cli("access", *args, *target, target=False)
+        assert result.exit_code == 1, result.output
+        assert result.output.splitlines() == [
+            "error: this cluster has no security plugin: `reme-es access` needs the OpenSearch security plugin or "
+            "Elasticsearch security. Nothing was changed"
+        ], result.output

@@ -191,8 +191,12 @@ async def granted(request, secured, tmp_path_factory):
     await raw(admin, "DELETE", f"/{','.join(sorted(made))}", engine=engine)
     for user in ("ana", "bob"):
         await raw(admin, "DELETE", f"{paths['user']}{user}-{tag}", engine=engine)
-        await raw(admin, "DELETE", f"{paths['role']}reme-es-{prefix}-{user}-{tag}", engine=engine)
-        await raw(admin, "DELETE", f"{paths['mapping']}reme-es-{prefix}-{user}-{tag}", engine=engine)
+        for role in (f"reme-es-{prefix}-{user}-{tag}", f"reme-es-write.{prefix}-{user}-{tag}"):
+            for kind in ("mapping", "role"):
+                try:
+                    await raw(admin, "DELETE", f"{paths[kind]}{role}", engine=engine)
+                except RequestFailed as exc:  # no grant at that level
+                    assert exc.status == 404
 
 
 @pytest.fixture(scope="class")
@@ -227,9 +231,10 @@ async def memorie_granted(request, secured):
     yield ns
     made = await raw(admin, "GET", f"/{ns.mprefix}-memorie-*/_alias", engine=engine)
     await raw(admin, "DELETE", f"/{','.join(sorted(made))}", engine=engine)
+    levels = ("reme-es-memorie.", "reme-es-write.memorie.")
     for who in ("carl", "dora"):
         await raw(admin, "DELETE", f"{paths['user']}{ns.user[who]}", engine=engine)
-        role = f"reme-es-memorie.{ns.mprefix}.{ns.tenant[who]}"
+    for role in (f"{level}{ns.mprefix}.{ns.tenant[who]}" for who in ("carl", "dora") for level in levels):
         for kind in ("mapping", "role"):
             try:
                 await raw(admin, "DELETE", f"{paths[kind]}{role}", engine=engine)
@@ -281,22 +286,26 @@ class AccessCases:
         rows = {r["workspace"]: (r["write"], r["users"], r["role"]) for r in json.loads(listed.output)}
         assert rows == {
             g.key["ana"]: (False, [g.key["ana"]], f"reme-es-{g.prefix}-{g.key['ana']}"),
-            g.key["bob"]: (True, [g.key["bob"]], f"reme-es-{g.prefix}-{g.key['bob']}"),
+            g.key["bob"]: (True, [g.key["bob"]], f"reme-es-write.{g.prefix}-{g.key['bob']}"),
         }
-        # a third grant, taken back user by user, then whole
-        extra = ("--index-prefix", g.prefix, "--workspace-key", "carol-x")
-        assert (
-            cli(
-                g.url, g.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "carol", "--backend-role", "team"
-            ).exit_code
-            == 0
-        )
+        # a user of an external realm (unknown to the security plugin) and a backend role, on bob's workspace at the
+        # read level: bob keeps his write level; taken back user by user, then the level whole
+        extra = ("--index-prefix", g.prefix, "--workspace-key", g.key["bob"])
+        made = cli(
+            g.url, g.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "carol", "--backend-role", "team",
+            "--create-mapping-only",
+        )  # fmt: skip
+        assert made.exit_code == 0, made.output
         left = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--user", "carol")
-        assert left.output.strip() == f"left: carol-x\tread\treme-es-{g.prefix}-carol-x\tbackend role team"
-        gone = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra)
-        assert gone.output.strip() == "revoked: workspace carol-x is granted to nobody"
+        assert left.exit_code == 0, left.output
+        assert left.output.splitlines() == [
+            f"left: {g.key['bob']}\tread\treme-es-{g.prefix}-{g.key['bob']}\tbackend role team",
+            f"left: {g.key['bob']}\tread+write\treme-es-write.{g.prefix}-{g.key['bob']}\tuser {g.key['bob']}",
+        ]
+        gone = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--backend-role", "team")
+        assert gone.exit_code == 0, gone.output
         after = cli(g.url, g.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", g.prefix, "--json")
-        assert {r["workspace"] for r in json.loads(after.output)} == {g.key["ana"], g.key["bob"]}
+        assert {r["role"]: r["users"] for r in json.loads(after.output)} == {v[2]: v[1] for v in rows.values()}
         # a user may not grant
         denied = cli(
             g.url,
@@ -372,13 +381,22 @@ class AccessCases:
         other = cli(g.url, g.ca, ana, pw, "search", "heron", *base, "--workspace-key", g.key["bob"])
         # Bob's record is out of Ana's sight: his workspace is unknown to her, and the error names nothing of his
         assert other.exit_code == 2, other.output
-        assert f"workspace {g.key['bob']} (folder" in other.output
+        assert f"workspace {g.key['bob']} has nothing in index set" in other.output  # and names no folder
         assert "secret of bob" not in other.output and str(g.folders["bob"]) not in other.output
         assert "The set records 1 other workspace(s)" in other.output  # her own: Bob's is not counted
         listing = cli(
             g.url, g.ca, ana, pw, "status", "--workspaces", "--index-prefix", g.prefix, "--workspace-key", ana, "--json"
         )
         assert str(g.folders["bob"]) not in listing.output and g.key["bob"] not in listing.output
+        # a grantee's status works: the workspaces it may read, its counts, and no index statistics (they count
+        # every workspace's documents, and the grant leaves them out)
+        assert listing.exit_code == 0, listing.output
+        info = json.loads(listing.output)
+        assert ([w["workspace"] for w in info["workspaces"]], info["indices"]) == ([ana], {})
+        assert info["workspace_counts"]["files"] == 1
+        text = cli(g.url, g.ca, ana, pw, "status", "--workspaces", "--index-prefix", g.prefix, "--workspace-key", ana)
+        assert text.exit_code == 0, text.output
+        assert "indices: no statistics for these credentials" in text.output and g.key["bob"] not in text.output
 
     async def test_writes_read_grant_refused_write_grant_bounded_by_the_set(self, granted):
         g = granted
@@ -442,33 +460,38 @@ class AccessCases:
         }
         assert rows == {
             f"reme-es-memorie.{m.mprefix}.{m.tenant['carl']}": (m.tenant["carl"], None, False, [m.user["carl"]]),
-            f"reme-es-memorie.{m.mprefix}.{m.tenant['dora']}": (m.tenant["dora"], None, True, [m.user["dora"]]),
+            f"reme-es-write.memorie.{m.mprefix}.{m.tenant['dora']}": (m.tenant["dora"], None, True, [m.user["dora"]]),
         }
-        # a workspace grant of the same prefix is listed beside them, as a workspace
+        # a workspace of a set that does not exist (the Memorie prefix holds no index set) is refused
         ws = ("--index-prefix", m.mprefix, "--workspace-key", "acme")
-        assert cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *ws, "--user", "erin").exit_code == 0
+        nowhere = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *ws, "--user", m.user["carl"])
+        assert nowhere.exit_code == 2, nowhere.output
+        assert f"index set {m.mprefix} does not exist on this cluster" in nowhere.output
+        # a second level on carl's tenant (fay of an external realm, backend role ops: read+write) is listed apart
+        extra = ("--index-prefix", m.mprefix, "--memorie-tenant", m.tenant["carl"])
+        made = cli(
+            m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "fay", "--backend-role", "ops",
+            "--write", "--create-mapping-only",
+        )  # fmt: skip
+        carl = f"memorie tenant {m.tenant['carl']}"
+        assert made.output.strip() == (
+            f"granted: {carl}\tread+write\treme-es-write.memorie.{m.mprefix}.{m.tenant['carl']}\tuser fay, "
+            "backend role ops"
+        )
         text = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", m.mprefix).output.splitlines()
         assert text == [  # by role name
-            f"memorie tenant {m.tenant['carl']}\tread\treme-es-memorie.{m.mprefix}.{m.tenant['carl']}\t"
-            f"user {m.user['carl']}",
-            f"memorie tenant {m.tenant['dora']}\tread+write\treme-es-memorie.{m.mprefix}.{m.tenant['dora']}\t"
+            f"{carl}\tread\treme-es-memorie.{m.mprefix}.{m.tenant['carl']}\tuser {m.user['carl']}",
+            f"{carl}\tread+write\treme-es-write.memorie.{m.mprefix}.{m.tenant['carl']}\tuser fay, backend role ops",
+            f"memorie tenant {m.tenant['dora']}\tread+write\treme-es-write.memorie.{m.mprefix}.{m.tenant['dora']}\t"
             f"user {m.user['dora']}",
-            f"acme\tread\treme-es-{m.mprefix}-acme\tuser erin",
         ]
-        # revoking the workspace "acme" leaves the Memorie tenant grants; a third tenant's, user by user, then whole
-        gone = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *ws)
-        assert gone.output.strip() == "revoked: workspace acme is granted to nobody"
-        extra = ("--index-prefix", m.mprefix, "--memorie-tenant", "initech")
-        made = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "grant", *extra, "--user", "fay", "--backend-role", "ops")
-        assert made.output.strip() == (
-            f"granted: memorie tenant initech\tread\treme-es-memorie.{m.mprefix}.initech\tuser fay, backend role ops"
-        )
         left = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--user", "fay")
-        assert left.output.strip() == (
-            f"left: memorie tenant initech\tread\treme-es-memorie.{m.mprefix}.initech\tbackend role ops"
-        )
-        gone = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra)
-        assert gone.output.strip() == "revoked: memorie tenant initech is granted to nobody"
+        assert left.output.splitlines() == [
+            f"left: {carl}\tread\treme-es-memorie.{m.mprefix}.{m.tenant['carl']}\tuser {m.user['carl']}",
+            f"left: {carl}\tread+write\treme-es-write.memorie.{m.mprefix}.{m.tenant['carl']}\tbackend role ops",
+        ]
+        gone = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "revoke", *extra, "--backend-role", "ops")
+        assert gone.exit_code == 0, gone.output
         after = cli(m.url, m.ca, ADMIN, ADMIN_PW, "access", "list", "--index-prefix", m.mprefix, "--json")
         assert sorted(r["role"] for r in json.loads(after.output)) == sorted(rows)
         # a Memorie grant names its prefix, and a tenant a role name can hold

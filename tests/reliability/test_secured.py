@@ -36,6 +36,7 @@ from tests.containers.early import EARLY, Call, needs
 
 from .access_cases import AccessCases, cli, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .access_cases import raw as access_raw
+from .access_more_cases import AccessRoundTwo
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node
 from .walkthrough_cases import check_status_and_env, node_at
 
@@ -250,7 +251,7 @@ async def test_access_grant_on_a_basic_licence_refuses_naming_the_licence_and_th
     assert err.value.status == 404
 
 
-class TestAccessElasticsearch(AccessCases):
+class TestAccessElasticsearch(AccessCases, AccessRoundTwo):
     """Per-workspace access (`reme-es access`) on this node, once `granted` has started its trial licence (the test
     above, on basic, runs before it)."""
 

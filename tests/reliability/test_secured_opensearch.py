@@ -28,6 +28,7 @@ from tests.containers.early import EARLY, Call, needs
 from tests.containers.servers import selected_flavours
 
 from .access_cases import AccessCases, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
+from .access_more_cases import AccessRoundTwo
 from .secured_cases import WRITER, WRITER_PW, SecuredCases, secured_node
 from .walkthrough_cases import WalkthroughCases
 
@@ -72,7 +73,7 @@ def secured(request):
         yield url_and_ca
 
 
-class TestSecuredOpenSearch(SecuredCases, AccessCases, WalkthroughCases):
+class TestSecuredOpenSearch(SecuredCases, AccessCases, AccessRoundTwo, WalkthroughCases):
     """The shared secured-node cases on opensearch 2.19, and per-workspace access (`reme-es access`)."""
 
     ENGINE = "opensearch"

@@ -120,3 +120,31 @@ def test_role_names_are_checked():
         s.role_name("team", "Ana Notes")
     with pytest.raises(ConfigError):
         s.dls_query('x"}}')
+
+
+def test_each_access_level_has_a_role_of_its_own_and_reads_back_as_that_level():
+    assert (ANA.role_for(False), ANA.role_for(True)) == ("reme-es-team-ana-notes", "reme-es-write.team-ana-notes")
+    assert ACME.role_for(True) == "reme-es-write.memorie.team.acme"
+    for target in (ANA, ACME):
+        assert s.grant_of_opensearch_role(target.role_for(True), s.opensearch_role(target, True)) == (target, True)
+        assert s.grant_of_opensearch_role(target.role_for(True), s.opensearch_role(target, False)) is None
+        write = s.elasticsearch_role(target, True)
+        assert s.target_of_elasticsearch_role(target.role_for(True), write) == (target, True)
+        assert s.Grant.of(target, True, ["carol"], []).role == target.role_for(True)
+    # a role of one level for both (before the levels had roles of their own) still reads back as a write grant
+    assert s.grant_of_opensearch_role(ANA.role, s.opensearch_role(ANA, True)) == (ANA, True)
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_a_grant_holds_no_cluster_write_nor_term_vectors_nor_the_read_group(write):
+    for target in (ANA, ACME):
+        os_role, es_role = s.opensearch_role(target, write), s.elasticsearch_role(target, write)
+        cluster = os_role["cluster_permissions"]
+        assert [a for a in cluster if "pipeline/put" in a or "admin" in a and not a.endswith("/get")] == []
+        assert "cluster_composite_ops_ro" not in cluster and "cluster_composite_ops" not in cluster
+        actions = os_role["index_permissions"][0]["allowed_actions"] + es_role["indices"][0]["privileges"]
+        assert not set(actions) & {"read", "crud", "write", "index", "manage", "indices:data/read/*"}
+        assert [a for a in actions if "tv" in a or "explain" in a or "template" in a or "settings" in a] == []
+        writes = [a for a in actions if a.startswith("indices:data/write")]
+        assert bool(writes) is write
+        assert es_role["cluster"] == ["monitor", "cluster:admin/analyze"]
