@@ -18,7 +18,7 @@ from ..core.errors import AuthError, ConfigError, RequestFailed
 from . import lookups as q
 from .documents import or_none
 from .port import IndexPort
-from .security import SecurityAdmin
+from .security_admin import SecurityAdmin
 
 DEFAULT_MAX_SHARDS_PER_NODE = 1000  # both engines' default of `cluster.max_shards_per_node`
 
