@@ -84,7 +84,8 @@ export interface OpenSearchVectorStore extends VectorStore {
   /**
    * Measure the k-NN width on the index (stored vectors as probes, exact neighbours by an exact scoring query, the
    * smallest width of the ladder whose recall@10 at depth 50 reaches 0.97) and record it in the index's `_meta`, where
-   * searches read it (`engine_settings.json` `knn_calibration`). `upsertMany` runs it when due; a scoped store
+   * searches read it (`engine_settings.json` `knn_calibration`). The first search after an `upsertMany` runs it when
+   * due (not the load itself); a scoped store
    * measures within its scope. Refreshes the index first.
    */
   calibrate(options?: CalibrateOptions): Promise<Calibration>;
@@ -153,7 +154,7 @@ class VectorIndex {
     if (!calibration) return rule();
     const width = calibratedWidth(calibration, k, shape);
     // The index moved away from what was measured (a merge, a load without calibrate): at least the rule until the
-    // next calibration (upsertMany's, or `calibrate()`).
+    // next calibration (the first search's after a load, or `calibrate()`).
     return shape && calibrationDue(calibration, shape) ? Math.max(width, rule()) : width;
   }
 
@@ -174,6 +175,27 @@ class VectorIndex {
     if (o.record !== false) info.meta = { ...info.meta, [CALIBRATION.meta_key]: result };
     this.shape.reset(); // the next search reads the shape again (a merge after a load changes it at once)
     return result;
+  }
+
+  /** A load (`upsertMany`) ended since the last check: the next search calibrates if due (`settle`), never a part. */
+  settlePending = false;
+  private settling: Promise<unknown> | null = null;
+
+  /**
+   * Before a search: when a load ended since the last check, calibrate once if due (issue 53: on the settled index,
+   * not per part of a load). Concurrent searches share the one measurement. A failed calibration does not fail the
+   * search: the width stays at least the rule's while the record is stale (`width`), and the next load checks again.
+   */
+  async settle(filter: Clause | undefined): Promise<void> {
+    if (this.settlePending) {
+      this.settlePending = false;
+      this.settling ??= this.calibrateIfDue(filter)
+        .catch(() => undefined)
+        .finally(() => {
+          this.settling = null;
+        });
+    }
+    if (this.settling) await this.settling;
   }
 
   /** Calibrate when `knn_calibration.due_rule` holds (after a load); not with a fixed `knnCandidates`. */
@@ -311,8 +333,9 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     } finally {
       await conn.afterBulk(alias, options.refresh);
     }
-    // A load changes the width the search needs: measured again when the index grew or shrank enough (due_rule).
-    if (options.calibrate !== false) await this.idx.calibrateIfDue(vectorFilter(undefined, this.fixed));
+    // A load changes the width the search needs: measured again when the index grew or shrank enough (due_rule), by
+    // the first search after the load (`settle`), not here: the next parts and merges would change what was measured.
+    if (options.calibrate !== false) this.idx.settlePending = true;
   }
 
   async search(embedding: number[], options: VectorSearchOptions = {}): Promise<VectorSearchResult[]> {
@@ -334,6 +357,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     }
     if (topK === 0) return [];
     const conn = this.idx.conn;
+    await this.idx.settle(vectorFilter(undefined, this.fixed));
     await conn.beforeRead(this.idx.info.alias);
     const r = await conn.request({
       method: "POST",

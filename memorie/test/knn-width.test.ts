@@ -105,7 +105,10 @@ describe("the calibrated width (knn-calibration.ts)", () => {
   it("climbs to the first width reaching the target, keeps the best within the budget or the ladder", async () => {
     const table: Record<number, [number, number]> = { 50: [0.9, 4], 75: [0.94, 8], 100: [0.99, 12] };
     const measure = async (w: number) => ({ width: w, recall: table[w]![0], tookMs: table[w]![1] });
-    assert.equal((await climb([50, 75, 100], measure, 0.97, undefined)).chosen.width, 100);
+    const full = await climb([50, 75, 100], measure, 0.97, undefined);
+    assert.equal(full.chosen.width, 100);
+    // each step keeps the recall its measurement gave (a climb reporting 1 unmeasured would stop at 50)
+    assert.deepEqual([full.steps.map((s) => [s.width, s.recall]), full.chosen.recall], [[[50, 0.9], [75, 0.94], [100, 0.99]], 0.99]);
     const budget = await climb([50, 75, 100], measure, 0.97, 10);
     assert.deepEqual([budget.chosen.width, budget.stopped], [75, "latency_budget"]);
     const capped = await climb([50, 75], measure, 0.97, undefined);

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,20 @@ def test_the_climb_stops_at_the_first_width_reaching_the_target():
     table = {50: (0.9, 1), 75: (0.95, 1), 100: (0.975, 2), 150: (0.99, 3)}
     chosen, stopped, steps = asyncio.run(climb([50, 75, 100, 150], _measure(table), 0.97, None))
     assert (chosen.width, stopped, [s.width for s in steps]) == (100, "target", [50, 75, 100])
+    # each step keeps the recall its measurement gave (a climb reporting 1.0 unmeasured would stop at 50)
+    assert [(s.recall, s.took_ms) for s in steps] == [(0.9, 1), (0.95, 1), (0.975, 2)] and chosen.recall == 0.975
+
+
+def test_recall_at_is_the_share_of_the_brute_force_ten_found():
+    """recall_at against the test's own count: exact top-10 by brute force over random vectors, answers missing some."""
+    rng = random.Random(4)
+    vectors = {f"v{i}": [rng.gauss(0, 1) for _ in range(16)] for i in range(300)}
+    query = [rng.gauss(0, 1) for _ in range(16)]
+    scored = sorted(((k, sum(a * b for a, b in zip(v, query))) for k, v in vectors.items()), key=lambda p: -p[1])
+    exact, others = scored[:10], [k for k, _ in scored[10:]]
+    for missing in (0, 3, 10):
+        answer = [k for k, _ in exact[missing:]] + others[:missing]  # `missing` of the ten replaced by farther ones
+        assert recall_at(answer, exact, 10) == (10 - missing) / 10
 
 
 def test_out_of_reach_the_best_width_is_kept_and_said():
