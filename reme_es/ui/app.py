@@ -91,16 +91,17 @@ def build_app(config: UiConfig, extra_routes: list[BaseRoute] | None = None) -> 
 
     @asynccontextmanager
     async def lifespan(app):
-        app.state.config, app.state.templates = config, templates
         yield
         await config.close()
 
     routes = [Route(path, endpoint, methods=methods) for path, endpoint, methods in pages.ROUTES]
-    return Starlette(
+    app = Starlette(
         routes=[*routes, *(extra_routes or [])],
         middleware=[Middleware(_Guard, config=config)],
         lifespan=lifespan,
     )
+    app.state.config, app.state.templates = config, templates
+    return app
 
 
 class _Guard:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..adapters import lookups as q
 from ..adapters.transport import SENT, Sent
+from ..core.errors import ReMeESError
 from ..core.models import LinkScope, SearchFilter
 from ..store.explain import explain
 
@@ -51,23 +52,30 @@ async def overview(store: MemoryStore) -> dict:
 
 
 async def _set_settings(store: MemoryStore) -> dict:
-    """The set's vectors model, calibrated k-NN width, template version, replicas and health."""
+    """The set's vectors model, calibrated k-NN width, template version, replicas, health and bytes on disk; each
+    part the credentials may not read (a grantee's, under document-level security) or the engine lacks is left out."""
     from ..embeddings.embedders import describe_model
 
-    model = await store.vectors_model()
-    stats = await store.stats()
-    health = await store.cluster_health() or {}
-    chunks_meta = (await store.port.mapping(store.indices.ix.chunks) or {}).get("_meta", {}).get("reme_es", {})
-    settings = await store.port.index_settings(store.indices.ix.chunks)
+    async def read(call, default=None):
+        try:
+            return await call
+        except ReMeESError:
+            return default
+
+    model = await read(store.vectors_model())
+    stats = await read(store.stats(), {})
+    health = await read(store.cluster_health(), {}) or {}
+    mapping = await read(store.port.mapping(store.indices.ix.chunks), {}) or {}
+    settings = await read(store.port.index_settings(store.indices.ix.chunks), {})
     return {
         "model": describe_model(model) if model else "no vectors",
         "dims": store.dims,
         "width": store.searches.vectors.width(50),
-        "template_version": chunks_meta.get("template_version"),
+        "template_version": mapping.get("_meta", {}).get("reme_es", {}).get("template_version"),
         "replicas": _setting(settings, "number_of_replicas"),
         "health": health.get("status", "?"),
         "engine": f"{store.caps.engine} {store.caps.version}" if store.caps else "?",
-        "indices": stats,
+        "bytes": sum(int(s.get("bytes") or 0) for s in stats.values()),
     }
 
 
