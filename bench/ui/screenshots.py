@@ -59,6 +59,7 @@ def main() -> None:
                     "file": f"{ws}/file?path=digest%2Fproject-atlas.md",
                     "search": f"{ws}/search?q={QUERY.replace(' ', '+')}&limit=3",
                     "forget": f"{ws}/forget",
+                    "access": f"{run.base}/access",
                 }
                 args.out.mkdir(parents=True, exist_ok=True)
                 for name, url in shots.items():

@@ -162,3 +162,37 @@ async def search(
     ]
     out["took_total"] = sum(sum(s.took) for s in sent)
     return out
+
+
+async def access(config_client: tuple, prefix: str, repo: str) -> dict:
+    """The set's grants (which role lets whom read which workspace or Memorie tenant) and the snapshots of `repo`
+    (none asked: no snapshot listed), read-only; what the cluster refuses or lacks is said instead."""
+    from ..adapters.snapshots import Snapshots
+    from ..store.connect import open_cluster
+
+    cs, engine = config_client
+    cluster = await open_cluster(cs, engine)
+    out: dict = {"grants": [], "snapshots": [], "repo": repo}
+    try:
+        try:
+            out["grants"] = [
+                {
+                    "what": g.workspace if g.memorie_tenant is None else f"memorie tenant {g.memorie_tenant}",
+                    "access": "read+write" if g.write else "read",
+                    "role": g.role,
+                    "who": [f"user {u}" for u in g.users] + [f"backend role {r}" for r in g.backend_roles],
+                }
+                for g in await cluster.security(prefix).list()
+            ]
+        except ReMeESError as exc:
+            out["grants_error"] = str(exc)
+        if repo:
+            try:
+                snaps = Snapshots(cluster.port)
+                await snaps.require(repo)
+                out["snapshots"] = [s.as_dict() for s in await snaps.snapshots(repo)]
+            except ReMeESError as exc:
+                out["snapshots_error"] = str(exc)
+    finally:
+        await cluster.close()
+    return out

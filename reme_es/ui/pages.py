@@ -148,7 +148,16 @@ async def forget(request: Request):
     return RedirectResponse("/", 303)
 
 
+async def access(request: Request):
+    """The set's grants and a snapshot repository's snapshots, read-only."""
+    config = request.app.state.config
+    repo = request.query_params.get("repo", "")
+    view = await data.access(config.client, config.prefix, repo)
+    return _render(request, "access.html", {"view": view})
+
+
 ROUTES = [
+    ("/access", access, ["GET"]),
     ("/", overview, ["GET"]),
     ("/w/{ws}", workspace, ["GET"]),
     ("/w/{ws}/file", file, ["GET"]),

@@ -156,3 +156,10 @@ def test_a_non_loopback_bind_without_allow_remote_exits_with_one_line(tmp_path):
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --bind 0.0.0.0 is not a loopback address")
+
+
+def test_grants_and_snapshots_are_listed_read_only_with_what_the_cluster_lacks_said(page, ui):
+    page.goto(f"{ui.base}/access?repo=no-such-repo")
+    assert "security" in page.locator("#grants-error").inner_text()  # the test node has no security plugin
+    assert "no-such-repo" in page.locator("#snapshots-error").inner_text()
+    assert page.locator("form[method=post]").count() == 0
