@@ -1,6 +1,6 @@
 """`search --explain`'s library call orders hits exactly as the drop-in's default path does, on every question of
 LoCoMo's development half (../shared/data/locomo-dev, bench/quality/locomo.py's loading: a note per session, a chunk
-per turn, offline MiniLM vectors).
+per turn, with vectors of hashed words: no model's cost, the orders compared are the same whatever the vectors).
 
 The default path is what ReMe's `es_search_step` runs: the store's ranked search (50 candidates per branch) and the
 first 10 shown (`MemoryStore.ranked` then `shown`). The explained call is `MemoryStore.search` read by
@@ -23,6 +23,23 @@ from reme_es.testing.data import file_with
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
 LIMIT, DEPTH = 10, 50
+DIMS = 64
+
+
+def hashed_vector(text: str) -> list[float]:
+    """A bag of hashed words as a unit vector: texts that share words are near, so the k-NN branch ranks like a small
+    model would, at no embedding cost (the comparison is of orders, whatever the vectors)."""
+    import hashlib
+    import math
+
+    from reme_es.store.fusion import terms
+
+    v = [0.0] * DIMS
+    for term in terms(text):
+        h = hashlib.blake2b(term.encode(), digest_size=4).digest()
+        v[int.from_bytes(h[:3], "big") % DIMS] += 1.0 if h[3] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [x / norm if norm else 0.0 for x in v] if any(v) else [1.0] + [0.0] * (DIMS - 1)
 
 
 def _conversations():
@@ -36,15 +53,13 @@ async def test_explain_orders_every_locomo_question_as_the_default_path(node_url
     import asyncio
 
     from reme_es.core.models import Chunk
-    from reme_es.embeddings.embedders import make_embedder
 
     sets = _conversations()
-    model = make_embedder("local")
     texts = [t for d in sets for turns in d.files.values() for _, _, t in turns]
-    vectors = dict(zip(texts, await asyncio.to_thread(model.embed, texts)))
+    vectors = {t: hashed_vector(t) for t in texts}
     questions = [q for d in sets for q in d.queries]
-    asked = dict(zip(questions, await asyncio.to_thread(model.embed_queries, questions)))
-    store = await open_store(ClientSettings([node_url]), prefix, "auto", IndexOptions(dims=384))
+    asked = {q: hashed_vector(q) for q in questions}
+    store = await open_store(ClientSettings([node_url]), prefix, "auto", IndexOptions(dims=DIMS))
     try:
         files = []
         for d in sets:
