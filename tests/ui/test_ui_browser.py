@@ -163,3 +163,19 @@ def test_grants_and_snapshots_are_listed_read_only_with_what_the_cluster_lacks_s
     assert "security" in page.locator("#grants-error").inner_text()  # the test node has no security plugin
     assert "no-such-repo" in page.locator("#snapshots-error").inner_text()
     assert page.locator("form[method=post]").count() == 0
+
+
+def test_search_explain_shows_the_hits_of_search_in_its_order_with_every_stage(synced):
+    _, clis = synced
+    cli = clis[0]
+    plain = json.loads(off_loop(cli, "search", QUERY, "--json", "--limit", "4", "--no-links").stdout)
+    explained = json.loads(off_loop(cli, "search", QUERY, "--json", "--explain", "--limit", "4", "--no-links").stdout)
+    order = [(h["path"], h["start_line"]) for h in plain["hits"]]
+    assert len(order) == 4 and [(h["path"], h["start_line"]) for h in explained["hits"]] == order
+    breakdown = explained["explain"]
+    assert [(h["path"], h["start_line"]) for h in breakdown["hits"]] == order and breakdown["consistent"] is True
+    names = [s["name"] for s in breakdown["stages"]]
+    assert names[:2] == ["bm25", "knn"] and "fusion" in names and names[-1] == "cut"
+    assert all(len(h["stages"]) == len(names) for h in breakdown["hits"])
+    text = off_loop(cli, "search", QUERY, "--explain", "--limit", "4", "--no-links").stdout
+    assert text.count("\n  moved by: ") == 4 and text.startswith("stages: bm25 (")
