@@ -169,3 +169,8 @@ def workspace_stats(size: int = 10_000) -> tuple[dict, dict]:
         "aggs": {"ws": {**by_workspace, "aggs": {"vectors": {"filter": {"exists": {"field": "embedding"}}}}}},
     }
     return files, chunks
+
+
+def tenant_counts(size: int = 10_000) -> dict:
+    """The body counting a Memorie index's documents per tenant (`tenant_id`), reading none."""
+    return {"size": 0, "track_total_hits": True, "aggs": {"t": {"terms": {"field": "tenant_id", "size": size}}}}

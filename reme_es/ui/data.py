@@ -45,10 +45,28 @@ async def overview(store: MemoryStore) -> dict:
         row.update(chunks=b["doc_count"], vectors=b["vectors"]["doc_count"])
     return {
         "prefix": store.prefix,
+        "tenants": await memorie_tenants(store),
         "workspaces": sorted(rows.values(), key=lambda r: r["workspace"]),
         "totals": {"files": files["_total"], "chunks": chunks["_total"]},
         "settings": await _set_settings(store),
     }
+
+
+MEMORIE_KINDS = ("memories", "vectors", "relations")
+
+
+async def memorie_tenants(store: MemoryStore) -> list[dict]:
+    """The Memorie tenants of the set's prefix (`<prefix>-memorie-<kind>`, written by the TypeScript package) with
+    their memories, vectors and relations: one terms aggregation per index that exists, in one `_msearch`."""
+    kinds = [k for k in MEMORIE_KINDS if await store.port.mapping(f"{store.prefix}-memorie-{k}") is not None]
+    if not kinds:
+        return []
+    answers = await store.port.aggregations([(f"{store.prefix}-memorie-{k}", q.tenant_counts()) for k in kinds])
+    rows: dict[str, dict] = {}
+    for kind, answer in zip(kinds, answers):
+        for b in answer["t"]["buckets"]:
+            rows.setdefault(b["key"], {"tenant": b["key"], **dict.fromkeys(MEMORIE_KINDS, 0)})[kind] = b["doc_count"]
+    return sorted(rows.values(), key=lambda r: r["tenant"])
 
 
 async def _set_settings(store: MemoryStore) -> dict:

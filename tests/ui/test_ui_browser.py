@@ -179,3 +179,31 @@ def test_search_explain_shows_the_hits_of_search_in_its_order_with_every_stage(s
     assert all(len(h["stages"]) == len(names) for h in breakdown["hits"])
     text = off_loop(cli, "search", QUERY, "--explain", "--limit", "4", "--no-links").stdout
     assert text.count("\n  moved by: ") == 4 and text.startswith("stages: bm25 (")
+
+
+def _http(method: str, url: str, body: str | None = None) -> None:
+    data = body.encode() if body is not None else None
+    headers = {"Content-Type": "application/x-ndjson" if url.endswith("_bulk?refresh=true") else "application/json"}
+    urllib.request.urlopen(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=30).read()
+
+
+def test_the_overview_counts_the_memorie_tenants_of_the_prefix(page, synced, ui, node_url):
+    prefix, _ = synced
+    docs = {"memories": ["ana", "ana", "ben"], "relations": ["ana"]}  # as Memorie writes them: `tenant_id` per doc
+    try:
+        for kind, tenants in docs.items():
+            index = f"{node_url}/{prefix}-memorie-{kind}"
+            _http("PUT", index, json.dumps({"mappings": {"properties": {"tenant_id": {"type": "keyword"}}}}))
+            lines = "".join(f'{{"index":{{}}}}\n{{"tenant_id":"{t}"}}\n' for t in tenants)
+            _http("POST", f"{index}/_bulk?refresh=true", lines)
+        page.goto(ui.base + "/")
+        rows = page.locator("#tenants tr[data-tenant]")
+        assert rows.evaluate_all("rs => rs.map(r => r.dataset.tenant)") == ["ana", "ben"]
+        cells = [r.locator("td.n").all_inner_texts() for r in rows.all()]
+        assert cells == [["2", "0", "1"], ["1", "0", "0"]]  # memories, vectors, relations
+    finally:
+        for kind in docs:
+            try:
+                _http("DELETE", f"{node_url}/{prefix}-memorie-{kind}")
+            except urllib.error.HTTPError:
+                pass
