@@ -30,9 +30,11 @@ FLAGS = [
 TOKEN = "test-token-0123456789"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """A headless Chromium (Debian's), closed after the session."""
+    """A headless Chromium (Debian's), closed after the module: Playwright's sync API keeps its event loop running on
+    the main thread while it is open, which the rest of the session's tests (asyncio.run, pytest-asyncio) must not
+    meet."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (./run test installs it)")
     from playwright.sync_api import sync_playwright
