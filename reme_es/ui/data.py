@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..adapters import lookups as q
@@ -45,6 +46,7 @@ async def overview(store: MemoryStore) -> dict:
         row.update(chunks=b["doc_count"], vectors=b["vectors"]["doc_count"])
     return {
         "prefix": store.prefix,
+        "other_sets": [p for p in await index_sets(store) if p != store.prefix],
         "tenants": await memorie_tenants(store),
         "workspaces": sorted(rows.values(), key=lambda r: r["workspace"]),
         "totals": {"files": files["_total"], "chunks": chunks["_total"]},
@@ -53,6 +55,16 @@ async def overview(store: MemoryStore) -> dict:
 
 
 MEMORIE_KINDS = ("memories", "vectors", "relations")
+_CHUNKS_INDEX = re.compile(r"^(.+)-chunks-\d+$")
+
+
+async def index_sets(store: MemoryStore) -> list[str]:
+    """The prefixes of every index set on the cluster the credentials may see (from their chunks indices' names)."""
+    try:
+        names = await store.port.indices_like("*-chunks-*")
+    except ReMeESError:
+        return []
+    return sorted({m[1] for n in names if (m := _CHUNKS_INDEX.match(n)) and not n.startswith(".")})
 
 
 async def memorie_tenants(store: MemoryStore) -> list[dict]:

@@ -207,3 +207,15 @@ def test_the_overview_counts_the_memorie_tenants_of_the_prefix(page, synced, ui,
                 _http("DELETE", f"{node_url}/{prefix}-memorie-{kind}")
             except urllib.error.HTTPError:
                 pass
+
+
+def test_the_overview_names_the_other_index_sets_of_the_cluster(page, synced, ui, node_url):
+    prefix, _ = synced
+    other = f"{prefix}-other"
+    _http("PUT", f"{node_url}/{other}-chunks-1", json.dumps({}))
+    try:
+        page.goto(ui.base + "/")
+        listed = page.locator("#other-sets li").all_inner_texts()
+        assert other in listed and prefix not in listed
+    finally:
+        _http("DELETE", f"{node_url}/{other}-chunks-1")
