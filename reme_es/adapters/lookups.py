@@ -152,3 +152,30 @@ def files_linked_from(files_index: str, ids: list[str], size: int, routing: str 
     where = {"routing": routing} if routing else {}
     lookups = [{"terms": {"path": {"index": files_index, "id": i, "path": "links.target", **where}}} for i in ids]
     return lean({"size": size, "query": {"bool": {"should": lookups, "minimum_should_match": 1}}})
+
+
+def workspace_stats(size: int = 10_000) -> tuple[dict, dict]:
+    """The bodies of a set's overview, one per index (files, chunks), each one terms aggregation by workspace: files
+    with their bytes and latest mtime; chunks with how many hold a vector. Size 0: no document is read."""
+    by_workspace = {"terms": {"field": "workspace", "size": size, "order": {"_key": "asc"}}}
+    files = {
+        "size": 0,
+        "track_total_hits": True,
+        "aggs": {
+            "ws": {
+                **by_workspace,
+                "aggs": {"bytes": {"sum": {"field": "size"}}, "last": {"max": {"field": "st_mtime"}}},
+            }
+        },
+    }
+    chunks = {
+        "size": 0,
+        "track_total_hits": True,
+        "aggs": {"ws": {**by_workspace, "aggs": {"vectors": {"filter": {"exists": {"field": "embedding"}}}}}},
+    }
+    return files, chunks
+
+
+def tenant_counts(size: int = 10_000) -> dict:
+    """The body counting a Memorie index's documents per tenant (`tenant_id`), reading none."""
+    return {"size": 0, "track_total_hits": True, "aggs": {"t": {"terms": {"field": "tenant_id", "size": size}}}}

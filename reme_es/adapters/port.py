@@ -132,6 +132,12 @@ class IndexPort:
             out.append(resp)
         return out
 
+    async def aggregations(self, searches: list[tuple[str, dict]]) -> list[dict]:
+        """The `aggregations` of several size-0 searches (index, body) in one `_msearch`, over every workspace the
+        credentials may read (document-level security applies), and each search's total hits as `_total`."""
+        answers = await self.unscoped()._msearch(searches)
+        return [{**resp.get("aggregations", {}), "_total": resp["hits"]["total"]["value"]} for resp in answers]
+
     async def msearch(self, searches: list[tuple[str, dict]]) -> list[list[dict]]:
         """The hits of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
         return [resp["hits"]["hits"] for resp in await self._msearch(searches)]

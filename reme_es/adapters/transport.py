@@ -13,7 +13,9 @@ import copy
 import logging
 import socket
 import ssl
+import time
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
@@ -231,6 +233,31 @@ def error_body_info(status: int | str | None, body: Any, fallback: Any) -> Error
     return ErrorInfo(status=status if isinstance(status, int) else None, type=kind, reason=str(reason), index=index)
 
 
+@dataclass
+class Sent:
+    """One request as it was answered, for a caller that asked to see its requests (`SENT`): what was sent, the
+    answer, and the wall time in milliseconds over all its tries."""
+
+    method: str
+    path: str
+    body: Any
+    answer: Any
+    ms: float
+
+    @property
+    def took(self) -> list[int]:
+        """The server's own `took` (milliseconds) of the answer, one per search of an `_msearch`."""
+        if not isinstance(self.answer, dict):
+            return []
+        if "responses" in self.answer:
+            return [int(r.get("took", 0)) for r in self.answer["responses"] if isinstance(r, dict)]
+        return [int(self.answer["took"])] if "took" in self.answer else []
+
+
+# Set to a list, every request answered in that context is appended to it (`Sent`); None (the default): nothing kept.
+SENT: ContextVar[list[Sent] | None] = ContextVar("reme_es_sent", default=None)
+
+
 class Guard(Protocol):
     """What a transport asks before each try and tells after it (`identity.ClusterIdentity`, the cluster check)."""
 
@@ -319,7 +346,7 @@ class Transport(ABC):
         (`retry.Attempt`: tries, backoff, deadline); before each try the cluster check runs where it is due (see
         `guard`). Client exceptions are mapped to the ReMeESError tree. The loop is written here, not passed as a
         callback, so a request is two frames deep: this and the engine's `_perform`."""
-        what = f"{method} {path}"
+        what, started = f"{method} {path}", time.perf_counter()
         attempt, connection_failed = Attempt(self.policies[REQUEST], self.clock), False
         while True:
             attempt.tries += 1
@@ -342,6 +369,8 @@ class Transport(ABC):
                 raise
             traced.end()
             self._answered()
+            if (sent := SENT.get()) is not None:  # a caller asked to see its requests (`reme-es ui`'s search page)
+                sent.append(Sent(method, path, body, answer, (time.perf_counter() - started) * 1000))
             return answer
 
     async def send_once(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:

@@ -415,6 +415,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Back up an index set into the cluster's snapshot repository, list and delete the backups, restore one "
         "workspace.",
     ),
+    "ui": (
+        "reme_es.cli.ui_command:ui",
+        "Browse the index set in a web page: workspaces, files, chunks, links, and searches explained stage by stage.",
+    ),
     "server": (
         "reme_es.cli.server_commands:server",
         "Run a local OpenSearch / Elasticsearch node (fetched from Maven Central, no Docker).",

@@ -59,6 +59,12 @@ if TYPE_CHECKING:
     help="Vector weight of client fusion for a question naming someone through a named person (\"Kwame's "
     'stepsister"; setting relation_vector_weight; default 0.1, the vector_weight: off).',
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show each hit's rank and score after every stage of the search (BM25, k-NN, fusion, collapse, speaker, "
+    "date, ...) and which stages moved it; with --json, an `explain` object.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @common()
 def search(
@@ -71,6 +77,7 @@ def search(
     min_score,
     links,
     embedding,
+    explain,
     as_json,
     workspace,
     config_file,
@@ -94,6 +101,7 @@ def search(
             links,
             as_json,
             workspace,
+            explain,
         )
     )
 
@@ -104,6 +112,23 @@ def _format_scores(scores: dict[str, float]) -> str:
     if scores.get("repeats"):  # the same text in that many more chunks, left out (`collapse`)
         parts.append(f"repeats={int(scores['repeats'])}")
     return " ".join(parts)
+
+
+def _explained(result) -> dict[str, list[str]]:
+    """Each hit's explanation lines (`--explain`): its rank and score after every stage, then what moved it; the
+    stages and their notes, printed once before the hits, under the key `""`."""
+    from ..store.explain import explain, moved_text
+
+    out = explain(result)
+    named = "; ".join(f"{s['name']} ({s['note']})" if s["note"] else s["name"] for s in out["stages"])
+    lines = {"": [f"stages: {named}"]}
+    for h in out["hits"]:
+        cells = []
+        for r in h["stages"]:
+            cells.append(f"{r['stage']} #{r['rank']} {r['score']:.4f}" if r["rank"] is not None else f"{r['stage']} -")
+        moved = ", ".join(moved_text(m) for m in h["moved_by"]) or "nothing"
+        lines[h["id"]] = [f"  stages: {' | '.join(cells)}", f"  moved by: {moved}"]
+    return lines
 
 
 def _group_links(neighbours) -> dict[str, list[dict]]:
@@ -177,7 +202,18 @@ def _folder_of_key(settings: Options, workspace: Path | None) -> Path | None:
 
 
 async def _search(
-    settings: Options, query, limit, mode, start_date, end_date, prefixes, min_score, links, as_json, workspace=None
+    settings: Options,
+    query,
+    limit,
+    mode,
+    start_date,
+    end_date,
+    prefixes,
+    min_score,
+    links,
+    as_json,
+    workspace=None,
+    explain=False,
 ):
     from ..core.errors import InvalidFilter
     from ..core.models import SearchFilter
@@ -215,16 +251,24 @@ async def _search(
             }
             for h in result.hits
         ]
-        click.echo(
-            json.dumps({"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}, ensure_ascii=False)
-        )
+        payload = {"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}
+        if explain:
+            from ..store.explain import explain as explained
+
+            payload["explain"] = explained(result)
+        click.echo(json.dumps(payload, ensure_ascii=False))
         return 0
     if not result.hits:
         click.echo("no results")
+    breakdown = _explained(result) if explain else {}
+    for line in breakdown.get("", []):
+        click.echo(line)
     for h in result.hits:
         c = h.chunk
         click.echo(f"========== {c.path}:{c.start_line}-{c.end_line} [{_format_scores(h.scores)}] ==========")
         click.echo(c.text)
+        for line in breakdown.get(c.id, []):
+            click.echo(line)
         for line in _render_links(expansion.get(c.path, {})):
             click.echo(line)
     return 0

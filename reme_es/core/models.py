@@ -122,13 +122,24 @@ class Hit(BaseModel):
 Fusion = Literal["native", "client", "keyword", "vector", "none"]  # how a search's branches were fused
 
 
+class Stage(BaseModel):
+    """One stage of a search as it ran: its candidates in rank order with their score after it (`ranking`, pairs of
+    chunk id and score), and what it did (`note`). The search records these as it ranks; `store.explain` reads them."""
+
+    name: str
+    ranking: list[tuple[str, float]] = Field(default_factory=list)
+    note: str = ""
+    branch: bool = False  # a branch's own ranking (BM25, k-NN, their feedback passes), before fusion
+
+
 class SearchResult(BaseModel):
-    """Hits plus what happened: branch counts and how fusion was done."""
+    """Hits plus what happened: branch counts, how fusion was done, and each stage's ranking (`stages`)."""
 
     hits: list[Hit]
     keyword_hits: int = 0
     vector_hits: int = 0
     fusion: Fusion = "none"
+    stages: list[Stage] = Field(default_factory=list)
 
 
 class Neighbour(BaseModel):

@@ -10,6 +10,7 @@ from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
 from ..core.models import Chunk, Fusion, Hit, SearchFilter, SearchResult, doc_id
 from .dates import about_the_past, anchor_date, anchor_query, date_rescore, query_dates, with_window
+from .explain import stage
 from .feedback import by_chunk
 from .fusion import (
     COLLAPSE_MAX_DEPTH,
@@ -122,16 +123,26 @@ class SearchStore:
         candidates = max(limit, candidates) if candidates else candidate_depth(limit, candidate_multiplier)
         # One branch: its top `limit` hits are the first `limit` of its candidates, and min_score only cuts the tail,
         # so only those are asked for (the k-NN search still explores `candidates` neighbours).
+        cut = f"min_score {min_score:g}, top {limit}"
         if mode == "keyword" or (mode == "hybrid" and vector is None):
             hits = await self.keyword(query, limit, f)
-            return SearchResult(hits=apply_min_score(hits, min_score), keyword_hits=len(hits), fusion="keyword")
+            kept = apply_min_score(hits, min_score)
+            stages = [stage("bm25", hits, f"top {limit} by BM25", branch=True), stage("cut", kept, cut)]
+            return SearchResult(hits=kept, keyword_hits=len(hits), fusion="keyword", stages=stages)
         if mode == "vector":
             hits = await self.vectors.search(vector, limit, f, k=candidates)
-            return SearchResult(hits=apply_min_score(hits, min_score), vector_hits=len(hits), fusion="vector")
+            kept = apply_min_score(hits, min_score)
+            stages = [
+                stage("knn", hits, f"top {limit} of k-NN over {candidates}", branch=True),
+                stage("cut", kept, cut),
+            ]
+            return SearchResult(hits=kept, vector_hits=len(hits), fusion="vector", stages=stages)
         if mode != "hybrid":
             raise ConfigError(f"search mode must be hybrid, keyword or vector, got {mode!r}")
         result = await self.ranked(query, vector, candidates, f, limit)
-        result.hits = await self._with_chunks(apply_min_score(result.hits, min_score)[:limit])
+        kept = apply_min_score(result.hits, min_score)[:limit]
+        result.stages.append(stage("cut", kept, cut))
+        result.hits = await self._with_chunks(kept)
         return result
 
     async def ranked(
@@ -159,32 +170,50 @@ class SearchStore:
             if not self.indices.collapse:
                 break
             full = max(len(result.hits), result.keyword_hits, result.vector_hits) >= depth
-            result.hits = collapse_repeats(result.hits)
+            pooled, result.hits = len(result.hits), collapse_repeats(result.hits)
             if len(result.hits) >= (limit or 0) or not full or depth >= COLLAPSE_MAX_DEPTH:
+                note = f"{pooled - len(result.hits)} repeated texts kept once, at {depth} candidates per branch"
+                result.stages.append(stage("collapse", result.hits, note))
                 break
             depth = min(depth * 4, COLLAPSE_MAX_DEPTH)
-        if self.indices.proximity and result.fusion == "client":
-            result.hits = await self._by_proximity(query, result.hits)
-        if self.indices.speaker_boost:
-            result.hits = speaker_rescore(result.hits, query, self.indices.speaker_boost)
-        if self.indices.note_boost:
-            result.hits = note_rescore(result.hits, self.indices.note_boost)
-        if self.indices.date_boost:
-            result.hits = await self.by_dates(query, vector, result.hits, f, candidates)
-        if self.indices.question_factor < 1:
-            result.hits = question_rescore(result.hits, self.indices.question_factor)
-        if self.indices.turn_length:
-            result.hits = turn_length_rescore(result.hits, self.indices.turn_length)
+        await self._rescored(query, vector, result, f, candidates)
         return result
+
+    async def _rescored(
+        self, query: str, vector: list[float] | None, result: SearchResult, f: SearchFilter, candidates: int
+    ) -> None:
+        """The fused (and collapsed) ranking re-ranked in place by each step the index set turns on, in order:
+        proximity, speaker, note, date, question, turn length; each step that runs is recorded as a stage."""
+        ix = self.indices
+
+        def step(name: str, hits: list[Hit], note: str) -> None:
+            changed = hits is not result.hits
+            result.hits = hits
+            result.stages.append(stage(name, hits, note if changed else f"{note}: did not apply"))
+
+        if ix.proximity and result.fusion == "client":
+            step("proximity", await self._by_proximity(query, result.hits), f"boost {ix.proximity:g}")
+        if ix.speaker_boost:
+            step("speaker", speaker_rescore(result.hits, query, ix.speaker_boost), f"boost {ix.speaker_boost:g}")
+        if ix.note_boost:
+            step("note", note_rescore(result.hits, ix.note_boost), f"boost {ix.note_boost:g}")
+        if ix.date_boost:
+            hits, note = await self.by_dates(query, vector, result.hits, f, candidates)
+            step("date", hits, note)
+        if ix.question_factor < 1:
+            step("question", question_rescore(result.hits, ix.question_factor), f"factor {ix.question_factor:g}")
+        if ix.turn_length:
+            step("turn length", turn_length_rescore(result.hits, ix.turn_length), f"weight {ix.turn_length:g}")
 
     async def by_dates(
         self, query: str, vector: list[float] | None, hits: list[Hit], f: SearchFilter, depth: int
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], str]:
         """The ranked hits, and the candidates of the window the question names (both branches again inside it, without
         feedback: one round trip, two when the question counts from an event that one keyword search dates first),
         re-ranked with those dated inside lifted by `date_boost` (a window counted from an event the store dated
         itself, less sure, by ANCHORED_SHARE of it). A question that names no date, or asks about the present or
-        future ("what is happening on 21 June?": `dates.about_the_past`), costs nothing."""
+        future ("what is happening on 21 June?": `dates.about_the_past`), costs nothing. With the hits, what was done
+        (a stage's note)."""
         hint = query_dates(query, self.indices.today) if about_the_past(query) else None
         boost = self.indices.date_boost
         if hint is not None and hint.anchor:
@@ -192,7 +221,7 @@ class SearchStore:
             hint = hint.around(when) if when else None
             boost *= ANCHORED_SHARE
         if hint is None or hint.start is None or hint.end is None:  # a window has both ends or none
-            return hits
+            return hits, f"boost {self.indices.date_boost:g}"
         start, end = hint.start.isoformat(), hint.end.isoformat()
         window = f.model_copy(
             update={
@@ -203,7 +232,8 @@ class SearchStore:
         )
         merged = with_window(hits, (await self._pool(query, vector, depth, window, feedback=False)).hits)
         merged = collapse_repeats(merged) if self.indices.collapse else merged
-        return date_rescore(merged, hint, boost, top=len(merged))
+        note = f"boost {boost:g} inside {start}..{end}, {len(merged) - len(hits)} candidates of the window added"
+        return date_rescore(merged, hint, boost, top=len(merged)), note
 
     async def _pool(
         self, query: str, vector: list[float] | None, depth: int, f: SearchFilter, feedback: bool = True
@@ -241,16 +271,26 @@ class SearchStore:
             bodies.append(self.vectors.knn_body(vector, candidates, f))
         n = self.indices.feedback if len(bodies) == 2 and feedback else 0
         keyword, vec, tops = await self._branches(bodies, n)
+        stages = [stage("bm25", keyword, f"asked for {candidates}", branch=True)]
+        stages += [stage("knn", vec, f"asked for {candidates}", branch=True)] if vector else []
         if keyword and vec and n and vector:
-            keyword, vec = await self._feedback(query, vector, candidates, f, keyword, vec, tops)
+            again_k, again_v = await self._feedback(query, vector, candidates, f, keyword, vec, tops)
+            stages += [
+                stage(f"feedback {b}", h, f"top {n} fed back", branch=True)
+                for b, h, first in (("bm25", again_k, keyword), ("knn", again_v, vec))
+                if h is not first
+            ]
+            keyword, vec = again_k, again_v
         fusion: Fusion
         if keyword and vec:
             method, ix = self.indices.pipeline_kind or "rrf", self.indices
             weight = query_weight(query, ix.vector_weight, ix.relation_vector_weight)
             fused, fusion = fuse(vec, keyword, method, weight), "client"
+            stages.append(stage("fusion", fused, f"{method}, vector weight {weight:g} (client)"))
         else:
             fused, fusion = (vec or keyword), ("vector" if vec else "keyword")
-        return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion)
+            stages.append(stage("fusion", fused, f"one branch only ({fusion})"))
+        return SearchResult(hits=fused, keyword_hits=len(keyword), vector_hits=len(vec), fusion=fusion, stages=stages)
 
     async def _branches(self, bodies: list[dict], tops: int = 0) -> tuple[list[Hit], list[Hit], dict[str, dict]]:
         """The keyword and (when a second body is given) vector candidates of one `_msearch`, and with `tops` the
@@ -347,7 +387,8 @@ class SearchStore:
                 status=200,  # the server answered, but not through the fusion processor
                 type="unfused_response",
             )
-        return SearchResult(hits=hits, fusion="native")
+        note = f"{ix.pipeline_kind}, vector weight {ix.vector_weight:g} (one request, fused by the server)"
+        return SearchResult(hits=hits, fusion="native", stages=[stage("fusion", hits, note)])
 
 
 def _candidate_hit(branch: str, c: Candidate) -> Hit:
