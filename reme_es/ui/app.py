@@ -95,6 +95,7 @@ def build_app(config: UiConfig, extra_routes: list[BaseRoute] | None = None) -> 
         await config.close()
 
     routes = [Route(path, endpoint, methods=methods) for path, endpoint, methods in pages.ROUTES]
+    routes.append(Route("/metrics", _metrics, methods=["GET"]))
     app = Starlette(
         routes=[*routes, *(extra_routes or [])],
         middleware=[Middleware(_Guard, config=config)],
@@ -102,6 +103,18 @@ def build_app(config: UiConfig, extra_routes: list[BaseRoute] | None = None) -> 
     )
     app.state.config, app.state.templates = config, templates
     return app
+
+
+async def _metrics(request):
+    """This process's reme-es metrics as Prometheus text (docs/operations.md), or 501 with the install hint."""
+    from starlette.responses import PlainTextResponse, Response
+
+    from ..core import prometheus
+
+    try:
+        return Response(prometheus.text(), media_type=prometheus.content_type())
+    except ReMeESError as exc:
+        return PlainTextResponse(str(exc), 501)
 
 
 class _Guard:

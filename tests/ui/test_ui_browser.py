@@ -109,6 +109,26 @@ def test_a_search_shows_the_hits_of_reme_es_search_in_its_order_each_with_its_st
     assert "_msearch" in page.locator("#requests").inner_text()
 
 
+def _searches_counted(base: str) -> float:
+    """The count of `search_memory` operations in the run's /metrics (Prometheus text)."""
+    text = urllib.request.urlopen(f"{base}/metrics", timeout=30).read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("gen_ai_client_operation_duration_seconds_count{")
+        and 'gen_ai_operation_name="search_memory"' in line
+    )
+
+
+def test_metrics_on_the_ui_count_each_search_its_pages_ran(synced, ui):
+    _, clis = synced
+    before = _searches_counted(ui.base)
+    for _ in range(2):
+        url = f"{ui.base}/w/{clis[0].key}/search?q={urllib.parse.quote(QUERY)}&limit=3"
+        urllib.request.urlopen(url, timeout=60).read()
+    assert _searches_counted(ui.base) - before == 2
+
+
 def test_a_file_page_shows_its_chunks_front_matter_and_links(page, synced, ui):
     _, clis = synced
     page.goto(f"{ui.base}/w/{clis[0].key}/file?path=digest%2Fproject-atlas.md")
