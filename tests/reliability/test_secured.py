@@ -38,6 +38,7 @@ from .access_cases import AccessCases, cli, granted, memorie_granted  # noqa: F4
 from .access_cases import raw as access_raw
 from .access_more_cases import AccessRoundTwo
 from .secured_cases import ADMIN, ADMIN_PW, WRITER, WRITER_PW, SecuredCases, prefix, secured_node
+from .ui_grant_cases import UiGrantCases
 from .walkthrough_cases import check_status_and_env, node_at
 
 NAME = f"rsec-{uuid.uuid4().hex[:6]}"
@@ -251,7 +252,7 @@ async def test_access_grant_on_a_basic_licence_refuses_naming_the_licence_and_th
     assert err.value.status == 404
 
 
-class TestAccessElasticsearch(AccessCases, AccessRoundTwo):
+class TestAccessElasticsearch(AccessCases, AccessRoundTwo, UiGrantCases):
     """Per-workspace access (`reme-es access`) on this node, once `granted` has started its trial licence (the test
     above, on basic, runs before it)."""
 

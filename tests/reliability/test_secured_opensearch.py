@@ -30,6 +30,7 @@ from tests.containers.servers import selected_flavours
 from .access_cases import AccessCases, granted, memorie_granted  # noqa: F401 - the class fixtures of AccessCases
 from .access_more_cases import AccessRoundTwo
 from .secured_cases import WRITER, WRITER_PW, SecuredCases, secured_node
+from .ui_grant_cases import UiGrantCases
 from .walkthrough_cases import WalkthroughCases
 
 # The permissions the prefix role needs for connect, upsert, keyword search and drop (verified by these tests).
@@ -73,7 +74,7 @@ def secured(request):
         yield url_and_ca
 
 
-class TestSecuredOpenSearch(SecuredCases, AccessCases, AccessRoundTwo, WalkthroughCases):
+class TestSecuredOpenSearch(SecuredCases, AccessCases, AccessRoundTwo, WalkthroughCases, UiGrantCases):
     """The shared secured-node cases on opensearch 2.19, and per-workspace access (`reme-es access`)."""
 
     ENGINE = "opensearch"

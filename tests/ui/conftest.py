@@ -54,9 +54,9 @@ def free_port() -> int:
 class UiRun:
     """`reme-es ui` in a subprocess: its URL (with the token) once it listens; stopped by `stop`."""
 
-    def __init__(self, args: list[str], home: Path):
+    def __init__(self, args: list[str], home: Path, env: dict[str, str] | None = None):
         self.port = free_port()
-        env = {**os.environ, "REME_ES_HOME": str(home)}
+        env = {**os.environ, "REME_ES_HOME": str(home), **(env or {})}
         cmd = [sys.executable, "-m", "reme_es.cli", "ui", "--port", str(self.port), "--token", TOKEN, *args]
         self.proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.base = f"http://127.0.0.1:{self.port}"
