@@ -122,7 +122,7 @@ def _explained(result) -> dict[str, list[str]]:
     out = explain(result)
     named = "; ".join(f"{s['name']} ({s['note']})" if s["note"] else s["name"] for s in out["stages"])
     lines = {"": [f"stages: {named}"]}
-    for h in out["hits"]:
+    for h in out["ranked"]:
         cells = []
         for r in h["stages"]:
             cells.append(f"{r['stage']} #{r['rank']} {r['score']:.4f}" if r["rank"] is not None else f"{r['stage']} -")

@@ -16,9 +16,9 @@ from ..core.models import Hit, SearchResult, Stage
 # The score key each stage leaves on a hit (`Hit.scores`), shown beside that stage: what the stage looked at.
 FEATURES = {
     "bm25": "keyword",
-    "knn": "vector",
+    "k-NN": "vector",
     "feedback bm25": "keyword",
-    "feedback knn": "vector",
+    "feedback k-NN": "vector",
     "collapse": "repeats",
     "proximity": "proximity",
     "speaker": "speaker",
@@ -65,7 +65,7 @@ def _found_by(rows: list[dict], hit: Hit) -> list[str]:
     found = [r["stage"] for r in rows if r["branch"] and r["rank"] is not None]
     if found or any(r["branch"] for r in rows):
         return found
-    return [stage for stage, key in (("bm25", "keyword"), ("knn", "vector")) if key in hit.scores]
+    return [stage for stage, key in (("bm25", "keyword"), ("k-NN", "vector")) if key in hit.scores]
 
 
 def _movers(rows: list[dict]) -> list[dict]:
@@ -105,7 +105,7 @@ def explain(result: SearchResult) -> dict:
     return {
         "fusion": result.fusion,
         "stages": [{"name": s.name, "note": s.note, "candidates": len(s.ranking), "branch": s.branch} for s in stages],
-        "hits": hits,
+        "ranked": hits,
         "consistent": _consistent(result),
     }
 

@@ -133,7 +133,7 @@ class SearchStore:
             hits = await self.vectors.search(vector, limit, f, k=candidates)
             kept = apply_min_score(hits, min_score)
             stages = [
-                stage("knn", hits, f"top {limit} of k-NN over {candidates}", branch=True),
+                stage("k-NN", hits, f"top {limit} of k-NN over {candidates}", branch=True),
                 stage("cut", kept, cut),
             ]
             return SearchResult(hits=kept, vector_hits=len(hits), fusion="vector", stages=stages)
@@ -272,12 +272,12 @@ class SearchStore:
         n = self.indices.feedback if len(bodies) == 2 and feedback else 0
         keyword, vec, tops = await self._branches(bodies, n)
         stages = [stage("bm25", keyword, f"asked for {candidates}", branch=True)]
-        stages += [stage("knn", vec, f"asked for {candidates}", branch=True)] if vector else []
+        stages += [stage("k-NN", vec, f"asked for {candidates}", branch=True)] if vector else []
         if keyword and vec and n and vector:
             again_k, again_v = await self._feedback(query, vector, candidates, f, keyword, vec, tops)
             stages += [
                 stage(f"feedback {b}", h, f"top {n} fed back", branch=True)
-                for b, h, first in (("bm25", again_k, keyword), ("knn", again_v, vec))
+                for b, h, first in (("bm25", again_k, keyword), ("k-NN", again_v, vec))
                 if h is not first
             ]
             keyword, vec = again_k, again_v

@@ -188,7 +188,7 @@ async def search(
         SENT.reset(token)
     out = explain(result)
     texts = {h.chunk.id: h.chunk for h in result.hits}
-    for h in out["hits"]:
+    for h in out["ranked"]:
         h["text"] = texts[h["id"]].text
     out["requests"] = [
         {"method": s.method, "path": s.path, "body": s.body, "took": s.took, "ms": round(s.ms, 1)} for s in sent

@@ -92,14 +92,14 @@ async def test_explain_orders_every_locomo_question_as_the_default_path(node_url
                 out = explain(await store.search(q, asked[q], LIMIT))
             assert out["consistent"], q
             stages_seen.update(s["name"] for s in out["stages"])
-            if [h["id"] for h in out["hits"]] != default:
+            if [h["id"] for h in out["ranked"]] != default:
                 differing.append(q)
 
         await asyncio.gather(*(compare(q) for q in questions))
         assert len(questions) == 760
         assert differing == []
         # the default path's stages on a store with vectors and client fusion, each seen on some question
-        assert {"bm25", "knn", "fusion", "collapse", "speaker", "note", "date", "question", "turn length", "cut"} <= (
+        assert {"bm25", "k-NN", "fusion", "collapse", "speaker", "note", "date", "question", "turn length", "cut"} <= (
             stages_seen
         )
     finally:

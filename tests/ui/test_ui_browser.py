@@ -104,7 +104,7 @@ def test_a_search_shows_the_hits_of_reme_es_search_in_its_order_each_with_its_st
     assert [s.rsplit(" score", 1)[0].strip() for s in shown] == expected
     for hit in page.locator(".hit").all():
         stages = hit.locator("table.stages th").all_inner_texts()
-        assert stages[:2] == ["bm25", "knn"] and "fusion" in stages and stages[-1] == "cut"
+        assert stages[:2] == ["bm25", "k-NN"] and "fusion" in stages and stages[-1] == "cut"
     page.locator("#requests summary").click()
     assert "_msearch" in page.locator("#requests").inner_text()
 
@@ -193,10 +193,10 @@ def test_search_explain_shows_the_hits_of_search_in_its_order_with_every_stage(s
     order = [(h["path"], h["start_line"]) for h in plain["hits"]]
     assert len(order) == 4 and [(h["path"], h["start_line"]) for h in explained["hits"]] == order
     breakdown = explained["explain"]
-    assert [(h["path"], h["start_line"]) for h in breakdown["hits"]] == order and breakdown["consistent"] is True
+    assert [(h["path"], h["start_line"]) for h in breakdown["ranked"]] == order and breakdown["consistent"] is True
     names = [s["name"] for s in breakdown["stages"]]
-    assert names[:2] == ["bm25", "knn"] and "fusion" in names and names[-1] == "cut"
-    assert all(len(h["stages"]) == len(names) for h in breakdown["hits"])
+    assert names[:2] == ["bm25", "k-NN"] and "fusion" in names and names[-1] == "cut"
+    assert all(len(h["stages"]) == len(names) for h in breakdown["ranked"])
     text = off_loop(cli, "search", QUERY, "--explain", "--limit", "4", "--no-links").stdout
     assert text.count("\n  moved by: ") == 4 and text.startswith("stages: bm25 (")
 

@@ -21,22 +21,22 @@ def test_each_hit_gets_its_rank_and_score_after_every_stage_and_the_stages_that_
     lifted = speaker_rescore(fused, "What did Ana say?", 2.0)
     stages = [
         stage("bm25", keyword, branch=True),
-        stage("knn", vector, branch=True),
+        stage("k-NN", vector, branch=True),
         stage("fusion", fused),
         stage("speaker", lifted),
         stage("cut", lifted[:2]),
     ]
     result = SearchResult(hits=lifted[:2], stages=stages, fusion="client")
     out = explain(result)
-    assert [s["name"] for s in out["stages"]] == ["bm25", "knn", "fusion", "speaker", "cut"]
+    assert [s["name"] for s in out["stages"]] == ["bm25", "k-NN", "fusion", "speaker", "cut"]
     assert [s["candidates"] for s in out["stages"]] == [3, 2, 3, 3, 2]
-    assert [h["id"] for h in out["hits"]] == [h.chunk.id for h in lifted[:2]]
+    assert [h["id"] for h in out["ranked"]] == [h.chunk.id for h in lifted[:2]]
     assert out["consistent"] is True
-    b = next(h for h in out["hits"] if h["id"] == "b")
+    b = next(h for h in out["ranked"] if h["id"] == "b")
     assert b["found_by"] == ["bm25"]
     assert [(r["stage"], r["rank"]) for r in b["stages"]] == [
         ("bm25", 2),
-        ("knn", None),
+        ("k-NN", None),
         ("fusion", 3),
         ("speaker", 1),
         ("cut", 1),
@@ -44,7 +44,7 @@ def test_each_hit_gets_its_rank_and_score_after_every_stage_and_the_stages_that_
     assert b["moved_by"] == [{"stage": "speaker", "by": 2}]
     assert b["stages"][3]["feature"] == {"speaker": 1.0}
     assert moved_text(b["moved_by"][0]) == "speaker +2"
-    first = out["hits"][1]
+    first = out["ranked"][1]
     assert first["id"] == fused[0].chunk.id and first["moved_by"] == [{"stage": "speaker", "by": -1}]
 
 
@@ -53,9 +53,9 @@ def test_a_collapsed_repeat_shows_its_copies_and_no_move():
     kept = collapse_repeats(hits)
     result = SearchResult(hits=kept, stages=[stage("fusion", hits), stage("collapse", kept)], fusion="client")
     out = explain(result)
-    assert [h["id"] for h in out["hits"]] == ["a", "c"]
-    assert out["hits"][0]["stages"][1]["feature"] == {"repeats": 1.0}
-    c = out["hits"][1]
+    assert [h["id"] for h in out["ranked"]] == ["a", "c"]
+    assert out["ranked"][0]["stages"][1]["feature"] == {"repeats": 1.0}
+    c = out["ranked"][1]
     assert c["moved_by"] == [{"stage": "collapse", "by": 1}]  # from third to second: its better copy left
 
 
@@ -70,5 +70,5 @@ def test_a_search_returning_hits_in_another_order_than_its_last_stage_is_flagged
 def test_a_server_fused_hit_is_found_by_the_branches_the_server_named():
     hit = Hit(chunk=Chunk(id="a", path="a.md", text=""), scores={"score": 0.7, "hybrid": 0.7, "vector": 0.9})
     out = explain(SearchResult(hits=[hit], stages=[stage("fusion", [hit])], fusion="native"))
-    assert out["hits"][0]["found_by"] == ["knn"]
-    assert out["hits"][0]["stages"] == [{"stage": "fusion", "rank": 1, "score": 0.7, "branch": False, "moved": None}]
+    assert out["ranked"][0]["found_by"] == ["k-NN"]
+    assert out["ranked"][0]["stages"] == [{"stage": "fusion", "rank": 1, "score": 0.7, "branch": False, "moved": None}]
