@@ -154,7 +154,8 @@ def test_drop_forgets_one_workspace_and_expunges_it(cli):
     assert re.fullmatch(
         rf"dropped workspace {cli.key} of index set {cli.prefix}: \d+ documents in [\d.]+ s; merged chunks, [a-z, ]*"
         rf"workspaces in [\d.]+ s, no deleted document left in {', '.join(f'{cli.prefix}-{k}' for k in kinds)} "
-        r"\(the workspace registry included\)\n",
+        r"\(the workspace registry included\)\n"
+        rf"snapshots: none of index set {cli.prefix} in the registered repositories \(none is registered\)\n",
         dropped.stdout,
     ), dropped.stdout
     deleted = {k: _stats(cli, k)["_all"]["total"]["docs"]["deleted"] for k in kinds}
