@@ -58,6 +58,7 @@ interface EngineSettings {
   refresh: { after_ms: number };
   retry: {
     statuses: number[];
+    not_retried_types: string[];
     backoff: { jitter: [number, number] };
     request: CallPolicy;
     bulk: CallPolicy & { unanswered_item_status: number };
@@ -151,6 +152,37 @@ const RETRIED = new Set(SETTINGS.retry.statuses);
 /** Statuses worth sending again: the node was busy or failing, not the request wrong. */
 export function isRetryableStatus(status: number | undefined): boolean {
   return status !== undefined && RETRIED.has(status);
+}
+
+const NOT_RETRIED_TYPES = new Set(SETTINGS.retry.not_retried_types);
+
+/** The error type of an answer's (or a bulk item's) error body: `error.type`, else its first root cause's. */
+export function errorType(body: unknown): string | undefined {
+  const error = (body as { error?: { type?: unknown; root_cause?: { type?: unknown }[] } } | undefined)?.error;
+  if (!error || typeof error !== "object") return undefined;
+  const type = error.type ?? error.root_cause?.[0]?.type;
+  return typeof type === "string" ? type : undefined;
+}
+
+/**
+ * A refusal by the cluster's security (`retry.not_retried_types`, or a 403; a 401 is the credentials themselves): no
+ * retry mends it, whatever its status
+ * (OpenSearch answers an update under document-level security with a 500 `security_exception`).
+ */
+export function isRefusal(status: number | undefined, body: unknown): boolean {
+  if (status === 401) return false; // the credentials, not their grant: said as such where the store connects
+  const type = errorType(body);
+  return status === 403 || (type !== undefined && NOT_RETRIED_TYPES.has(type));
+}
+
+/** An answer worth sending again: a retried status that is not a refusal by the cluster's security. */
+export function isRetriedAnswer(status: number | undefined, body: unknown): boolean {
+  return isRetryableStatus(status) && !isRefusal(status, body);
+}
+
+/** A refusal said plainly: the cluster's security refused, and why; `doing` is what the role may not do. */
+export function refusalReason(reason: string, doing: string): string {
+  return `refused by the cluster's security: ${reason}; this user's role may not ${doing} (not retried: a retry meets the same refusal)`;
 }
 
 /** How many candidates an HNSW search keeps per segment for the k nearest: factor × k, within [min, max]. */

@@ -23,7 +23,7 @@ import {
   type Sender,
   type Try,
 } from "./retry.js";
-import { SETTINGS, UNANSWERED_ITEM_STATUS } from "./settings.js";
+import { isRefusal, isRetriedAnswer, refusalReason, SETTINGS, UNANSWERED_ITEM_STATUS } from "./settings.js";
 import type { Engine, RefreshPolicy } from "./types.js";
 import { DeferredRefresh } from "./visibility.js";
 
@@ -158,12 +158,15 @@ export class Connection {
         return response;
       }
       const reason = serverReason(response.body);
-      if (isRetryableStatus(response.status) && attempt < this.retryPolicy.retries) {
+      if (isRetriedAnswer(response.status, response.body) && attempt < this.retryPolicy.retries) {
         [last, lastStatus] = [`HTTP ${response.status}${reason ? ` ${reason}` : ""}`, response.status];
         if (await this.backoff(attempt, until)) continue;
         throw this.outOfTime(params, attempt + 1, last, lastStatus, this.limits.callTimeoutMs);
       }
-      throw this.error(`${params.what} failed: HTTP ${response.status} ${reason ?? "(no error body)"}`, {
+      const said = isRefusal(response.status, response.body)
+        ? refusalReason(reason ?? `HTTP ${response.status}`, "do this here")
+        : (reason ?? "(no error body)");
+      throw this.error(`${params.what} failed: HTTP ${response.status} ${said}`, {
         status: response.status,
         reason: reason ?? `HTTP ${response.status}`,
         details: { method: params.method, path: params.path, attempts: attempt + 1 },
@@ -272,7 +275,7 @@ export class Connection {
 
   /**
    * Index/delete documents, one bulk request per round; every write requires the alias. Items that fail with a
-   * retried status are sent again with backoff in later rounds (the shared `retry.bulk`: tries, and a deadline from
+   * retried status (not a refusal by the cluster's security: `retry.not_retried_types`) are sent again with backoff in later rounds (the shared `retry.bulk`: tries, and a deadline from
    * the call's start); a whole request that fails with a retried status or a lost connection fails each item with
    * the unanswered-item status, in the same rounds. A delete of a missing id counts as done. Returns the items that
    * still failed, with their last status.
@@ -292,8 +295,10 @@ export class Connection {
           return;
         }
         missing ??= missingIndexName({ status, body: result });
-        const failure = { id: op.id, action: op.action, status, reason: serverReason(result) ?? `HTTP ${status}` };
-        (isRetryableStatus(status) ? retry : failures).push(failure);
+        const reason = serverReason(result) ?? `HTTP ${status}`;
+        const refused = isRefusal(status, result);
+        const failure = { id: op.id, action: op.action, status, reason: refused ? refusalReason(reason, "write here") : reason };
+        (isRetriedAnswer(status, result) ? retry : failures).push(failure);
       });
       if (missing !== undefined) {
         await this.checkCluster(until, true);
@@ -330,7 +335,8 @@ export class Connection {
     const response = tried.response;
     if (isRetryableStatus(response.status)) return ops.map(() => ({ status: response.status, result: response.body }));
     if (response.status >= 400) {
-      const reason = serverReason(response.body) ?? `HTTP ${response.status}`;
+      const said = serverReason(response.body) ?? `HTTP ${response.status}`;
+      const reason = isRefusal(response.status, response.body) ? refusalReason(said, "write here") : said;
       throw this.error(`${what} failed: HTTP ${response.status} ${reason}`, { status: response.status, reason });
     }
     this.cluster?.guard.seen();

@@ -11,6 +11,10 @@ export type Answer = {
   retry_after?: number;
   drop?: boolean;
   items?: number[];
+  /** The error type of a status answer's body, or of every failed item (`scripted_exception` when absent). */
+  type?: string;
+  /** Per item: the error type of that failed item (null: `type`). */
+  types?: (string | null)[];
   uuid?: string;
   delay_s?: number;
   /** [total, successful] shards of a search answer (test/tracing.test.ts: a partial answer). */
@@ -49,7 +53,8 @@ function render(answer: Answer, body: string): [number, unknown] {
     if (actions.length !== answer.items.length) throw new Error(`${actions.length} actions for ${answer.items.length} scripted items`);
     const items = answer.items.map((status, i) => {
       const [op, id] = actions[i] as [string, string];
-      const error = status >= 300 ? { type: "scripted_exception", reason: `scripted ${status} for ${id}` } : undefined;
+      const type = answer.types?.[i] ?? answer.type ?? "scripted_exception";
+      const error = status >= 300 ? { type, reason: `scripted ${status} for ${id}` } : undefined;
       return { [op]: { _index: "golden-1", _id: id, status, ...(error ? { error } : {}) } };
     });
     return [200, { took: 1, errors: answer.items.some((s) => s >= 300), items }];
@@ -60,7 +65,7 @@ function render(answer: Answer, body: string): [number, unknown] {
     return [status, { ...SEARCH_ANSWER, _shards: { total, successful, skipped: 0, failed: total - successful } }];
   }
   if (status < 300) return [status, SEARCH_ANSWER];
-  const error = { type: "scripted_exception", reason: `scripted ${status}` };
+  const error = { type: answer.type ?? "scripted_exception", reason: `scripted ${status}` };
   return [status, { error: { ...error, root_cause: [error] }, status }];
 }
 

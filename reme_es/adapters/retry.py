@@ -23,9 +23,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 REQUEST, BULK = "request", "bulk"
-# Error types no retry mends, whatever their status: the security plugin's refusals (OpenSearch answers an update under
-# document-level security with a 500 `security_exception`; a retry meets the same refusal, about 40 s of them).
-PERMANENT_TYPES = frozenset({"security_exception"})
+# Error types no retry mends, whatever their status (the shared `retry.not_retried_types`): the security plugin's
+# refusals (OpenSearch answers an update under document-level security with a 500 `security_exception`).
+PERMANENT_TYPES: frozenset[str] = frozenset(SETTINGS["retry"]["not_retried_types"])
 # The status of a bulk item the answer does not cover (the request failed in transport): retried, reported with it.
 UNANSWERED_ITEM_STATUS: int = SETTINGS["retry"]["bulk"]["unanswered_item_status"]
 

@@ -38,13 +38,14 @@ def bulk_ids(body: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def bulk_answer(statuses: list[int], actions: list[tuple[str, str]]) -> dict:
-    """A bulk answer with one item per action, in order, with the scripted statuses."""
+def bulk_answer(statuses: list[int], actions: list[tuple[str, str]], types: list[str | None] | None = None) -> dict:
+    """A bulk answer with one item per action, in order, with the scripted statuses (and error types: `types`)."""
     items = []
-    for status, (op, doc_id) in zip(statuses, actions, strict=True):
+    kinds = types or [None] * len(statuses)
+    for status, kind, (op, doc_id) in zip(statuses, kinds, actions, strict=True):
         item: dict = {"_index": "golden-1", "_id": doc_id, "status": status}
         if status >= 300:
-            item["error"] = {"type": "scripted_exception", "reason": f"scripted {status} for {doc_id}"}
+            item["error"] = {"type": kind or "scripted_exception", "reason": f"scripted {status} for {doc_id}"}
         items.append({op: item})
     return {"took": 1, "errors": any(s >= 300 for s in statuses), "items": items}
 
@@ -122,9 +123,10 @@ class ScriptedServer:
         if "uuid" in answer:
             return 200, {"metadata": {"cluster_uuid": answer["uuid"]}}, headers
         if "items" in answer:
-            return 200, bulk_answer(answer["items"], bulk_ids(body)), headers
+            types = answer.get("types") or [answer.get("type")] * len(answer["items"])
+            return 200, bulk_answer(answer["items"], bulk_ids(body), types), headers
         status = answer["status"]
         if status < 300:
             return status, SEARCH_ANSWER, headers
-        error = {"type": "scripted_exception", "reason": f"scripted {status}"}
+        error = {"type": answer.get("type", "scripted_exception"), "reason": f"scripted {status}"}
         return status, {"error": {**error, "root_cause": [error]}, "status": status}, headers
