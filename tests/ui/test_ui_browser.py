@@ -209,12 +209,13 @@ def _http(method: str, url: str, body: str | None = None) -> None:
 
 def test_the_overview_counts_the_memorie_tenants_of_the_prefix(page, synced, ui, node_url):
     prefix, _ = synced
-    docs = {"memories": ["ana", "ana", "ben"], "relations": ["ana"]}  # as Memorie writes them: `tenant_id` per doc
+    docs = {"memories": ["ana", "ana", "ben"], "relations": ["ana"]}  # as Memorie writes them: the tenant per doc
+    field = {"memories": "tenant_id", "relations": "from_tenant_id"}  # a relation keeps its ends' scope
     try:
         for kind, tenants in docs.items():
             index = f"{node_url}/{prefix}-memorie-{kind}"
-            _http("PUT", index, json.dumps({"mappings": {"properties": {"tenant_id": {"type": "keyword"}}}}))
-            lines = "".join(f'{{"index":{{}}}}\n{{"tenant_id":"{t}"}}\n' for t in tenants)
+            _http("PUT", index, json.dumps({"mappings": {"properties": {field[kind]: {"type": "keyword"}}}}))
+            lines = "".join(f'{{"index":{{}}}}\n{{"{field[kind]}":"{t}"}}\n' for t in tenants)
             _http("POST", f"{index}/_bulk?refresh=true", lines)
         page.goto(ui.base + "/")
         rows = page.locator("#tenants tr[data-tenant]")
@@ -239,3 +240,81 @@ def test_the_overview_names_the_other_index_sets_of_the_cluster(page, synced, ui
         assert other in listed and prefix not in listed
     finally:
         _http("DELETE", f"{node_url}/{other}-chunks-1")
+
+
+MEMORIE_TEMPLATES = EXAMPLE.parents[1] / "memorie" / "templates"
+TEXTS = ["Ana drinks green tea every morning", "The deploy runs on Fridays", "Coffee after noon keeps her awake"]
+
+
+def _memorie_index(node_url: str, prefix: str, kind: str) -> str:
+    """`<prefix>-memorie-<kind>` created with the TypeScript package's own template (its strict mapping), the text
+    analyser set to the standard one."""
+    template = json.loads((MEMORIE_TEMPLATES / f"{kind}.json").read_text())
+    settings = template["settings"]
+    if "analysis" in settings:
+        settings["analysis"]["analyzer"]["memorie_text"] = {"type": "standard"}
+    index = f"{node_url}/{prefix}-memorie-{kind}"
+    _http("PUT", index, json.dumps({"settings": settings, "mappings": template["mappings"]}))
+    return index
+
+
+def _memory(tenant: str, n: int, text: str) -> dict:
+    """A memory document as memorie/src/dialect.ts `memoryDoc` writes it."""
+    when = f"2026-01-0{n + 1}T09:00:00.000Z"
+    return {"id": f"m-{tenant}-{n}", "tenant_id": tenant, "namespace": "work", "subject_id": f"user-{tenant}",
+            "type": "fact", "state": "active", "importance": 0.5 + n / 10, "confidence": 1.0, "created_at": when,
+            "updated_at": when, "last_accessed_at": None, "expires_at": None, "content": text, "meta_keys": [],
+            "meta_kv": [], "record": {"id": f"m-{tenant}-{n}"}}  # fmt: skip
+
+
+def _relation(tenant: str) -> dict:
+    """A relation document as memorie/src/dialect.ts `relationDoc` writes it (both ends in `tenant`)."""
+    end = {"tenant_id": tenant, "namespace": "work", "subject_id": f"user-{tenant}"}
+    return {"id": f"r-{tenant}", "from_id": f"m-{tenant}-0", "to_id": f"m-{tenant}-2", "type": "related_to",
+            "weight": 0.8, "created_at": "2026-01-05T00:00:00.000Z", "metadata": None,
+            **{f"from_{k}": v for k, v in end.items()}, **{f"to_{k}": v for k, v in end.items()}}  # fmt: skip
+
+
+def _bulk(index: str, docs: list[dict]) -> None:
+    lines = "".join(json.dumps({"index": {"_id": d["id"]}}) + "\n" + json.dumps(d) + "\n" for d in docs)
+    _http("POST", f"{index}/_bulk?refresh=true", lines)
+
+
+def test_a_memorie_tenant_page_shows_its_memories_and_relations_and_searches_them(page, synced, ui, node_url):
+    prefix, _ = synced
+    tenants = ("ana", "ben")  # the same texts in both: the page must show only the opened tenant's
+    try:
+        memories = _memorie_index(node_url, prefix, "memories")
+        relations = _memorie_index(node_url, prefix, "relations")
+        _bulk(memories, [_memory(t, n, text) for t in tenants for n, text in enumerate(TEXTS)])
+        _bulk(relations, [_relation(t) for t in tenants])
+        page.goto(ui.base + "/")
+        page.locator('#tenants tr[data-tenant="ana"] a').click()
+        assert page.url == f"{ui.base}/m/ana"
+        shown = page.locator("#memories tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)")
+        assert shown == ["m-ana-2", "m-ana-1", "m-ana-0"]  # newest first
+        assert page.locator("#memories-count").inner_text() == "3 memories"
+        assert TEXTS[0] in page.locator('#memories tr[data-id="m-ana-0"]').inner_text()
+        assert page.locator("#relations tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)") == ["r-ana"]
+        cells = page.locator('#relations tr[data-id="r-ana"] td').all_inner_texts()
+        assert cells[:3] == ["m-ana-0", "related_to", "m-ana-2"]
+        page.fill("#search input[name=q]", "green tea noon")
+        page.locator("#search button").click()
+        hits = page.locator("#hits tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)")
+        assert hits == [
+            "m-ana-0",
+            "m-ana-2",
+        ]  # two terms matched, then one; ben's memories of the same texts not at all
+        scores = [float(t) for t in page.locator("#hits tr[data-id] td.score").all_inner_texts()]
+        assert scores[0] > scores[1] > 0
+        page.locator("#requests summary").click()
+        sent = page.locator("#requests").inner_text()
+        assert "_msearch" in sent and '"tenant_id":"ana"' in sent and "took" in sent
+        page.goto(f"{ui.base}/m/ben?q={urllib.parse.quote('deploy Fridays')}")
+        assert page.locator("#hits tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)") == ["m-ben-1"]
+    finally:
+        for kind in ("memories", "relations"):
+            try:
+                _http("DELETE", f"{node_url}/{prefix}-memorie-{kind}")
+            except urllib.error.HTTPError:
+                pass
