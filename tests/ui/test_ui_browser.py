@@ -20,6 +20,7 @@ from reme_es.adapters.dialect import ClientSettings
 from reme_es.store.connect import open_store
 from tests.integration.cli_support import EXAMPLE, Cli, _drop
 from tests.ui.conftest import TOKEN, UiRun
+from tests.ui.memorie_docs import TEXTS, bulk, memorie_index, memory, relation
 
 QUERY = "hybrid search with local embeddings"
 
@@ -242,52 +243,14 @@ def test_the_overview_names_the_other_index_sets_of_the_cluster(page, synced, ui
         _http("DELETE", f"{node_url}/{other}-chunks-1")
 
 
-MEMORIE_TEMPLATES = EXAMPLE.parents[1] / "memorie" / "templates"
-TEXTS = ["Ana drinks green tea every morning", "The deploy runs on Fridays", "Coffee after noon keeps her awake"]
-
-
-def _memorie_index(node_url: str, prefix: str, kind: str) -> str:
-    """`<prefix>-memorie-<kind>` created with the TypeScript package's own template (its strict mapping), the text
-    analyser set to the standard one."""
-    template = json.loads((MEMORIE_TEMPLATES / f"{kind}.json").read_text())
-    settings = template["settings"]
-    if "analysis" in settings:
-        settings["analysis"]["analyzer"]["memorie_text"] = {"type": "standard"}
-    index = f"{node_url}/{prefix}-memorie-{kind}"
-    _http("PUT", index, json.dumps({"settings": settings, "mappings": template["mappings"]}))
-    return index
-
-
-def _memory(tenant: str, n: int, text: str) -> dict:
-    """A memory document as memorie/src/dialect.ts `memoryDoc` writes it."""
-    when = f"2026-01-0{n + 1}T09:00:00.000Z"
-    return {"id": f"m-{tenant}-{n}", "tenant_id": tenant, "namespace": "work", "subject_id": f"user-{tenant}",
-            "type": "fact", "state": "active", "importance": 0.5 + n / 10, "confidence": 1.0, "created_at": when,
-            "updated_at": when, "last_accessed_at": None, "expires_at": None, "content": text, "meta_keys": [],
-            "meta_kv": [], "record": {"id": f"m-{tenant}-{n}"}}  # fmt: skip
-
-
-def _relation(tenant: str) -> dict:
-    """A relation document as memorie/src/dialect.ts `relationDoc` writes it (both ends in `tenant`)."""
-    end = {"tenant_id": tenant, "namespace": "work", "subject_id": f"user-{tenant}"}
-    return {"id": f"r-{tenant}", "from_id": f"m-{tenant}-0", "to_id": f"m-{tenant}-2", "type": "related_to",
-            "weight": 0.8, "created_at": "2026-01-05T00:00:00.000Z", "metadata": None,
-            **{f"from_{k}": v for k, v in end.items()}, **{f"to_{k}": v for k, v in end.items()}}  # fmt: skip
-
-
-def _bulk(index: str, docs: list[dict]) -> None:
-    lines = "".join(json.dumps({"index": {"_id": d["id"]}}) + "\n" + json.dumps(d) + "\n" for d in docs)
-    _http("POST", f"{index}/_bulk?refresh=true", lines)
-
-
 def test_a_memorie_tenant_page_shows_its_memories_and_relations_and_searches_them(page, synced, ui, node_url):
     prefix, _ = synced
     tenants = ("ana", "ben")  # the same texts in both: the page must show only the opened tenant's
     try:
-        memories = _memorie_index(node_url, prefix, "memories")
-        relations = _memorie_index(node_url, prefix, "relations")
-        _bulk(memories, [_memory(t, n, text) for t in tenants for n, text in enumerate(TEXTS)])
-        _bulk(relations, [_relation(t) for t in tenants])
+        memories = memorie_index(node_url, prefix, "memories")
+        relations = memorie_index(node_url, prefix, "relations")
+        bulk(memories, [memory(t, n, text) for t in tenants for n, text in enumerate(TEXTS)])
+        bulk(relations, [relation(t, 0, 2) for t in tenants])
         page.goto(ui.base + "/")
         page.locator('#tenants tr[data-tenant="ana"] a').click()
         assert page.url == f"{ui.base}/m/ana"
