@@ -2,9 +2,11 @@
 
     python -m bench.ui.screenshots --url http://127.0.0.1:9200 [--out docs/img]   (`./run ui-screenshots`)
 
-Syncs two copies of examples/workspace (offline MiniLM vectors) into a set of its own, starts `reme-es ui` on it with
---allow-writes, opens each page (overview, workspace, file, search, forget) and saves `ui-<page>.png`; the set is
-dropped afterwards. Nothing is forgotten: the forget page is shown, not submitted.
+Syncs two copies of examples/workspace (offline MiniLM vectors) into a set of its own, writes a Memorie tenant's
+memories and relations (tests/ui/memorie_docs.py: the package's templates and document shapes), starts `reme-es ui`
+on it with --allow-writes, opens each page (overview, workspace, file, search, forget, access, Memorie tenant) and
+saves `ui-<page>.png`; the set and the Memorie indices are dropped afterwards. Nothing is forgotten: the forget page
+is shown, not submitted.
 """
 
 from __future__ import annotations
@@ -19,9 +21,26 @@ import uuid
 from pathlib import Path
 
 from tests.ui.conftest import CHROMIUM, FLAGS, UiRun
+from tests.ui.memorie_docs import bulk, http, memorie_index, memory, relation
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = "why did a search miss a note"
+TENANT = "helpdesk"
+MEMORIES = [
+    "The customer prefers answers in French",
+    "Ticket 4411: the export to CSV times out above 50k rows",
+    "Workaround for slow exports: export by month",
+    "Export timeouts were fixed in release 2.8",
+    "The customer asked twice about SSO setup",
+]
+
+
+def _memorie(url: str, prefix: str) -> None:
+    """A Memorie tenant (and another one with the same texts, which its page must not show)."""
+    memories, relations = memorie_index(url, prefix, "memories"), memorie_index(url, prefix, "relations")
+    bulk(memories, [memory(t, n, text) for t in (TENANT, "other") for n, text in enumerate(MEMORIES)])
+    links = [(2, 1, "resolves", "r-1"), (3, 1, "supersedes", "r-2"), (3, 2, "related_to", "r-3")]
+    bulk(relations, [relation(TENANT, a, b, kind, rid) for a, b, kind, rid in links])
 
 
 def _cli(*args: str, home: Path) -> None:
@@ -46,6 +65,7 @@ def main() -> None:
             from reme_es.core.options import default_workspace_key
 
             keys.append(default_workspace_key(folder))
+        _memorie(args.url, prefix)
         run = UiRun(["--hosts", args.url, "--index-prefix", prefix, "--allow-writes"], home)
         try:
             with sync_playwright() as p:
@@ -60,6 +80,7 @@ def main() -> None:
                     "search": f"{ws}/search?q={QUERY.replace(' ', '+')}&limit=3",
                     "forget": f"{ws}/forget",
                     "access": f"{run.base}/access",
+                    "memorie": f"{run.base}/m/{TENANT}?q=export+timeout&limit=2",
                 }
                 args.out.mkdir(parents=True, exist_ok=True)
                 for name, url in shots.items():
@@ -71,6 +92,8 @@ def main() -> None:
                 browser.close()
         finally:
             run.stop()
+            for kind in ("memories", "relations"):
+                http("DELETE", f"{args.url}/{prefix}-memorie-{kind}")
             _cli("drop", "--set", "--yes", "--hosts", args.url, "--index-prefix", prefix, home=home)
 
 

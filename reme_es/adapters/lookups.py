@@ -176,6 +176,37 @@ def workspace_stats(size: int = 10_000) -> tuple[dict, dict]:
     return files, chunks
 
 
-def tenant_counts(size: int = 10_000) -> dict:
-    """The body counting a Memorie index's documents per tenant (`tenant_id`), reading none."""
-    return {"size": 0, "track_total_hits": True, "aggs": {"t": {"terms": {"field": "tenant_id", "size": size}}}}
+def tenant_counts(size: int = 10_000, field: str = "tenant_id") -> dict:
+    """The body counting a Memorie index's documents per tenant (`field`: `tenant_id` of memories, `from_tenant_id`
+    of relations), reading none."""
+    return {"size": 0, "track_total_hits": True, "aggs": {"t": {"terms": {"field": field, "size": size}}}}
+
+
+MEMORY_FIELDS = ["id", "type", "state", "content", "importance", "namespace", "subject_id", "created_at", "updated_at"]
+RELATION_FIELDS = ["id", "from_id", "to_id", "type", "weight", "created_at", "from_tenant_id", "to_tenant_id"]
+
+
+def of_tenant(tenant: str) -> dict:
+    """Memorie memories of one tenant (the `tenant_id` the TypeScript package writes, memorie/src/dialect.ts)."""
+    return equals("tenant_id", tenant)
+
+
+def tenant_memories(tenant: str, size: int) -> dict:
+    """A tenant's memories, newest first (then by id), their total counted exactly; the whole `record` left out."""
+    sort = [{"created_at": {"order": "desc", "missing": "_last"}}, {"id": "asc"}]
+    return {"size": size, "track_total_hits": True, "query": {"bool": {"filter": [of_tenant(tenant)]}},
+            "_source": MEMORY_FIELDS, "sort": sort}  # fmt: skip
+
+
+def tenant_relations(tenant: str, size: int) -> dict:
+    """The relations with either end in a tenant (the scope each end keeps, as Memorie's `forget` finds them), in
+    creation order (then id), their total counted exactly."""
+    ends = [equals("from_tenant_id", tenant), equals("to_tenant_id", tenant)]
+    return {"size": size, "track_total_hits": True, "query": {"bool": {"should": ends, "minimum_should_match": 1}},
+            "_source": RELATION_FIELDS, "sort": [{"created_at": "asc"}, {"id": "asc"}]}  # fmt: skip
+
+
+def tenant_match(tenant: str, text: str, size: int) -> dict:
+    """BM25 over a tenant's memories' `content`: the match scores, the tenant is a filter (no score of its own)."""
+    query = {"bool": {"must": [{"match": {"content": text}}], "filter": [of_tenant(tenant)]}}
+    return {"size": size, "track_total_hits": True, "query": query, "_source": MEMORY_FIELDS}

@@ -138,6 +138,12 @@ class IndexPort:
         answers = await self.unscoped()._msearch(searches)
         return [{**resp.get("aggregations", {}), "_total": resp["hits"]["total"]["value"]} for resp in answers]
 
+    async def hits_and_totals(self, searches: list[tuple[str, dict]]) -> list[tuple[list[dict], int]]:
+        """The hits and total hits of several searches (index, body) in one `_msearch`, over every workspace the
+        credentials may read (document-level security applies): for indices of the set as a whole, as Memorie's."""
+        answers = await self.unscoped()._msearch(searches)
+        return [(resp["hits"]["hits"], int(resp["hits"]["total"]["value"])) for resp in answers]
+
     async def msearch(self, searches: list[tuple[str, dict]]) -> list[list[dict]]:
         """The hits of several searches (index, body) in one `_msearch`, in order; a failed one raises."""
         return [resp["hits"]["hits"] for resp in await self._msearch(searches)]

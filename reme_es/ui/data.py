@@ -55,6 +55,7 @@ async def overview(store: MemoryStore) -> dict:
 
 
 MEMORIE_KINDS = ("memories", "vectors", "relations")
+TENANT_FIELD = {"memories": "tenant_id", "vectors": "tenant_id", "relations": "from_tenant_id"}
 _CHUNKS_INDEX = re.compile(r"^(.+)-chunks-\d+$")
 
 
@@ -74,7 +75,8 @@ async def memorie_tenants(store: MemoryStore) -> list[dict]:
         kinds = [k for k in MEMORIE_KINDS if await store.port.mapping(f"{store.prefix}-memorie-{k}") is not None]
         if not kinds:
             return []
-        answers = await store.port.aggregations([(f"{store.prefix}-memorie-{k}", q.tenant_counts()) for k in kinds])
+        searches = [(f"{store.prefix}-memorie-{k}", q.tenant_counts(field=TENANT_FIELD[k])) for k in kinds]
+        answers = await store.port.aggregations(searches)
     except AuthError:
         return []
     rows: dict[str, dict] = {}
@@ -229,3 +231,49 @@ async def access(config_client: tuple, prefix: str, repo: str) -> dict:
     finally:
         await cluster.close()
     return out
+
+
+MEMORIE_CAP = 100
+
+
+async def memorie_tenant(store: MemoryStore, tenant: str, text: str = "", limit: int = 10) -> dict:
+    """One Memorie tenant of the set's prefix: its memories (newest first) and relations (either end in the tenant),
+    each capped at `MEMORIE_CAP` with the exact count, and with `text` a BM25 search of its memories (score, the
+    requests sent and their `took`). Raises AuthError when the credentials may not read Memorie's indices."""
+    memories, relations = (f"{store.prefix}-memorie-{k}" for k in ("memories", "relations"))
+    if await store.port.mapping(memories) is None:
+        return {"tenant": tenant, "missing": memories}
+    searches = [(memories, q.tenant_memories(tenant, MEMORIE_CAP))]
+    if await store.port.mapping(relations) is not None:
+        searches.append((relations, q.tenant_relations(tenant, MEMORIE_CAP)))
+    answers = await store.port.hits_and_totals(searches)
+    (mem_hits, mem_total), (rel_hits, rel_total) = answers[0], (answers[1] if len(answers) > 1 else ([], 0))
+    out: dict = {
+        "tenant": tenant,
+        "memories": [h["_source"] for h in mem_hits],
+        "memories_total": mem_total,
+        "relations": [h["_source"] for h in rel_hits],
+        "relations_total": rel_total,
+        "cap": MEMORIE_CAP,
+        "search": None,
+    }
+    if text.strip():
+        sent: list[Sent] = []
+        token = SENT.set(sent)
+        try:
+            [(hits, total)] = await store.port.hits_and_totals([(memories, q.tenant_match(tenant, text, limit))])
+        finally:
+            SENT.reset(token)
+        out["search"] = {
+            "hits": [{**h["_source"], "score": h["_score"]} for h in hits],
+            "total": total,
+            "requests": [_shown(s) for s in sent],
+            "took_total": sum(sum(s.took) for s in sent),
+        }
+    return out
+
+
+def _shown(s: Sent) -> dict:
+    """A request sent, its body as text (an `_msearch` body is NDJSON bytes)."""
+    body = s.body.decode() if isinstance(s.body, bytes) else s.body
+    return {"method": s.method, "path": s.path, "body": body, "took": s.took, "ms": round(s.ms, 1)}

@@ -148,6 +148,27 @@ async def forget(request: Request):
     return RedirectResponse("/", 303)
 
 
+async def memorie(request: Request):
+    """A Memorie tenant of the set's prefix: its memories and relations, and a BM25 search of its memories."""
+    from ..core.errors import AuthError
+
+    tenant, config = request.path_params["tenant"], request.app.state.config
+    inputs = _search_inputs(request)
+    try:
+        view = await data.memorie_tenant(await config.store(), tenant, inputs["q"], inputs["limit"])
+    except AuthError:
+        message = (
+            f"the credentials reme-es ui runs with may not read Memorie's indices ({config.prefix}-memorie-*): "
+            f"ask an admin for a grant of tenant {tenant} (reme-es access grant), or start the UI as a user who has one"
+        )
+        return _render(request, "error.html", {"message": message}, 403)
+    except ReMeESError as exc:
+        return _failed(request, exc)
+    for r in (view.get("search") or {}).get("requests", []):
+        r["shown"] = r["body"] if isinstance(r["body"], str) else json.dumps(r["body"], indent=1, default=str)
+    return _render(request, "memorie.html", {"view": view, "inputs": inputs})
+
+
 async def access(request: Request):
     """The set's grants and a snapshot repository's snapshots, read-only."""
     config = request.app.state.config
@@ -164,4 +185,5 @@ ROUTES = [
     ("/w/{ws}/search", search, ["GET"]),
     ("/w/{ws}/forget", forget_form, ["GET"]),
     ("/w/{ws}/forget", forget, ["POST"]),
+    ("/m/{tenant}", memorie, ["GET"]),
 ]

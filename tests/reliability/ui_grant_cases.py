@@ -1,7 +1,8 @@
 """`reme-es ui` started with a grantee's credentials (issue 48), on the secured nodes and the `granted` fixture of
 access_cases.py: the app acts as the user it was started as, so document-level security decides what it shows. Ana
 (a read grant on her workspace) sees her workspace and her note, and nothing of bob's: not his workspace key on the
-overview, not his note on his workspace's pages or in a search of them."""
+overview, not his note on his workspace's pages or in a search of them; a Memorie tenant's page says she may not
+read Memorie's indices (403), not a server error."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class UiGrantCases:
                     ("bob files", f"/w/{bob}"),
                     ("bob file", f"/w/{bob}/file?path=notes/day.md"),
                     ("bob search", f"/w/{bob}/search?q=heron&mode=keyword"),
+                    ("memorie tenant", "/m/acme"),
                 )
             }
         finally:
@@ -54,3 +56,5 @@ class UiGrantCases:
         for what in ("bob files", "bob file", "bob search"):
             assert "secret of bob" not in pages[what][1], f"{what} of ana's UI shows bob's note"
         assert "notes/day.md" not in pages["bob files"][1], "ana's UI lists bob's file"
+        status, tenant = pages["memorie tenant"]  # no grant on Memorie's indices: said, not a 500
+        assert status == 403 and "may not read Memorie&#39;s indices" in tenant, (status, tenant[:2000])

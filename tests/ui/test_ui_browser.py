@@ -20,6 +20,7 @@ from reme_es.adapters.dialect import ClientSettings
 from reme_es.store.connect import open_store
 from tests.integration.cli_support import EXAMPLE, Cli, _drop
 from tests.ui.conftest import TOKEN, UiRun
+from tests.ui.memorie_docs import TEXTS, bulk, memorie_index, memory, relation
 
 QUERY = "hybrid search with local embeddings"
 
@@ -209,12 +210,13 @@ def _http(method: str, url: str, body: str | None = None) -> None:
 
 def test_the_overview_counts_the_memorie_tenants_of_the_prefix(page, synced, ui, node_url):
     prefix, _ = synced
-    docs = {"memories": ["ana", "ana", "ben"], "relations": ["ana"]}  # as Memorie writes them: `tenant_id` per doc
+    docs = {"memories": ["ana", "ana", "ben"], "relations": ["ana"]}  # as Memorie writes them: the tenant per doc
+    field = {"memories": "tenant_id", "relations": "from_tenant_id"}  # a relation keeps its ends' scope
     try:
         for kind, tenants in docs.items():
             index = f"{node_url}/{prefix}-memorie-{kind}"
-            _http("PUT", index, json.dumps({"mappings": {"properties": {"tenant_id": {"type": "keyword"}}}}))
-            lines = "".join(f'{{"index":{{}}}}\n{{"tenant_id":"{t}"}}\n' for t in tenants)
+            _http("PUT", index, json.dumps({"mappings": {"properties": {field[kind]: {"type": "keyword"}}}}))
+            lines = "".join(f'{{"index":{{}}}}\n{{"{field[kind]}":"{t}"}}\n' for t in tenants)
             _http("POST", f"{index}/_bulk?refresh=true", lines)
         page.goto(ui.base + "/")
         rows = page.locator("#tenants tr[data-tenant]")
@@ -239,3 +241,43 @@ def test_the_overview_names_the_other_index_sets_of_the_cluster(page, synced, ui
         assert other in listed and prefix not in listed
     finally:
         _http("DELETE", f"{node_url}/{other}-chunks-1")
+
+
+def test_a_memorie_tenant_page_shows_its_memories_and_relations_and_searches_them(page, synced, ui, node_url):
+    prefix, _ = synced
+    tenants = ("ana", "ben")  # the same texts in both: the page must show only the opened tenant's
+    try:
+        memories = memorie_index(node_url, prefix, "memories")
+        relations = memorie_index(node_url, prefix, "relations")
+        bulk(memories, [memory(t, n, text) for t in tenants for n, text in enumerate(TEXTS)])
+        bulk(relations, [relation(t, 0, 2) for t in tenants])
+        page.goto(ui.base + "/")
+        page.locator('#tenants tr[data-tenant="ana"] a').click()
+        assert page.url == f"{ui.base}/m/ana"
+        shown = page.locator("#memories tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)")
+        assert shown == ["m-ana-2", "m-ana-1", "m-ana-0"]  # newest first
+        assert page.locator("#memories-count").inner_text() == "3 memories"
+        assert TEXTS[0] in page.locator('#memories tr[data-id="m-ana-0"]').inner_text()
+        assert page.locator("#relations tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)") == ["r-ana"]
+        cells = page.locator('#relations tr[data-id="r-ana"] td').all_inner_texts()
+        assert cells[:3] == ["m-ana-0", "related_to", "m-ana-2"]
+        page.fill("#search input[name=q]", "green tea noon")
+        page.locator("#search button").click()
+        hits = page.locator("#hits tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)")
+        assert hits == [
+            "m-ana-0",
+            "m-ana-2",
+        ]  # two terms matched, then one; ben's memories of the same texts not at all
+        scores = [float(t) for t in page.locator("#hits tr[data-id] td.score").all_inner_texts()]
+        assert scores[0] > scores[1] > 0
+        page.locator("#requests summary").click()
+        sent = page.locator("#requests").inner_text()
+        assert "_msearch" in sent and '"tenant_id":"ana"' in sent and "took" in sent
+        page.goto(f"{ui.base}/m/ben?q={urllib.parse.quote('deploy Fridays')}")
+        assert page.locator("#hits tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)") == ["m-ben-1"]
+    finally:
+        for kind in ("memories", "relations"):
+            try:
+                _http("DELETE", f"{node_url}/{prefix}-memorie-{kind}")
+            except urllib.error.HTTPError:
+                pass

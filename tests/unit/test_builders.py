@@ -253,3 +253,21 @@ def test_keyword_query_with_context_matches_the_text_or_the_neighbours_text():
             }
         }
     ]
+
+
+def test_memorie_tenant_page_bodies_scope_every_query_to_the_tenant():
+    from reme_es.adapters import lookups as q
+
+    match = q.tenant_match("ana", "green tea", 5)
+    assert match["query"]["bool"]["filter"] == [{"term": {"tenant_id": "ana"}}]  # the tenant filters, never scores
+    relations = q.tenant_relations("ana", 100)["query"]["bool"]
+    assert relations["should"] == [{"term": {"from_tenant_id": "ana"}}, {"term": {"to_tenant_id": "ana"}}]
+    check(
+        "memorie_tenant",
+        {
+            "memories": q.tenant_memories("ana", 100),
+            "relations": q.tenant_relations("ana", 100),
+            "match": match,
+            "relation_counts": q.tenant_counts(field="from_tenant_id"),
+        },
+    )
