@@ -40,6 +40,7 @@ const PYTHON_ONLY: Record<string, string> = {
   "protocol_unchanged_chunks.json": "ReMe's file write protocol",
   "search_answer_lookups.json": "ReMe's search answer look-ups",
   "store_lookups.json": "ReMe's store look-ups",
+  "memorie_tenant.json": "reme-es ui's listing and search of a Memorie tenant (Python's, read-only)",
 };
 
 describe("golden bodies shared with the Python side (tests/unit/golden/)", () => {
