@@ -1,0 +1,385 @@
+"""Issue 50 item 5 and multi-hop ideas, measured on LoCoMo's development half over the default path's candidates.
+
+    python -m bench.quality.locomo_stages --url http://127.0.0.1:9200 [--index plain,date-context,date-vector]
+                                          [--cache /tmp/locomo-stages.json]
+
+Step 1 (needs a node): each `--index` way of writing the half (bench/quality/locomo.py's workspaces) is written, and
+every question of categories 1-4 is searched through the drop-in's default path (`es_search_step`, top 10) and the
+store's `ranked_search` (the 50 fused candidates a question's top 10 is cut from, in order, with their scores):
+  plain         each turn one chunk, as the held-out check writes it;
+  date-context  the session's date in words ("8 May 2023, May 2023, 2023") added to every chunk's `context` field,
+                which the keyword branch matches (a time prefix only BM25 sees);
+  date-vector   the chunk's vector made from "[8 May 2023] <turn>" (a time prefix only the k-NN branch sees).
+Step 2 (no node): stages re-rank the `plain` candidates in the client, each at a few weights; every row is recall@10
+on the tune half (26, 30, 41), the report half (42, 43), the whole, per category, as bench/quality/locomo.py reports.
+  late          MaxSim of MiniLM's token vectors (the mean over the question's tokens of each one's best cosine with
+                the turn's tokens, ColBERT-style), min-max fused with the candidate's fused score;
+  maxsim        a candidate's best sentence against the question (MiniLM cosine of each sentence of the turn),
+                min-max fused with the candidate's fused score;
+  maxsim-ctx    the same over the sentences of the turn and its two neighbours (the neighbours' at half weight);
+  digest        one extractive digest per session made from the session alone (its top 30 TF-IDF terms, its
+                capitalised names, its 3 sentences of highest TF-IDF mass) scored against the question by BM25 over the
+                conversation's digests; a candidate of a session among the top 3 digests lifted by w x the digest's
+                score over the best digest's;
+  digest+turns  as digest, and the top digest's 3 turns nearest the question (cosine) added to the candidates;
+  rm3 session   feedback from the top session only (`rm3_session`), as a simulated second keyword round;
+  session lift  each candidate lifted by w x the best other candidate's normalised score in its session.
+The first run of step 1 caches its candidates in `--cache`; later runs re-rank from it (`--refresh` to search again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import shutil
+import statistics
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.quality import locomo
+from bench.quality import memory_quality as mq
+
+DEPTH, LIMIT = 50, 10
+_SENT = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z][a-z']+")
+_NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
+STOP = set(
+    "the a an and or but to of in on at for with is are was were be been being it its this that these those i you he "
+    "she we they me my your his her our their them what when where who how why which did do does done have has had "
+    "not no yes so just really very too also can could would should will about from as by up out if then than there "
+    "here oh wow yeah hey hi thanks thank that's it's i'm you're don't im get got like know think one some all".split()
+)
+
+
+def date_words(path: str) -> str:
+    """A note's date in words: `daily/2023-05-08/...` -> "8 May 2023, May 2023, 2023"."""
+    m = re.search(r"(\d{4})-(\d{2})-(\d{2})", path)
+    if not m:
+        return ""
+    import datetime as dt
+
+    d = dt.date(int(m[1]), int(m[2]), int(m[3]))
+    return f"{d.day} {d:%B} {d.year}, {d:%B} {d.year}, {d.year}"
+
+
+# ------------------------------------------------------------------------------------------ step 1: the store
+
+
+async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path) -> dict:
+    """Per conversation: each question's default-path top 10 and its 50 fused candidates [(id, score)]."""
+    from reme_es.store import writer
+
+    plain_contexts = writer.chunk_contexts
+    if way == "date-context":
+
+        def dated(chunks):
+            out = plain_contexts(chunks)
+            return {c.id: f"{out.get(c.id, '')}\n{date_words(c.path)}".strip() for c in chunks}
+
+        writer.chunk_contexts = dated
+    vectors = mq.PASSAGE_VECTORS
+    if way == "date-vector":
+        prefixed = {
+            t: f"[{date_words(p).split(',')[0]}] {t}" for d in sets for p, cs in d.files.items() for *_, t in cs
+        }
+        mq.embed_all(list(prefixed.values()), side="passage")
+        vectors = {t: mq.PASSAGE_VECTORS[p] for t, p in prefixed.items()}
+    out: dict = {}
+    try:
+        for d in sets:
+            app = mq.make_app(mq.app_config(work / f"{way}-{d.name}", "opensearch", url, f"h50-stages-{way}"))
+            await app.start()
+            fs = app.context.components["file_store"]["default"]
+            try:
+                await fs.clear()
+                await mq.index(fs, d, vectors)
+                per = out.setdefault(d.name, {"default": [], "candidates": []})
+                for q in d.queries:
+                    resp = await app.run_job("search_es", query=q, limit=LIMIT)
+                    per["default"].append([r["id"] for r in resp.metadata.get("results", [])])
+                    fused, _ = await fs.ranked_search(q, DEPTH, {}, 0.0, LIMIT)
+                    per["candidates"].append([(c.id, float(c.scores.get("score", 0.0))) for c in fused])
+                await fs.clear()
+                await fs.store.drop()
+            finally:
+                await app.close()
+    finally:
+        writer.chunk_contexts = plain_contexts
+    return out
+
+
+# ------------------------------------------------------------------------------------------ step 2: stages
+
+
+def minmax(xs: list[float]) -> list[float]:
+    lo, hi = min(xs), max(xs)
+    return [(x - lo) / (hi - lo) if hi > lo else 0.0 for x in xs]
+
+
+def sentences(text: str) -> list[str]:
+    """A turn's sentences (the `Name: ` opening kept on the first); the turn itself when it has one."""
+    parts = [s for s in _SENT.split(text) if len(s.split()) >= 2]
+    return parts or [text]
+
+
+class Half:
+    """The half's turns with their vectors, sentence vectors and per-session digests, for the client stages."""
+
+    def __init__(self, sets: dict[str, mq.Dataset]):
+        self.sets = sets
+        self.text = {cid: t for d in sets.values() for cs in d.files.values() for cid, _, t in cs}
+        self.path = {cid: p for d in sets.values() for p, cs in d.files.items() for cid, _, _ in cs}
+        self.order = {p: [cid for cid, _, _ in cs] for d in sets.values() for p, cs in d.files.items()}
+        sents = {cid: sentences(t) for cid, t in self.text.items()}
+        mq.embed_all([s for ss in sents.values() for s in ss], side="passage")
+        self.sent_vecs = {cid: np.asarray([mq.PASSAGE_VECTORS[s] for s in ss]) for cid, ss in sents.items()}
+        self.turn_vec = {cid: np.asarray(mq.PASSAGE_VECTORS[t]) for cid, t in self.text.items()}
+        self.digests = {name: self._digests(d) for name, d in sets.items()}
+        self.encoder: Any = None
+        self.words = {c: [x for x in _WORD.findall(t.lower()) if x not in STOP] for c, t in self.text.items()}
+        self.bm25s = {n: BM25({c: self.words[c] for cs in d.files.values() for c, _, _ in cs}) for n, d in sets.items()}
+        self.token_vecs: dict[str, np.ndarray] = {}
+
+    def tokens(self, keys: list[str]) -> list[np.ndarray]:
+        """MiniLM's unit token vectors of turns (by chunk id) or questions (by text), batches of 64."""
+        if self.encoder is None:
+            from bench.quality.heldout_options import Encoder
+
+            self.encoder = Encoder()
+        todo = [k for k in dict.fromkeys(keys) if k not in self.token_vecs]
+        for i in range(0, len(todo), 64):
+            part = todo[i : i + 64]
+            vecs = self.encoder.tokens([self.text.get(k, k) for k in part], cache=False)
+            self.token_vecs.update(zip(part, vecs))
+        return [self.token_vecs[k] for k in keys]
+
+    def _digests(self, d: mq.Dataset) -> dict[str, Counter]:
+        """Each session's digest as a bag of words: its top 30 TF-IDF terms, its names, its 3 densest sentences."""
+        bags = {
+            p: Counter(w for _, _, t in cs for w in _WORD.findall(t.lower()) if w not in STOP)
+            for p, cs in d.files.items()
+        }
+        df = Counter(w for bag in bags.values() for w in bag)
+        n = len(bags)
+        out = {}
+        for p, bag in bags.items():
+            tfidf = {w: c * math.log(n / df[w]) for w, c in bag.items()}
+            terms = [w for w, _ in sorted(tfidf.items(), key=lambda kv: -kv[1])[:30]]
+            names = {m.lower() for _, _, t in d.files[p] for m in _NAME.findall(t)}
+            ss = [s for _, _, t in d.files[p] for s in sentences(t)]
+            dense = sorted(ss, key=lambda s: -sum(tfidf.get(w, 0) for w in _WORD.findall(s.lower())))[:3]
+            out[p] = Counter(terms) + Counter(names) + Counter(w for s in dense for w in _WORD.findall(s.lower()))
+        return out
+
+    def digest_scores(self, conv: str, q: str) -> dict[str, float]:
+        """BM25 (k1 1.2, b 0.75) of the question's words over the conversation's session digests."""
+        digests = self.digests[conv]
+        n, avg = len(digests), statistics.fmean(sum(b.values()) for b in digests.values())
+        words = [w for w in _WORD.findall(q.lower()) if w not in STOP]
+        df = Counter(w for b in digests.values() for w in set(b) if w in words)
+        out = {}
+        for p, b in digests.items():
+            size = sum(b.values())
+            s = 0.0
+            for w in words:
+                if b[w]:
+                    idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                    s += idf * b[w] * 2.2 / (b[w] + 1.2 * (0.25 + 0.75 * size / avg))
+            out[p] = s
+        return out
+
+
+def maxsim(h: Half, q: np.ndarray, cid: str, ctx: bool) -> float:
+    best = float(np.max(h.sent_vecs[cid] @ q))
+    if ctx:
+        turns = h.order[h.path[cid]]
+        i = turns.index(cid)
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(turns):
+                best = max(best, 0.5 * float(np.max(h.sent_vecs[turns[j]] @ q)))
+    return best
+
+
+def rerank(h: Half, conv: str, q: str, cands: list[tuple[str, float]], stage: str, w: float) -> list[str]:
+    """The candidates re-ranked by `stage` at weight `w`."""
+    ids = [c for c, _ in cands]
+    base = minmax([s for _, s in cands]) if cands else []
+    qv = np.asarray(mq.VECTORS[q])
+    if stage == "late":
+        qt = h.tokens([q])[0]
+        extra = minmax([float((qt @ d.T).max(axis=1).mean()) for d in h.tokens(ids)])
+        new = [b + w * e for b, e in zip(base, extra)]
+    elif stage in ("maxsim", "maxsim-ctx"):
+        extra = minmax([maxsim(h, qv, c, stage == "maxsim-ctx") for c in ids])
+        new = [b + w * e for b, e in zip(base, extra)]
+    elif stage.startswith("digest"):
+        ds = h.digest_scores(conv, q)
+        top = sorted(ds, key=lambda p: -ds[p])[:3]
+        hi = max(ds.values()) or 1.0
+        if stage == "digest+turns" and top and ds[top[0]] > 0:
+            near = sorted(h.order[top[0]], key=lambda c: -float(h.turn_vec[c] @ qv))[:3]
+            for c in near:
+                if c not in ids:
+                    ids.append(c)
+                    base.append(0.0)
+        new = [b + (w * ds[h.path[c]] / hi if h.path[c] in top else 0.0) for b, c in zip(base, ids)]
+    elif stage == "rm3 session":
+        new, ids = rm3_session(h, conv, q, ids, base, w)
+    elif stage == "session lift":
+        best: dict[str, list[float]] = {}
+        for c, b in zip(ids, base):
+            best.setdefault(h.path[c], []).append(b)
+        new = []
+        for c, b in zip(ids, base):
+            others = sorted(best[h.path[c]], reverse=True)
+            other = (
+                others[1] if others and others[0] == b and len(others) > 1 else (others[0] if others[0] != b else 0.0)
+            )
+            new.append(b + w * other)
+    else:
+        raise ValueError(stage)
+    return [c for _, c in sorted(zip(new, ids), key=lambda t: -t[0])]
+
+
+def rm3_session(h: Half, conv: str, q: str, ids: list[str], base: list[float], w: float):
+    """Feedback from the top session only: the 10 terms of highest TF-IDF in the top 10's best session (by the sum of
+    its hits' normalised scores) that the question lacks, added at half weight to the question's words; BM25 of that
+    over every turn of the conversation (a second keyword round, simulated); its top 20 join the candidates and every
+    candidate gets w x its normalised score."""
+    mass: dict[str, float] = {}
+    for c, b in zip(ids[:LIMIT], base[:LIMIT]):
+        mass[h.path[c]] = mass.get(h.path[c], 0.0) + b
+    if not mass:
+        return base, ids
+    top = max(mass, key=lambda p: mass[p])
+    bm = h.bm25s[conv]
+    qwords = [x for x in _WORD.findall(q.lower()) if x not in STOP]
+    bag = Counter(x for c in h.order[top] for x in h.words[c])
+    terms = sorted((x for x in bag if x not in qwords), key=lambda x: -bag[x] * bm.idf(x))[:10]
+    scores = bm.scores({**{x: 1.0 for x in qwords}, **{x: 0.5 for x in terms}})
+    hi = max(scores.values()) or 1.0
+    ids = list(ids)
+    base = list(base)
+    for c in sorted(scores, key=lambda c: -scores[c])[:20]:
+        if c not in ids:
+            ids.append(c)
+            base.append(0.0)
+    return [b + w * scores.get(c, 0.0) / hi for c, b in zip(ids, base)], ids
+
+
+class BM25:
+    """BM25 (k1 1.2, b 0.75) over a conversation's turns: lower-cased words, stop words out, no stemming."""
+
+    def __init__(self, docs: dict[str, list[str]]):
+        self.docs = {c: Counter(ws) for c, ws in docs.items()}
+        self.len = {c: len(ws) for c, ws in docs.items()}
+        self.avg = statistics.fmean(self.len.values())
+        self.df = Counter(x for ws in self.docs.values() for x in ws)
+        self.n = len(docs)
+
+    def idf(self, x: str) -> float:
+        return math.log(1 + (self.n - self.df[x] + 0.5) / (self.df[x] + 0.5))
+
+    def scores(self, query: dict[str, float]) -> dict[str, float]:
+        out = {}
+        for c, tf in self.docs.items():
+            s = sum(
+                qw * self.idf(x) * tf[x] * 2.2 / (tf[x] + 1.2 * (0.25 + 0.75 * self.len[c] / self.avg))
+                for x, qw in query.items()
+                if tf[x]
+            )
+            if s:
+                out[c] = s
+        return out
+
+
+def recalls(h: Half, runs: dict[str, list[list[str]]]) -> dict[str, float]:
+    """recall@10 (and @5) of `runs` on tune, report and whole half, per category."""
+    out = {}
+    for part, names in (("tune", locomo.TUNE), ("report", locomo.REPORT), ("all", locomo.CONVERSATIONS)):
+        f = locomo.figures(runs, h.sets, names)
+        out[part] = f["R@10"]
+        if part == "all":
+            out.update({k: f[k] for k in ("R@5", *locomo.CATEGORIES.values())})
+    return out
+
+
+def row(label: str, f: dict) -> str:
+    cols = ("all", "R@5", "tune", "report", *locomo.CATEGORIES.values())
+    return f"| {label} | " + " | ".join(f"{f[c]:.3f}" for c in cols) + " |"
+
+
+STAGES = {
+    "late": (0.1, 0.2, 0.35, 0.5),
+    "rm3 session": (0.1, 0.2, 0.3, 0.5),
+    "maxsim": (0.1, 0.2, 0.3, 0.5),
+    "maxsim-ctx": (0.1, 0.2, 0.3),
+    "digest": (0.05, 0.1, 0.2, 0.3),
+    "digest+turns": (0.1, 0.2),
+    "session lift": (0.05, 0.1, 0.2),
+}
+
+
+def main() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--url", default="http://127.0.0.1:9200")
+    p.add_argument("--data", default="/work/shared/data/locomo-dev")
+    p.add_argument(
+        "--index", default="plain", help="ways of writing the half to search: plain,date-context,date-vector"
+    )
+    p.add_argument("--cache", default="/tmp/locomo-stages.json")
+    p.add_argument("--refresh", action="store_true")
+    p.add_argument("--stages", default=",".join(STAGES), help="the client stages to run (step 2)")
+    args = p.parse_args()
+    sets = {c: locomo.conversation(Path(args.data) / f"{c}.json") for c in locomo.CONVERSATIONS}
+    mq.use_model("minilm")
+    texts = [t for d in sets.values() for cs in d.files.values() for _, _, t in cs]
+    mq.embed_all([q for d in sets.values() for q in d.queries])
+    mq.embed_all(texts, side="passage")
+    cache = Path(args.cache)
+    found = json.loads(cache.read_text()) if cache.exists() and not args.refresh else {}
+    todo = [w for w in args.index.split(",") if w and w not in found]
+    if todo:
+        work = Path(tempfile.mkdtemp(prefix="reme-es-stages-"))
+        try:
+            for way in todo:
+                found[way] = asyncio.run(search_half(list(sets.values()), args.url, way, work))
+                cache.write_text(json.dumps(found))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    h = Half(sets)
+    print("| row | R@10 | R@5 | tune R@10 | report R@10 | " + " | ".join(locomo.CATEGORIES.values()) + " |")
+    print("|---|" + "--:|" * (4 + len(locomo.CATEGORIES)))
+    for way in found:
+        print(row(f"{way}: default path", recalls(h, {c: found[way][c]["default"] for c in sets})))
+        print(
+            row(
+                f"{way}: candidates' own order",
+                recalls(h, {c: [[i for i, _ in x][:LIMIT] for x in found[way][c]["candidates"]] for c in sets}),
+            )
+        )
+    plain = found.get("plain")
+    if not plain:
+        return
+    for stage in [x for x in args.stages.split(",") if x]:
+        for w in STAGES[stage]:
+            runs = {
+                c: [
+                    rerank(h, c, q, cands, stage, w)[:LIMIT]
+                    for q, cands in zip(sets[c].queries, plain[c]["candidates"])
+                ]
+                for c in sets
+            }
+            print(row(f"{stage} {w:g}", recalls(h, runs)))
+
+
+if __name__ == "__main__":
+    main()
