@@ -91,26 +91,30 @@ async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path) ->
         mq.embed_all(list(prefixed.values()), side="passage")
         vectors = {t: mq.PASSAGE_VECTORS[p] for t, p in prefixed.items()}
     out: dict = {}
-    try:
+    apps = []
+    try:  # every conversation a workspace of one index set, as bench/quality/locomo.py writes them
         for d in sets:
             app = mq.make_app(mq.app_config(work / f"{way}-{d.name}", "opensearch", url, f"h50-stages-{way}"))
             await app.start()
+            apps.append(app)
+            await app.context.components["file_store"]["default"].clear()
+            await mq.index(app.context.components["file_store"]["default"], d, vectors)
+        for d, app in zip(sets, apps):
             fs = app.context.components["file_store"]["default"]
-            try:
-                await fs.clear()
-                await mq.index(fs, d, vectors)
-                per = out.setdefault(d.name, {"default": [], "candidates": []})
-                for q in d.queries:
-                    resp = await app.run_job("search_es", query=q, limit=LIMIT)
-                    per["default"].append([r["id"] for r in resp.metadata.get("results", [])])
-                    fused, _ = await fs.ranked_search(q, DEPTH, {}, 0.0, LIMIT)
-                    per["candidates"].append([(c.id, float(c.scores.get("score", 0.0))) for c in fused])
-                await fs.clear()
-                await fs.store.drop()
-            finally:
-                await app.close()
+            per = out.setdefault(d.name, {"default": [], "candidates": []})
+            for q in d.queries:
+                resp = await app.run_job("search_es", query=q, limit=LIMIT)
+                per["default"].append([r["id"] for r in resp.metadata.get("results", [])])
+                fused, _ = await fs.ranked_search(q, DEPTH, {}, 0.0, LIMIT)
+                per["candidates"].append([(c.id, float(c.scores.get("score", 0.0))) for c in fused])
     finally:
         writer.chunk_contexts = plain_contexts
+        for app in apps:
+            await app.context.components["file_store"]["default"].clear()
+        if apps:
+            await apps[-1].context.components["file_store"]["default"].store.drop()
+        for app in apps:
+            await app.close()
     return out
 
 
@@ -310,9 +314,20 @@ def recalls(h: Half, runs: dict[str, list[list[str]]]) -> dict[str, float]:
     return out
 
 
-def row(label: str, f: dict) -> str:
+def row(label: str, f: dict, moved: str = "") -> str:
     cols = ("all", "R@5", "tune", "report", *locomo.CATEGORIES.values())
-    return f"| {label} | " + " | ".join(f"{f[c]:.3f}" for c in cols) + " |"
+    return f"| {label} | " + " | ".join(f"{f[c]:.3f}" for c in cols) + f" | {moved} |"
+
+
+def moved(h: Half, runs: dict[str, list[list[str]]], base: dict[str, list[list[str]]]) -> str:
+    """On the report half: how many questions' recall@10 rose and fell against `base` (a paired count, so a gain
+    carried by a handful of questions shows as such)."""
+    up = down = 0
+    for c in locomo.REPORT:
+        for new, old, g in zip(runs[c], base[c], h.sets[c].gains):
+            d = mq.recall_at(new, g, LIMIT) - mq.recall_at(old, g, LIMIT)
+            up, down = up + (d > 0), down + (d < 0)
+    return f"+{up} / -{down}"
 
 
 STAGES = {
@@ -356,8 +371,9 @@ def main() -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     h = Half(sets)
-    print("| row | R@10 | R@5 | tune R@10 | report R@10 | " + " | ".join(locomo.CATEGORIES.values()) + " |")
-    print("|---|" + "--:|" * (4 + len(locomo.CATEGORIES)))
+    head = " | ".join(locomo.CATEGORIES.values())
+    print(f"| row | R@10 | R@5 | tune R@10 | report R@10 | {head} | report questions up / down |")
+    print("|---|" + "--:|" * (4 + len(locomo.CATEGORIES)) + "--:|")
     for way in found:
         print(row(f"{way}: default path", recalls(h, {c: found[way][c]["default"] for c in sets})))
         print(
@@ -369,6 +385,7 @@ def main() -> None:
     plain = found.get("plain")
     if not plain:
         return
+    base = {c: [[i for i, _ in x][:LIMIT] for x in plain[c]["candidates"]] for c in sets}
     for stage in [x for x in args.stages.split(",") if x]:
         for w in STAGES[stage]:
             runs = {
@@ -378,7 +395,7 @@ def main() -> None:
                 ]
                 for c in sets
             }
-            print(row(f"{stage} {w:g}", recalls(h, runs)))
+            print(row(f"{stage} {w:g}", recalls(h, runs), moved(h, runs, base)))
 
 
 if __name__ == "__main__":
