@@ -24,6 +24,8 @@ on the tune half (26, 30, 41), the report half (42, 43), the whole, per category
   digest+turns  as digest, and the top digest's 3 turns nearest the question (cosine) added to the candidates;
   rm3 session   feedback from the top session only (`rm3_session`), as a simulated second keyword round;
   session lift  each candidate lifted by w x the best other candidate's normalised score in its session.
+  names out     a second k-NN round (simulated) with the question's vector made without the speakers' names
+                (`names_out`).
 The first run of step 1 caches its candidates in `--cache`; later runs re-rank from it (`--refresh` to search again).
 """
 
@@ -146,6 +148,7 @@ class Half:
         self.turn_vec = {cid: np.asarray(mq.PASSAGE_VECTORS[t]) for cid, t in self.text.items()}
         self.digests = {name: self._digests(d) for name, d in sets.items()}
         self.encoder: Any = None
+        self.order_of = {n: [c for cs in d.files.values() for c, _, _ in cs] for n, d in sets.items()}
         self.words = {c: [x for x in _WORD.findall(t.lower()) if x not in STOP] for c, t in self.text.items()}
         self.bm25s = {n: BM25({c: self.words[c] for cs in d.files.values() for c, _, _ in cs}) for n, d in sets.items()}
         self.token_vecs: dict[str, np.ndarray] = {}
@@ -233,6 +236,8 @@ def rerank(h: Half, conv: str, q: str, cands: list[tuple[str, float]], stage: st
                     ids.append(c)
                     base.append(0.0)
         new = [b + (w * ds[h.path[c]] / hi if h.path[c] in top else 0.0) for b, c in zip(base, ids)]
+    elif stage == "names out":
+        new, ids = names_out(h, conv, q, ids, base, w)
     elif stage == "rm3 session":
         new, ids = rm3_session(h, conv, q, ids, base, w)
     elif stage == "session lift":
@@ -249,6 +254,33 @@ def rerank(h: Half, conv: str, q: str, cands: list[tuple[str, float]], stage: st
     else:
         raise ValueError(stage)
     return [c for _, c in sorted(zip(new, ids), key=lambda t: -t[0])]
+
+
+def without_names(h: Half, conv: str, q: str) -> str:
+    """The question without the conversation's speakers' names (and their possessive `'s`)."""
+    names = {n for c in h.order_of[conv] for n in [h.text[c].split(":", 1)[0]]}
+    pattern = r"\b(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?:'s)?\b\s*"
+    return re.sub(pattern, "", q).strip()
+
+
+def names_out(h: Half, conv: str, q: str, ids: list[str], base: list[float], w: float):
+    """A second k-NN round with the question's vector made without the speakers' names (what the question asks
+    about, not who: "What video games does Nate play?" -> "What video games does play?"), exact cosine over the
+    conversation's turns (simulated); its top 20 join the candidates and every candidate gets w x its min-max cosine."""
+    stripped = without_names(h, conv, q)
+    if stripped == q:
+        return base, ids
+    qv = np.asarray(mq.VECTORS[stripped])
+    turns = h.order_of[conv]
+    cos = {c: float(h.turn_vec[c] @ qv) for c in turns}
+    top = sorted(turns, key=lambda c: -cos[c])[:DEPTH]
+    lo, hi = cos[top[-1]], cos[top[0]]
+    ids, base = list(ids), list(base)
+    for c in top[:20]:
+        if c not in ids:
+            ids.append(c)
+            base.append(0.0)
+    return [b + w * max(0.0, (cos[c] - lo) / ((hi - lo) or 1)) for c, b in zip(ids, base)], ids
 
 
 def rm3_session(h: Half, conv: str, q: str, ids: list[str], base: list[float], w: float):
@@ -333,6 +365,7 @@ def moved(h: Half, runs: dict[str, list[list[str]]], base: dict[str, list[list[s
 STAGES = {
     "late": (0.1, 0.2, 0.35, 0.5),
     "rm3 session": (0.1, 0.2, 0.3, 0.5),
+    "names out": (0.1, 0.2, 0.3, 0.5),
     "maxsim": (0.1, 0.2, 0.3, 0.5),
     "maxsim-ctx": (0.1, 0.2, 0.3),
     "digest": (0.05, 0.1, 0.2, 0.3),
@@ -371,6 +404,7 @@ def main() -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     h = Half(sets)
+    mq.embed_all([without_names(h, c, q) for c, d in sets.items() for q in d.queries])
     head = " | ".join(locomo.CATEGORIES.values())
     print(f"| row | R@10 | R@5 | tune R@10 | report R@10 | {head} | report questions up / down |")
     print("|---|" + "--:|" * (4 + len(locomo.CATEGORIES)) + "--:|")
