@@ -17,7 +17,7 @@ on the tune half (26, 30, 41), the report half (42, 43), the whole, per category
   maxsim        a candidate's best sentence against the question (MiniLM cosine of each sentence of the turn),
                 min-max fused with the candidate's fused score;
   maxsim-ctx    the same over the sentences of the turn and its two neighbours (the neighbours' at half weight);
-  digest        one extractive digest per session made from the session alone (its top 30 TF-IDF terms, its
+  digest        one extractive digest per session made from its stored turns (its top 30 TF-IDF terms, its
                 capitalised names, its 3 sentences of highest TF-IDF mass) scored against the question by BM25 over the
                 conversation's digests; a candidate of a session among the top 3 digests lifted by w x the digest's
                 score over the best digest's;
