@@ -79,6 +79,17 @@ async def native(
         ix.hybrid, ix.pipeline_kind, ix.vector_weight, ix.collapse = saved
 
 
+async def top_sources(store, keyword: list, vector: list) -> dict[str, dict]:
+    """The stored sources, vectors included, of each branch's first `feedback` hits, by chunk id."""
+    from reme_es.core.models import doc_id
+
+    n = store.indices.feedback
+    hits = list({h.chunk.id: h for h in keyword[:n] + vector[:n]}.values())
+    docs = [(doc_id(h.chunk.id), h.chunk.path) for h in hits]
+    sources = await store.port.get_routed(store.indices.ix.chunks, docs, with_vectors=True)
+    return {h.chunk.id: src for h, src in zip(hits, sources) if src is not None}
+
+
 async def sweep(store, queries: list[str], vectors: list, candidates: int, limit: int) -> dict[str, list[list[str]]]:
     """Ranked chunk ids per option and query (top `limit`)."""
     from reme_es.core.models import SearchFilter
@@ -88,14 +99,16 @@ async def sweep(store, queries: list[str], vectors: list, candidates: int, limit
         keyword = await store.keyword_search(q, candidates)
         vector = await store.vector_search(v, candidates)
         options = client_options(vector, keyword, q)
-        # the store's pseudo-relevance feedback pass (SearchStore._feedback) over the same first-pass lists
-        fb_k, fb_v = await store.searches._feedback(q, v, candidates, SearchFilter(), keyword, vector)
+        # the store's pseudo-relevance feedback pass (SearchStore._feedback) over the same first-pass lists, with the
+        # top hits' stored texts and vectors (what the search's first `_msearch` brings it)
+        stored = await top_sources(store, keyword, vector)
+        fb_k, fb_v = await store.searches._feedback(q, v, candidates, SearchFilter(), keyword, vector, stored)
         options.update({"keyword + feedback": fb_k, "vector + feedback": fb_v})
         for m in ("rrf", "zscore"):
             options.update({f"{m} w_v={w} + feedback": fuse(fb_v, fb_k, m, w) for w in FEEDBACK_WEIGHTS})
         gate, fusion.FEEDBACK_MIN_TERMS = fusion.FEEDBACK_MIN_TERMS, 0  # every top hit feeds back, as before the gate
         try:
-            any_k, any_v = await store.searches._feedback(q, v, candidates, SearchFilter(), keyword, vector)
+            any_k, any_v = await store.searches._feedback(q, v, candidates, SearchFilter(), keyword, vector, stored)
         finally:
             fusion.FEEDBACK_MIN_TERMS = gate
         options[UNGATED] = fuse(any_v, any_k, "zscore", 0.55)
