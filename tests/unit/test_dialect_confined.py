@@ -118,7 +118,15 @@ def f(port, caps, answer):
 MEMORIE = Path(__file__).resolve().parents[2] / "memorie" / "src"
 # the dialect files: the engine dialect objects, the pure builders of bodies, clauses and mappings, the shared settings,
 # and the typed requests under calibration (`port.ts`)
-TS_DIALECTS = {"engine-dialect.ts", "dialect.ts", "vector-dialect.ts", "metadata.ts", "settings.ts", "port.ts"}
+TS_DIALECTS = {
+    "engine-dialect.ts",
+    "dialect.ts",
+    "vector-dialect.ts",
+    "relation-dialect.ts",
+    "metadata.ts",
+    "settings.ts",
+    "port.ts",
+}
 _TS_NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 TS_ENGINE_BRANCH = re.compile(
     r"""[=!]==?\s*["'](opensearch|elasticsearch)["']|["'](opensearch|elasticsearch)["']\s*[=!]==?"""
