@@ -1,8 +1,8 @@
 /**
- * Snapshots of a store's indices (`createSnapshot`) and the restore of one tenant from one (`restoreTenant`), the
- * other tenants and their later writes untouched. Additions beyond Memorie's interfaces, as `forget` is; the
- * projections can also be rebuilt from Memorie's canonical store (its `reindex()`), this is for when that store was
- * restored too, or is slower to replay.
+ * The restore of one tenant from a snapshot of a store's indices (`restoreTenant`; `createSnapshot` in snapshot.ts
+ * makes them), the other tenants and their later writes untouched. Additions beyond Memorie's interfaces, as `forget`
+ * is; the projections can also be rebuilt from Memorie's canonical store (its `reindex()`), this is for when that
+ * store was restored too, or is slower to replay.
  *
  * `restoreTenant`, in this order:
  *
@@ -30,87 +30,20 @@ import { randomBytes } from "node:crypto";
 
 import { sendPages } from "./bulk-load.js";
 import { connect, type ConnectionOptions } from "./connection.js";
-import { forgetQuery, type IndexKind, indexNames, matchingIdsBody } from "./dialect.js";
+import { forgetQuery, type IndexKind, matchingIdsBody } from "./dialect.js";
 import { dialectOf, idsAmongBody, idsOutsideBody, withSource } from "./engine-dialect.js";
 import { RestoreError } from "./errors.js";
 import { pageSize } from "./forget.js";
 import { findIndex, type IndexInfo } from "./indices.js";
+import { countMismatches, KINDS, type KindPlan, planRestore, type RestorePlan } from "./restore-plan.js";
+import { DEFAULT_TIMEOUT_MS, readSnapshot } from "./snapshot.js";
 import type { BulkOp, Connection } from "./transport.js";
 
-export const KINDS: readonly IndexKind[] = ["memories", "vectors", "relations"];
-/** Temporary copies: `restore-<token>-<snapshot index>`, outside every store's `<prefix>-memorie-*`. */
-export const TEMP_PREFIX = "restore";
 /** Documents (with their sources, vectors included) per page of the copy. */
 const COPY_PAGE = 500;
-const DEFAULT_TIMEOUT_MS = 1_800_000;
 
 type Query = Record<string, unknown>;
-
-// ------------------------------------------------------------------------------------------------ pure plans
-
-/** The snapshot's index of each Memorie kind of `prefix` (kind -> index name and template version). */
-export function snapshotIndices(indices: string[], prefix: string): Map<IndexKind, { index: string; version: number }> {
-  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const own = new RegExp(`^${escaped}-memorie-(${KINDS.join("|")})-v(\\d+)$`);
-  const found = new Map<IndexKind, { index: string; version: number }[]>();
-  for (const index of indices) {
-    const m = own.exec(index);
-    if (!m) continue;
-    const kind = m[1] as IndexKind;
-    found.set(kind, [...(found.get(kind) ?? []), { index, version: Number(m[2]) }]);
-  }
-  const twice = [...found].filter(([, names]) => names.length > 1);
-  if (twice.length > 0) {
-    const listed = twice.map(([kind, names]) => `${kind}: ${names.map((n) => n.index).join(", ")}`).join("; ");
-    throw new RestoreError(
-      `the snapshot holds more than one index of a kind of prefix ${prefix} (${listed}): restore it with the snapshot ` +
-        "API by index name. Nothing was changed",
-    );
-  }
-  if (found.size === 0) {
-    throw new RestoreError(
-      `the snapshot holds no index of prefix ${prefix} (no ${prefix}-memorie-<kind>-v<n>; it holds ` +
-        `${indices.join(", ") || "no index"}). Nothing was changed`,
-    );
-  }
-  return new Map(KINDS.filter((k) => found.has(k)).map((k) => [k, (found.get(k) as { index: string; version: number }[])[0]!]));
-}
-
-/** One kind of a tenant restore: the snapshot's index, its temporary copy and the live alias it goes back into. */
-export interface KindPlan {
-  kind: IndexKind;
-  source: string;
-  version: number;
-  temp: string;
-  alias: string;
-}
-
-export interface RestorePlan {
-  token: string;
-  kinds: KindPlan[];
-  /** The restore's rename_pattern and rename_replacement: every restored index gets the temporary prefix. */
-  rename: [string, string];
-}
-
-/** The plan of restoring a tenant of `prefix` from a snapshot holding `indices`; `token`: lowercase letters, digits. */
-export function planRestore(indices: string[], prefix: string, token: string): RestorePlan {
-  if (!/^[a-z0-9]+$/.test(token)) throw new RestoreError(`a restore token is lowercase letters and digits, not ${JSON.stringify(token)}`);
-  const kinds = [...snapshotIndices(indices, prefix)].map(([kind, { index, version }]) => ({
-    kind,
-    source: index,
-    version,
-    temp: `${TEMP_PREFIX}-${token}-${index}`,
-    alias: indexNames(prefix, kind).alias,
-  }));
-  return { token, kinds, rename: ["(.+)", `${TEMP_PREFIX}-${token}-$1`] };
-}
-
-/** The kinds whose live count of the tenant differs from the snapshot's, described; [] when all agree. */
-export function countMismatches(wanted: Partial<Record<IndexKind, number>>, got: Partial<Record<IndexKind, number>>): string[] {
-  return Object.entries(wanted)
-    .filter(([kind, n]) => got[kind as IndexKind] !== n)
-    .map(([kind, n]) => `${kind}: ${got[kind as IndexKind] ?? 0} live, ${n} in the snapshot`);
-}
+const q = encodeURIComponent;
 
 function checkTenantOptions(o: RestoreTenantOptions | undefined): RestoreTenantOptions {
   for (const key of ["repository", "snapshot", "tenantId"] as const) {
@@ -120,110 +53,6 @@ function checkTenantOptions(o: RestoreTenantOptions | undefined): RestoreTenantO
     }
   }
   return o as RestoreTenantOptions;
-}
-
-// ------------------------------------------------------------------------------------------------------- I/O
-
-export interface SnapshotInfo {
-  snapshot: string;
-  /** SUCCESS, PARTIAL, FAILED, IN_PROGRESS, INCOMPATIBLE. */
-  state: string;
-  indices: string[];
-  /** total, successful, failed. */
-  shards: Record<string, number>;
-  seconds: number;
-}
-
-export interface CreateSnapshotOptions {
-  /** The cluster's snapshot repository (its registered name). */
-  repository: string;
-  snapshot: string;
-  /** Register the repository first, as an `fs` repository at this folder (below every node's `path.repo`). */
-  location?: string;
-  /** How long to wait for the snapshot (default 30 minutes). */
-  timeoutMs?: number;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const q = encodeURIComponent;
-
-function infoOf(s: { snapshot: string; state?: string; indices?: string[]; shards?: Record<string, number>; duration_in_millis?: number }): SnapshotInfo {
-  return {
-    snapshot: s.snapshot,
-    state: s.state ?? "",
-    indices: [...(s.indices ?? [])].sort(),
-    shards: s.shards ?? {},
-    seconds: (s.duration_in_millis ?? 0) / 1000,
-  };
-}
-
-async function readSnapshot(conn: Connection, repository: string, snapshot: string): Promise<SnapshotInfo> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/_snapshot/${q(repository)}/${q(snapshot)}`,
-    accept: [404],
-    what: `read snapshot ${snapshot} of ${repository}`,
-  });
-  if (r.status === 404) {
-    const missingRepo = r.body?.error?.type === "repository_missing_exception";
-    throw conn.error(
-      missingRepo
-        ? `snapshot repository ${repository} is not registered on this cluster (createSnapshot with a location ` +
-            "registers one). Nothing was changed"
-        : `repository ${repository} holds no snapshot ${snapshot} (GET /_snapshot/${repository}/_all lists them). ` +
-            "Nothing was changed",
-      { status: 404 },
-    );
-  }
-  return infoOf(r.body.snapshots[0]);
-}
-
-/**
- * Snapshot the store's indices of `indexPrefix` (every kind that exists, every tenant; the cluster's global state
- * left out) into `repository` and wait until it has ended. Returns the snapshot as the cluster describes it.
- */
-export async function createSnapshot(options: ConnectionOptions, o: CreateSnapshotOptions): Promise<SnapshotInfo> {
-  for (const key of ["repository", "snapshot"] as const) {
-    if (typeof o?.[key] !== "string" || o[key].trim() === "") {
-      throw new RestoreError(`createSnapshot: ${key} must be a non-empty string, not ${JSON.stringify(o?.[key])}`);
-    }
-  }
-  const conn = await connect({ ...options, refresh: "false" }, RestoreError);
-  try {
-    if (o.location !== undefined) {
-      await conn.request({
-        method: "PUT",
-        path: `/_snapshot/${q(o.repository)}`,
-        body: { type: "fs", settings: { location: o.location } },
-        what: `register snapshot repository ${o.repository} at ${o.location} (below every node's path.repo)`,
-      });
-    }
-    const live: string[] = [];
-    for (const kind of KINDS) {
-      const info = await findIndex(conn, options.indexPrefix, kind);
-      if (info) live.push(info.index);
-    }
-    if (live.length === 0) throw conn.error(`prefix ${options.indexPrefix} has no Memorie index on this cluster: nothing to snapshot`);
-    await conn.request({
-      method: "PUT",
-      path: `/_snapshot/${q(o.repository)}/${q(o.snapshot)}`,
-      query: { wait_for_completion: "false" },
-      body: { indices: live.join(","), include_global_state: false },
-      what: `start snapshot ${o.snapshot} of ${live.join(", ")} in ${o.repository}`,
-    });
-    const until = Date.now() + (o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    for (let delay = 100; ; delay = Math.min(2000, delay * 2)) {
-      const info = await readSnapshot(conn, o.repository, o.snapshot);
-      if (!["IN_PROGRESS", "STARTED", "INIT"].includes(info.state)) return info;
-      if (Date.now() > until) {
-        throw conn.error(`snapshot ${o.snapshot} of ${o.repository} still running after ${o.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms; ` +
-          "it goes on in the cluster");
-      }
-      await sleep(delay);
-    }
-  } finally {
-    await conn.close();
-  }
 }
 
 export interface RestoreTenantOptions {
