@@ -33,17 +33,19 @@ import { connect, type ConnectionOptions } from "./connection.js";
 import { forgetQuery, type IndexKind, matchingIdsBody } from "./dialect.js";
 import { dialectOf, idsAmongBody, idsOutsideBody, withSource } from "./engine-dialect.js";
 import { RestoreError } from "./errors.js";
-import { pageSize } from "./forget.js";
 import { findIndex, type IndexInfo } from "./indices.js";
+import { countOf, type Hit, searchHits, searchPages } from "./port.js";
+import { deleteIndices, remeMeta } from "./port-indices.js";
+import { readSnapshot, startRestore, waitRestored } from "./port-snapshots.js";
+import { pageSize } from "./port-upkeep.js";
 import { countMismatches, KINDS, type KindPlan, planRestore, type RestorePlan } from "./restore-plan.js";
-import { DEFAULT_TIMEOUT_MS, readSnapshot } from "./snapshot.js";
+import { DEFAULT_TIMEOUT_MS } from "./snapshot.js";
 import type { BulkOp, Connection } from "./transport.js";
 
 /** Documents (with their sources, vectors included) per page of the copy. */
 const COPY_PAGE = 500;
 
 type Query = Record<string, unknown>;
-const q = encodeURIComponent;
 
 function checkTenantOptions(o: RestoreTenantOptions | undefined): RestoreTenantOptions {
   for (const key of ["repository", "snapshot", "tenantId"] as const) {
@@ -89,70 +91,47 @@ export interface RestoreTenantResult {
   seconds: number;
 }
 
-/** Wait until every primary shard of `indices` is restored (health yellow), up to `timeoutMs`. */
-async function waitRestored(conn: Connection, indices: string[], timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  const names = indices.map(q).join(",");
-  for (;;) {
-    const left = Math.max(1, Math.min(20, Math.floor((until - Date.now()) / 1000)));
-    const r = await conn.request({
-      method: "GET",
-      path: `/_cluster/health/${names}`,
-      query: { wait_for_status: "yellow", timeout: `${left}s` },
-      accept: [408],
-      missingIndexOk: true,
-      what: `wait for the restore of ${indices.join(", ")}`,
-    });
-    if (!r.body?.timed_out && r.body?.status !== "red") return;
-    if (Date.now() > until) {
-      throw conn.error(`the restore of ${indices.join(", ")} had not ended after ${timeoutMs} ms (health ` +
-        `${r.body?.status}); GET /_cat/recovery/${indices.join(",")} shows where it is`);
-    }
-  }
-}
-
-async function countOf(conn: Connection, index: string, query: Query): Promise<number> {
-  const r = await conn.request({ method: "POST", path: `/${q(index)}/_count`, body: { query }, what: `count in ${index}` });
-  return Number(r.body?.count ?? 0);
-}
-
 /** Pages of the hits of `query` in `index`, in `id` order (search_after: no result window), `source` as asked. */
-async function* pages(conn: Connection, index: string, query: Query, size: number, source: unknown): AsyncGenerator<{ _id: string; _source?: Record<string, unknown> }[]> {
-  let after: string | undefined;
-  for (;;) {
-    const body = withSource(matchingIdsBody(query, size, after), source);
-    const r = await conn.request({ method: "POST", path: `/${q(index)}/_search`, body, what: `read ${index}` });
-    const hits: { _id: string; _source?: Record<string, unknown>; sort: string[] }[] = r.body?.hits?.hits ?? [];
-    if (hits.length > 0) yield hits;
-    if (hits.length < size) return;
-    after = hits[hits.length - 1]!.sort[0];
-  }
+function pages(conn: Connection, index: string, query: Query, size: number, source: unknown): AsyncGenerator<Hit[]> {
+  const body = (after: unknown[] | undefined) => withSource(matchingIdsBody(query, size, after?.[0] as string | undefined), source);
+  return searchPages(conn, index, body, size, `read ${index}`);
 }
 
 /** The ids of `ids` that `index` holds among the documents `query` matches. */
 async function held(conn: Connection, index: string, ids: string[], query: Query): Promise<Set<string>> {
-  const r = await conn.request({
-    method: "POST",
-    path: `/${q(index)}/_search`,
-    body: idsAmongBody(ids, query),
-    what: `look up ${ids.length} ids in ${index}`,
-  });
-  return new Set((r.body?.hits?.hits ?? []).map((h: { _id: string }) => h._id));
+  const hits = await searchHits(conn, index, idsAmongBody(ids, query), `look up ${ids.length} ids in ${index}`);
+  return new Set(hits.map((h) => h.id));
 }
 
 /** The first id of the tenant's snapshot documents that a live document of another scope holds, or null. */
 async function takenId(conn: Connection, k: KindPlan, query: Query, size: number): Promise<string | null> {
   for await (const page of pages(conn, k.temp, query, size, false)) {
-    const r = await conn.request({
-      method: "POST",
-      path: `/${q(k.alias)}/_search`,
-      body: idsOutsideBody(page.map((h) => h._id), query),
-      what: `check that no other tenant holds the ids in ${k.alias}`,
-    });
-    const hit = r.body?.hits?.hits?.[0];
-    if (hit) return String(hit._id);
+    const what = `check that no other tenant holds the ids in ${k.alias}`;
+    const [hit] = await searchHits(conn, k.alias, idsOutsideBody(page.map((h) => h.id), query), what);
+    if (hit) return String(hit.id);
   }
   return null;
+}
+
+/** The live index of each kind of `prefix`; a kind of the plan without one, or of another template version, throws. */
+async function liveIndices(conn: Connection, plan: RestorePlan, prefix: string, snapshot: string): Promise<Map<IndexKind, IndexInfo>> {
+  const live = new Map<IndexKind, IndexInfo>();
+  for (const kind of KINDS) {
+    const found = await findIndex(conn, prefix, kind);
+    if (found) live.set(kind, found);
+  }
+  for (const k of plan.kinds) {
+    const found = live.get(k.kind);
+    if (!found) {
+      throw conn.error(`prefix ${prefix} has no ${k.alias} here: create the ${k.kind} store first (an empty index), ` +
+        "then restore. Nothing was changed");
+    }
+    if (found.meta.template_version !== k.version) {
+      throw conn.error(`snapshot ${snapshot} holds ${k.source} (template version ${k.version}) but ${found.index} is ` +
+        `version ${found.meta.template_version}: restore the whole index with the snapshot API. Nothing was changed`);
+    }
+  }
+  return live;
 }
 
 /**
@@ -171,78 +150,51 @@ export async function restoreTenant(options: ConnectionOptions, o: RestoreTenant
         "Nothing was changed");
     }
     const plan = planRestore(info.indices, prefix, randomBytes(4).toString("hex"));
-    const live = new Map<IndexKind, IndexInfo>();
-    for (const kind of KINDS) {
-      const found = await findIndex(conn, prefix, kind);
-      if (found) live.set(kind, found);
-    }
-    for (const k of plan.kinds) {
-      const found = live.get(k.kind);
-      if (!found) {
-        throw conn.error(`prefix ${prefix} has no ${k.alias} here: create the ${k.kind} store first (an empty index), ` +
-          "then restore. Nothing was changed");
-      }
-      if (found.meta.template_version !== k.version) {
-        throw conn.error(`snapshot ${snapshot} holds ${k.source} (template version ${k.version}) but ${found.index} is ` +
-          `version ${found.meta.template_version}: restore the whole index with the snapshot API. Nothing was changed`);
-      }
-    }
+    const live = await liveIndices(conn, plan, prefix, snapshot);
     const skipped = KINDS.filter((kind) => live.has(kind) && !plan.kinds.some((k) => k.kind === kind));
     const temps = plan.kinds.map((k) => k.temp);
     try {
-      await conn.request({
-        method: "POST",
-        path: `/_snapshot/${q(repository)}/${q(snapshot)}/_restore`,
-        query: { wait_for_completion: "false" },
-        body: {
-          indices: plan.kinds.map((k) => k.source).join(","),
-          include_global_state: false,
-          include_aliases: false,
-          rename_pattern: plan.rename[0],
-          rename_replacement: plan.rename[1],
-          index_settings: { "index.number_of_replicas": 0, "index.auto_expand_replicas": "false" },
-        },
-        what: `restore ${plan.kinds.map((k) => k.source).join(", ")} of snapshot ${snapshot} as ${temps.join(", ")}`,
-      });
+      const sources = plan.kinds.map((k) => k.source);
+      const what = `restore ${sources.join(", ")} of snapshot ${snapshot} as ${temps.join(", ")}`;
+      await startRestore(conn, repository, snapshot, sources, plan.rename, what);
       await waitRestored(conn, temps, o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
       return await replaceTenant(conn, plan, live, { repository, snapshot, prefix, tenantId, skipped, started });
     } finally {
-      await conn.request({
-        method: "DELETE",
-        path: `/${temps.map(q).join(",")}`,
-        query: { ignore_unavailable: "true" },
-        missingIndexOk: true,
-        what: `delete the temporary copies ${temps.join(", ")}`,
-      });
+      await deleteIndices(conn, temps, `delete the temporary copies ${temps.join(", ")}`, true);
     }
   } finally {
     await conn.close();
   }
 }
 
-/** Steps 2 to 5 of the module's comment, on the restored copies. */
-async function replaceTenant(
-  conn: Connection,
-  plan: RestorePlan,
-  live: Map<IndexKind, IndexInfo>,
-  c: { repository: string; snapshot: string; prefix: string; tenantId: string; skipped: IndexKind[]; started: number },
-): Promise<RestoreTenantResult> {
-  const scope = (kind: IndexKind): Query => forgetQuery(kind, { tenantId: c.tenantId });
-  const nothing = "Nothing was changed";
+/** What a restore is of: the repository, snapshot, prefix and tenant, the kinds skipped and when it started. */
+interface RestoreCall {
+  repository: string;
+  snapshot: string;
+  prefix: string;
+  tenantId: string;
+  skipped: IndexKind[];
+  started: number;
+}
+
+const NOTHING = "Nothing was changed";
+const scopeOf = (c: RestoreCall, kind: IndexKind): Query => forgetQuery(kind, { tenantId: c.tenantId });
+
+/** Step 2 of the module's comment: the checks before anything live changes; per kind its documents and id page. */
+async function checkCopies(conn: Connection, plan: RestorePlan, live: Map<IndexKind, IndexInfo>, c: RestoreCall) {
   for (const k of plan.kinds) await conn.refreshIndex(k.temp);
   const wanted: Partial<Record<IndexKind, number>> = {};
-  for (const k of plan.kinds) wanted[k.kind] = await countOf(conn, k.temp, scope(k.kind));
+  for (const k of plan.kinds) wanted[k.kind] = await countOf(conn, k.temp, scopeOf(c, k.kind), `count in ${k.temp}`);
   if (Object.values(wanted).every((n) => n === 0)) {
     throw conn.error(`snapshot ${c.snapshot} holds no document of tenant ${c.tenantId} under prefix ${c.prefix} (it was ` +
-      `written after the snapshot? to remove it, use forget). ${nothing}`);
+      `written after the snapshot? to remove it, use forget). ${NOTHING}`);
   }
   const vectors = plan.kinds.find((k) => k.kind === "vectors");
   if (vectors) {
-    const r = await conn.request({ method: "GET", path: `/${q(vectors.temp)}/_mapping`, what: `read the mapping of ${vectors.temp}` });
-    const dims = r.body?.[vectors.temp]?.mappings?._meta?.reme_es?.dims;
+    const dims = (await remeMeta(conn, vectors.temp)).dims;
     const liveDims = live.get("vectors")?.meta.dims;
     if (dims !== undefined && liveDims !== undefined && dims !== liveDims) {
-      throw conn.error(`snapshot ${c.snapshot} holds ${dims}-d vectors but ${vectors.alias} now holds ${liveDims}-d ones. ${nothing}`);
+      throw conn.error(`snapshot ${c.snapshot} holds ${dims}-d vectors but ${vectors.alias} now holds ${liveDims}-d ones. ${NOTHING}`);
     }
   }
   // Everything written so far, by any process, must be searchable: the checks and the removal scan must see it.
@@ -250,45 +202,59 @@ async function replaceTenant(
   const idPage = new Map<IndexKind, number>();
   for (const k of plan.kinds) {
     idPage.set(k.kind, Math.min(await pageSize(conn, k.temp), await pageSize(conn, k.alias)));
-    const taken = await takenId(conn, k, scope(k.kind), idPage.get(k.kind)!);
+    const taken = await takenId(conn, k, scopeOf(c, k.kind), idPage.get(k.kind)!);
     if (taken !== null) {
       throw conn.error(`${k.alias} holds ${taken}, which the snapshot has as a document of tenant ${c.tenantId}, as a ` +
-        `document of another tenant now: the restore would overwrite it. ${nothing}`, { details: { id: taken } });
+        `document of another tenant now: the restore would overwrite it. ${NOTHING}`, { details: { id: taken } });
     }
   }
-  const kinds: Partial<Record<IndexKind, RestoredKind>> = {};
-  const source = dialectOf(conn.engine).sourceWithVectors(conn.version);
-  for (const k of plan.kinds) {
-    const before = await countOf(conn, k.alias, scope(k.kind));
-    const copyPage = Math.min(COPY_PAGE, idPage.get(k.kind)!);
-    async function* copies(): AsyncIterable<BulkOp> {
-      for await (const page of pages(conn, k.temp, scope(k.kind), copyPage, k.kind === "vectors" ? source : true)) {
-        for (const h of page) {
-          const doc = h._source ?? {};
-          if (k.kind === "vectors" && doc.zero === false && !Array.isArray(doc.embedding)) {
-            throw conn.error(`${k.temp} gave entry ${h._id} without its vector, so it was not written (entries before it ` +
-              "in id order may be restored already; the others are as they were)", { details: { id: h._id } });
-          }
-          yield { action: "index", id: h._id, doc };
+  return { wanted, idPage };
+}
+
+/** Steps 3 and 4 of the module's comment for one kind: copy the tenant's snapshot documents, remove the later ones. */
+async function copyKind(conn: Connection, k: KindPlan, query: Query, idPage: number): Promise<RestoredKind> {
+  const before = await countOf(conn, k.alias, query, `count in ${k.alias}`);
+  const copyPage = Math.min(COPY_PAGE, idPage);
+  const source = k.kind === "vectors" ? dialectOf(conn.engine).sourceWithVectors(conn.version) : true;
+  async function* copies(): AsyncIterable<BulkOp> {
+    for await (const page of pages(conn, k.temp, query, copyPage, source)) {
+      for (const h of page) {
+        const doc = h.source;
+        if (k.kind === "vectors" && doc.zero === false && !Array.isArray(doc.embedding)) {
+          throw conn.error(`${k.temp} gave entry ${h.id} without its vector, so it was not written (entries before it ` +
+            "in id order may be restored already; the others are as they were)", { details: { id: h.id } });
         }
+        yield { action: "index", id: h.id, doc };
       }
     }
-    const copied = await sendPages(conn, k.alias, copies(), (n) => `restore ${n} documents into ${k.alias}`, { pageSize: copyPage });
-    conn.throwBulkFailures(`restore into ${k.alias}`, copied.failures, copied.total);
-    async function* removals(): AsyncIterable<BulkOp> {
-      for await (const page of pages(conn, k.alias, scope(k.kind), idPage.get(k.kind)!, false)) {
-        const ids = page.map((h) => h._id);
-        const keep = await held(conn, k.temp, ids, scope(k.kind));
-        for (const id of ids) if (!keep.has(id)) yield { action: "delete", id };
-      }
-    }
-    const removed = await sendPages(conn, k.alias, removals(), (n) => `delete ${n} later documents from ${k.alias}`);
-    conn.throwBulkFailures(`remove the later documents from ${k.alias}`, removed.failures, removed.total);
-    kinds[k.kind] = { from: k.source, restored: copied.total, before, removed: removed.total };
   }
+  const copied = await sendPages(conn, k.alias, copies(), (n) => `restore ${n} documents into ${k.alias}`, { pageSize: copyPage });
+  conn.throwBulkFailures(`restore into ${k.alias}`, copied.failures, copied.total);
+  async function* removals(): AsyncIterable<BulkOp> {
+    for await (const page of pages(conn, k.alias, query, idPage, false)) {
+      const ids = page.map((h) => h.id);
+      const keep = await held(conn, k.temp, ids, query);
+      for (const id of ids) if (!keep.has(id)) yield { action: "delete", id };
+    }
+  }
+  const removed = await sendPages(conn, k.alias, removals(), (n) => `delete ${n} later documents from ${k.alias}`);
+  conn.throwBulkFailures(`remove the later documents from ${k.alias}`, removed.failures, removed.total);
+  return { from: k.source, restored: copied.total, before, removed: removed.total };
+}
+
+/** Steps 2 to 5 of the module's comment, on the restored copies. */
+async function replaceTenant(
+  conn: Connection,
+  plan: RestorePlan,
+  live: Map<IndexKind, IndexInfo>,
+  c: RestoreCall,
+): Promise<RestoreTenantResult> {
+  const { wanted, idPage } = await checkCopies(conn, plan, live, c);
+  const kinds: Partial<Record<IndexKind, RestoredKind>> = {};
+  for (const k of plan.kinds) kinds[k.kind] = await copyKind(conn, k, scopeOf(c, k.kind), idPage.get(k.kind)!);
   for (const k of plan.kinds) await conn.refreshIndex(k.alias);
   const got: Partial<Record<IndexKind, number>> = {};
-  for (const k of plan.kinds) got[k.kind] = await countOf(conn, k.alias, scope(k.kind));
+  for (const k of plan.kinds) got[k.kind] = await countOf(conn, k.alias, scopeOf(c, k.kind), `count in ${k.alias}`);
   const wrong = countMismatches(wanted, got);
   if (wrong.length > 0) {
     throw conn.error(`restore of tenant ${c.tenantId} from snapshot ${c.snapshot}: the counts differ (${wrong.join("; ")}): ` +

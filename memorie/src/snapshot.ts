@@ -3,20 +3,12 @@ import { connect, type ConnectionOptions } from "./connection.js";
 import { RestoreError } from "./errors.js";
 import { findIndex } from "./indices.js";
 import { KINDS } from "./restore-plan.js";
-import type { Connection } from "./transport.js";
+import { readSnapshot, registerFsRepository, type SnapshotInfo, startSnapshot } from "./port-snapshots.js";
+
+export type { SnapshotInfo } from "./port-snapshots.js";
 
 /** How long to wait for a snapshot, or for the restore of its indices, by default (30 minutes). */
 export const DEFAULT_TIMEOUT_MS = 1_800_000;
-
-export interface SnapshotInfo {
-  snapshot: string;
-  /** SUCCESS, PARTIAL, FAILED, IN_PROGRESS, INCOMPATIBLE. */
-  state: string;
-  indices: string[];
-  /** total, successful, failed. */
-  shards: Record<string, number>;
-  seconds: number;
-}
 
 export interface CreateSnapshotOptions {
   /** The cluster's snapshot repository (its registered name). */
@@ -29,38 +21,6 @@ export interface CreateSnapshotOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const q = encodeURIComponent;
-
-function infoOf(s: { snapshot: string; state?: string; indices?: string[]; shards?: Record<string, number>; duration_in_millis?: number }): SnapshotInfo {
-  return {
-    snapshot: s.snapshot,
-    state: s.state ?? "",
-    indices: [...(s.indices ?? [])].sort(),
-    shards: s.shards ?? {},
-    seconds: (s.duration_in_millis ?? 0) / 1000,
-  };
-}
-
-export async function readSnapshot(conn: Connection, repository: string, snapshot: string): Promise<SnapshotInfo> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/_snapshot/${q(repository)}/${q(snapshot)}`,
-    accept: [404],
-    what: `read snapshot ${snapshot} of ${repository}`,
-  });
-  if (r.status === 404) {
-    const missingRepo = r.body?.error?.type === "repository_missing_exception";
-    throw conn.error(
-      missingRepo
-        ? `snapshot repository ${repository} is not registered on this cluster (createSnapshot with a location ` +
-            "registers one). Nothing was changed"
-        : `repository ${repository} holds no snapshot ${snapshot} (GET /_snapshot/${repository}/_all lists them). ` +
-            "Nothing was changed",
-      { status: 404 },
-    );
-  }
-  return infoOf(r.body.snapshots[0]);
-}
 
 /**
  * Snapshot the store's indices of `indexPrefix` (every kind that exists, every tenant; the cluster's global state
@@ -74,27 +34,14 @@ export async function createSnapshot(options: ConnectionOptions, o: CreateSnapsh
   }
   const conn = await connect({ ...options, refresh: "false" }, RestoreError);
   try {
-    if (o.location !== undefined) {
-      await conn.request({
-        method: "PUT",
-        path: `/_snapshot/${q(o.repository)}`,
-        body: { type: "fs", settings: { location: o.location } },
-        what: `register snapshot repository ${o.repository} at ${o.location} (below every node's path.repo)`,
-      });
-    }
+    if (o.location !== undefined) await registerFsRepository(conn, o.repository, o.location);
     const live: string[] = [];
     for (const kind of KINDS) {
       const info = await findIndex(conn, options.indexPrefix, kind);
       if (info) live.push(info.index);
     }
     if (live.length === 0) throw conn.error(`prefix ${options.indexPrefix} has no Memorie index on this cluster: nothing to snapshot`);
-    await conn.request({
-      method: "PUT",
-      path: `/_snapshot/${q(o.repository)}/${q(o.snapshot)}`,
-      query: { wait_for_completion: "false" },
-      body: { indices: live.join(","), include_global_state: false },
-      what: `start snapshot ${o.snapshot} of ${live.join(", ")} in ${o.repository}`,
-    });
+    await startSnapshot(conn, o.repository, o.snapshot, live);
     const until = Date.now() + (o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     for (let delay = 100; ; delay = Math.min(2000, delay * 2)) {
       const info = await readSnapshot(conn, o.repository, o.snapshot);

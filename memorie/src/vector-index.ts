@@ -16,7 +16,8 @@ import {
   calibrationOfMeta,
   CALIBRATION,
 } from "./knn-calibration.js";
-import { knnWidth, shapeOfStats, ShapeCache } from "./knn-width.js";
+import { knnWidth, ShapeCache } from "./knn-width.js";
+import { indexShape } from "./port-indices.js";
 import type { Clause } from "./types.js";
 
 /** Shared state of one vector index: its connection and, once it exists, its alias and dimension. */
@@ -24,16 +25,7 @@ export class VectorIndex {
   info: IndexInfo | null = null;
   private creating: Promise<IndexInfo> | null = null;
   /** Entries and segments of the index, for the search width. */
-  readonly shape = new ShapeCache(async () => {
-    if (!this.info) return undefined;
-    const r = await this.conn.request({
-      method: "GET",
-      path: `/${this.info.alias}/_stats/docs,segments`,
-      query: { filter_path: "_all.primaries.docs.count,_all.primaries.segments.count" },
-      what: `read the size of ${this.info.alias}`,
-    });
-    return shapeOfStats(r.body);
-  });
+  readonly shape = new ShapeCache(async () => (this.info ? indexShape(this.conn, this.info.alias) : undefined));
 
   constructor(
     readonly conn: Connection,

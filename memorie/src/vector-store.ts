@@ -16,6 +16,7 @@ import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResul
 import type { CalibrateOptions, Calibration } from "./knn-calibration.js";
 import { allIds, checkLayout, dropIndex, findIndex } from "./indices.js";
 import type { Clause, MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
+import { deleteDoc, putDoc, searchHits, searchPages } from "./port.js";
 import { type Operations, traced } from "./tracing.js";
 import { VectorIndex } from "./vector-index.js";
 
@@ -167,14 +168,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     this.idx.checkDims(embedding, `upsert ${id}`);
     const info = await this.idx.ensure(embedding.length);
     this.idx.checkDims(embedding, `upsert ${id}`);
-    const conn = this.idx.conn;
-    await conn.write(info.alias, {
-      method: "PUT",
-      path: `/${info.alias}/_doc/${encodeURIComponent(id)}`,
-      query: conn.indexQuery(),
-      body: vectorDoc(id, embedding, this.metadataFor(id, metadata)),
-      what: `upsert vector ${id}`,
-    });
+    await putDoc(this.idx.conn, info.alias, id, vectorDoc(id, embedding, this.metadataFor(id, metadata)), `upsert vector ${id}`);
   }
 
   async upsertMany(
@@ -231,19 +225,14 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     const conn = this.idx.conn;
     await this.idx.settle(vectorFilter(undefined, this.fixed));
     await conn.beforeRead(this.idx.info.alias);
-    const r = await conn.request({
-      method: "POST",
-      path: `/${this.idx.info.alias}/_search`,
-      body: knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed), await this.idx.width(topK)),
-      what: "vector search",
-    });
-    const hits: any[] = r.body?.hits?.hits ?? [];
+    const body = knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed), await this.idx.width(topK));
+    const hits = await searchHits<{ metadata?: Record<string, unknown> | null }>(conn, this.idx.info.alias, body, "vector search");
     const out: VectorSearchResult[] = [];
     for (const h of hits.slice(0, topK)) {
-      const score = vectorScore(h._score);
+      const score = vectorScore(h.score);
       if (options.threshold !== undefined && score < options.threshold) continue;
-      const result: VectorSearchResult = { id: h._id, score };
-      const metadata = h._source?.metadata;
+      const result: VectorSearchResult = { id: h.id, score };
+      const metadata = h.source.metadata;
       if (metadata !== null && metadata !== undefined) result.metadata = metadata;
       out.push(result);
     }
@@ -255,13 +244,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
       this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
       if (!this.idx.info) return;
     }
-    const conn = this.idx.conn;
-    await conn.write(this.idx.info.alias, {
-      method: "DELETE",
-      path: `/${this.idx.info.alias}/_doc/${encodeURIComponent(id)}`,
-      accept: [404],
-      what: `delete vector ${id}`,
-    });
+    await deleteDoc(this.idx.conn, this.idx.info.alias, id, `delete vector ${id}`);
   }
 
   async listIds(): Promise<string[]> {
@@ -309,17 +292,11 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
 
 async function scopedIds(conn: Connection, alias: string, filter: Clause | undefined): Promise<string[]> {
   const ids: string[] = [];
-  let after: string | undefined;
   const size = 5000;
   await conn.beforeRead(alias);
-  for (;;) {
-    const body = matchingIdsBody(filter, size, after);
-    const r = await conn.request({ method: "POST", path: `/${alias}/_search`, body, what: `list ids of ${alias}` });
-    const hits: any[] = r.body?.hits?.hits ?? [];
-    for (const h of hits) ids.push(h._id);
-    if (hits.length < size) return ids;
-    after = hits[hits.length - 1].sort[0];
-  }
+  const body = (after: unknown[] | undefined) => matchingIdsBody(filter, size, after?.[0] as string | undefined);
+  for await (const hits of searchPages(conn, alias, body, size, `list ids of ${alias}`)) ids.push(...hits.map((h) => h.id));
+  return ids;
 }
 
 /** A VectorStore over `<indexPrefix>-memorie-vectors` (created with `dimensions`, or on the first upsert). */
