@@ -17,9 +17,8 @@ const ALLOWED: string[] = [];
 
 /** Every `.ts` file under `dir`, sorted. */
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith(".ts"))
-    .map((e) => join(e.parentPath, e.name))
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []))
     .sort();
 }
 
