@@ -3,7 +3,7 @@
  * `_meta.reme_es`, settings, creation and deletion, the shape the k-NN width reads, and the analysis probe. The REST
  * paths and the answers' layout are here; indices.ts, bulk-load.ts and the stores speak in names and values.
  */
-import { type IndexShape, shapeOfStats } from "./knn-width.js";
+import type { IndexShape } from "./knn-width.js";
 import type { Connection } from "./transport.js";
 
 const q = encodeURIComponent;
@@ -89,6 +89,14 @@ export async function deleteIndices(conn: Connection, names: string[], what: str
       ? { method: "DELETE", path, query: { ignore_unavailable: "true" }, missingIndexOk: true, what }
       : { method: "DELETE", path, accept: [404], missingIndexOk: true, what },
   );
+}
+
+/** The shape from an index-stats answer (`_stats/docs,segments`), or undefined when it holds none. */
+export function shapeOfStats(body: any): IndexShape | undefined {
+  const primaries = body?._all?.primaries;
+  const docs = primaries?.docs?.count;
+  const segments = primaries?.segments?.count;
+  return typeof docs === "number" && typeof segments === "number" ? { docs, segments } : undefined;
 }
 
 /** Entries and segments of the primaries of `alias` (index stats), or undefined when the answer holds none. */

@@ -60,7 +60,7 @@ export function runSearchStoreContract<S extends SearchStore>(
 }
 
 /** Memorie's own cases (strict) (part 1 of 2). */
-function searchMemorieOwnCasesA<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchMemorieOwnCasesA<S extends SearchStore>({ c }: SearchKit<S>): void {
   c("indexes and finds a memory by keyword", async (store) => {
     const m = makeMemory({ namespace: "kw", subjectId: "s1", content: "The quarterly revenue report shows strong growth." });
     await store.index(m);
@@ -111,7 +111,7 @@ function searchMemorieOwnCasesA<S extends SearchStore>({ c, stems, bulkLoad }: S
 }
 
 /** Memorie's own cases (strict) (part 2 of 2). */
-function searchMemorieOwnCasesB<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchMemorieOwnCasesB<S extends SearchStore>({ c }: SearchKit<S>): void {
   c("re-indexing the same id updates rather than duplicates", async (store) => {
     const m = makeMemory({ namespace: "reindex-ns", subjectId: "s1", content: "original mango content" });
     await store.index(m);
@@ -135,7 +135,7 @@ function searchMemorieOwnCasesB<S extends SearchStore>({ c, stems, bulkLoad }: S
 }
 
 /** Text matching. */
-function searchTextMatchingCases<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchTextMatchingCases<S extends SearchStore>({ c, stems }: SearchKit<S>): void {
   c("text search requires every word", async (store) => {
     const both = makeMemory({ content: "revenue growth was strong" });
     const one = makeMemory({ content: "revenue fell" });
@@ -191,7 +191,7 @@ function searchTextMatchingCases<S extends SearchStore>({ c, stems, bulkLoad }: 
 }
 
 /** Filters (part 1 of 2). */
-function searchFiltersCasesA<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchFiltersCasesA<S extends SearchStore>({ c }: SearchKit<S>): void {
   c("filters by type and state, as a string or an array", async (store) => {
     const fact = makeMemory({ type: "fact", state: "active", content: "filter plum" });
     const pref = makeMemory({ type: "preference", state: "archived", content: "filter plum" });
@@ -237,7 +237,7 @@ function searchFiltersCasesA<S extends SearchStore>({ c, stems, bulkLoad }: Sear
 }
 
 /** Filters (part 2 of 2). */
-function searchFiltersCasesB<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchFiltersCasesB<S extends SearchStore>({ c }: SearchKit<S>): void {
   c("filters by metadata: exact, typed match on top-level keys", async (store) => {
     const a = makeMemory({ metadata: { project: "apollo", priority: 5, done: false }, content: "meta grape" });
     const b = makeMemory({ metadata: { project: "apollo", priority: "5" }, content: "meta grape" });
@@ -254,7 +254,7 @@ function searchFiltersCasesB<S extends SearchStore>({ c, stems, bulkLoad }: Sear
 }
 
 /** Structured search, paging. */
-function searchStructuredSearchPagingCases<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchStructuredSearchPagingCases<S extends SearchStore>({ c, bulkLoad }: SearchKit<S>): void {
   c("without text: every match, score 1, ['structured'], newest updatedAt first", async (store) => {
     const base = Date.UTC(2026, 0, 1);
     const ms = [3, 1, 2].map((i) => makeMemory({ namespace: "st", updatedAt: new Date(base + i * 1000), content: `item ${i}` }));
@@ -284,7 +284,7 @@ function searchStructuredSearchPagingCases<S extends SearchStore>({ c, stems, bu
 }
 
 /** Records. */
-function searchRecordsCases<S extends SearchStore>({ c, stems, bulkLoad }: SearchKit<S>): void {
+function searchRecordsCases<S extends SearchStore>({ c, bulkLoad }: SearchKit<S>): void {
   c("round-trips every field of a memory, with real Dates", async (store) => {
     const full = makeMemory({
       tenantId: "tenant-1",
