@@ -9,7 +9,7 @@ import type { Clause } from "./types.js";
 
 const q = encodeURIComponent;
 
-/** One hit of a search: its id, score (0 when the search tracks none), `_source` ({} when not asked) and sort key. */
+/** One hit of a search: its id, score (null when the search tracks none), `_source` ({} when not asked), sort key. */
 export interface Hit<S = Record<string, unknown>> {
   id: string;
   score: number | null;
