@@ -9,6 +9,7 @@
  * a time); once a load returns, or throws, the store's next read refreshes first and sees all of it.
  */
 import type { StoreError } from "./errors.js";
+import { putInterval, readInterval } from "./port-indices.js";
 import type { BulkFailure, BulkOp, Connection } from "./transport.js";
 
 export const DEFAULT_PAGE_SIZE = 1000;
@@ -28,27 +29,6 @@ interface Suspension {
 }
 
 const suspended = new WeakMap<Connection, Map<string, Suspension>>();
-
-/** The index's own refresh_interval setting, or null when it has none (the node's default applies). */
-async function readInterval(conn: Connection, index: string): Promise<string | null> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(index)}/_settings/index.refresh_interval`,
-    what: `read the refresh interval of ${index}`,
-  });
-  const found = Object.values(r.body ?? {})[0] as any;
-  const value = found?.settings?.index?.refresh_interval;
-  return typeof value === "string" ? value : null;
-}
-
-async function putInterval(conn: Connection, index: string, value: string | null): Promise<void> {
-  await conn.request({
-    method: "PUT",
-    path: `/${encodeURIComponent(index)}/_settings`,
-    body: { index: { refresh_interval: value } },
-    what: `set the refresh interval of ${index} to ${value ?? "the default"}`,
-  });
-}
 
 /** Turn the scheduled refresh of `index` off; returns the interval to restore (undefined: none was changed). */
 async function suspend(conn: Connection, index: string, fallback: string | null): Promise<string | null | undefined> {

@@ -19,7 +19,18 @@
 import type { ForgetScope } from "./dialect.js";
 import { matchingIdsBody } from "./dialect.js";
 import { sendPages } from "./bulk-load.js";
-import { type ErrorClass, serverReason } from "./errors.js";
+import type { ErrorClass } from "./errors.js";
+import { searchPages } from "./port.js";
+import {
+  deletedDocs,
+  deleteByQueryTask,
+  expungeMerge,
+  flush,
+  mergesRunning,
+  pageSize,
+  rewriteEverySegmentWithDeletes,
+  seqNos,
+} from "./port-upkeep.js";
 import type { BulkOp, Connection } from "./transport.js";
 import type { Clause } from "./types.js";
 
@@ -54,7 +65,6 @@ export interface ForgetResult {
 export const LEASE_WAIT_MS = 120_000;
 /** Longest wait for the merges running on the index to end before expunging. */
 const MERGE_WAIT_MS = 3_600_000;
-const SCAN_PAGE = 5000;
 
 /** Check what `forget` was given; an empty tenant is refused (forget never deletes across tenants). */
 export function checkForgetOptions(o: ForgetOptions | undefined, errorClass: ErrorClass): ForgetOptions {
@@ -82,167 +92,39 @@ export function checkForgetOptions(o: ForgetOptions | undefined, errorClass: Err
 /** Whether each connection's node has `_delete_by_query` (learnt by its first forget). */
 const hasDeleteByQuery = new WeakMap<Connection, boolean>();
 
-/** A node without the reindex module answers a delete-by-query with "no handler found" (400) or 405. */
-function noHandler(status: number, body: unknown): boolean {
-  const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
-  return status === 405 || (status === 400 && /no handler found/i.test(text));
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Wait for a task started with wait_for_completion=false; returns its response. */
-async function awaitTask(conn: Connection, task: string, what: string): Promise<any> {
-  for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
-    const r = await conn.request({ method: "GET", path: `/_tasks/${encodeURIComponent(task)}`, what: `${what} (task ${task})` });
-    if (r.body?.completed) {
-      if (r.body.error) {
-        const reason = serverReason({ error: r.body.error }) ?? "unknown error";
-        throw conn.error(`${what} failed: ${reason}`, { reason, details: { task } });
-      }
-      return r.body.response ?? {};
-    }
-    await sleep(delay);
-  }
-}
 
 /** One delete-by-query task, run again while documents changed under it (version conflicts); null: no such API. */
 async function deleteByQuery(conn: Connection, alias: string, query: Clause, what: string, page: number): Promise<number | null> {
   let deleted = 0;
   for (let round = 0; round < 5; round++) {
-    const started = await conn.request({
-      method: "POST",
-      path: `/${encodeURIComponent(alias)}/_delete_by_query`,
-      query: { conflicts: "proceed", refresh: "true", slices: "auto", scroll_size: page, wait_for_completion: "false" },
-      body: { query },
-      accept: [400, 405],
-      what: `${what} (delete-by-query)`,
-    });
-    if (started.status >= 400) {
-      if (noHandler(started.status, started.body)) return null;
-      const reason = serverReason(started.body) ?? `HTTP ${started.status}`;
-      throw conn.error(`${what} failed: HTTP ${started.status} ${reason}`, { status: started.status, reason });
-    }
-    const response = await awaitTask(conn, String(started.body?.task), what);
-    const failures: any[] = response.failures ?? [];
+    const response = await deleteByQueryTask(conn, alias, query, page, what);
+    if (response === null) return null;
+    const failures = response.failures;
     if (failures.length > 0) {
       const first = failures[0];
       const reason = first?.cause ? `${first.cause.type}: ${first.cause.reason}` : JSON.stringify(first).slice(0, 300);
-      throw conn.error(`${what}: ${failures.length} failure(s) after deleting ${deleted + (response.deleted ?? 0)} ` +
+      throw conn.error(`${what}: ${failures.length} failure(s) after deleting ${deleted + response.deleted} ` +
         `documents (first: ${first?.id ?? "?"}: ${reason}); call forget again`, { reason, details: { failures } });
     }
-    deleted += response.deleted ?? 0;
-    if (!response.version_conflicts) return deleted;
+    deleted += response.deleted;
+    if (!response.versionConflicts) return deleted;
   }
   throw conn.error(`${what}: documents kept changing under the delete (version conflicts in 5 runs); call forget again`);
-}
-
-/**
- * Documents per page of the scan or per batch of delete-by-query: at most the index's max_result_window (10,000
- * unless lowered), which no page may exceed; search_after (or the task's scroll) goes past it.
- */
-export async function pageSize(conn: Connection, alias: string): Promise<number> {
-  const window = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(alias)}/_settings/index.max_result_window`,
-    query: { include_defaults: "true", flat_settings: "true" },
-    what: `read the result window of ${alias}`,
-  });
-  const found = Object.values(window.body ?? {})[0] as any;
-  const max = Number(found?.settings?.["index.max_result_window"] ?? found?.defaults?.["index.max_result_window"]);
-  return Number.isInteger(max) && max > 0 ? Math.min(SCAN_PAGE, max) : SCAN_PAGE;
 }
 
 /** Without delete-by-query: scan the matching ids (search_after, no window cap) and delete them with bulk requests. */
 async function deleteByScan(conn: Connection, alias: string, query: Clause, what: string, page: number): Promise<number> {
   async function* ops(): AsyncIterable<BulkOp> {
-    let after: string | undefined;
-    for (;;) {
-      const r = await conn.request({
-        method: "POST",
-        path: `/${encodeURIComponent(alias)}/_search`,
-        body: matchingIdsBody(query, page, after),
-        what: `${what}: find the ids`,
-      });
-      const hits: any[] = r.body?.hits?.hits ?? [];
-      for (const h of hits) yield { action: "delete", id: h._id };
-      if (hits.length < page) return;
-      after = hits[hits.length - 1].sort[0];
+    const body = (after: unknown[] | undefined) => matchingIdsBody(query, page, after?.[0] as string | undefined);
+    for await (const hits of searchPages(conn, alias, body, page, `${what}: find the ids`)) {
+      for (const h of hits) yield { action: "delete", id: h.id };
     }
   }
   const { failures, total } = await sendPages(conn, alias, ops(), (n) => `${what}: delete ${n} documents`);
   await conn.refreshIndex(alias);
   conn.throwBulkFailures(what, failures, total);
   return total;
-}
-
-/** Every shard copy's highest sequence number and its retention leases (index stats). */
-async function seqNos(conn: Connection, alias: string): Promise<{ maxSeqNo: number; retaining: number[] }> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(alias)}/_stats/docs`,
-    query: {
-      level: "shards",
-      filter_path: "indices.*.shards.*.seq_no.max_seq_no,indices.*.shards.*.retention_leases.leases.retaining_seq_no",
-    },
-    what: `read the sequence numbers of ${alias}`,
-  });
-  let maxSeqNo = -1;
-  const retaining: number[] = [];
-  for (const index of Object.values(r.body?.indices ?? {}) as any[]) {
-    for (const copies of Object.values(index.shards ?? {}) as any[][]) {
-      for (const copy of copies) {
-        maxSeqNo = Math.max(maxSeqNo, copy.seq_no?.max_seq_no ?? -1);
-        for (const lease of copy.retention_leases?.leases ?? []) retaining.push(lease.retaining_seq_no);
-      }
-    }
-  }
-  return { maxSeqNo, retaining };
-}
-
-/**
- * The templates set `index.merge.policy.expunge_deletes_allowed: 0`, so that an expunge rewrites every segment that
- * holds a deleted document (the node's default, 10%, leaves segments with fewer). An index created before they did
- * gets it now (a dynamic setting); a user who may not change settings (403) expunges with the index's own value.
- */
-async function rewriteEverySegmentWithDeletes(conn: Connection, alias: string, what: string): Promise<void> {
-  const key = "index.merge.policy.expunge_deletes_allowed";
-  const r = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(alias)}/_settings/${key}`,
-    query: { flat_settings: "true" },
-    what: `read ${key} of ${alias}`,
-  });
-  const values = Object.values(r.body ?? {}).map((i: any) => i?.settings?.[key]);
-  if (values.length > 0 && values.every((v) => Number(v) === 0)) return;
-  await conn.request({
-    method: "PUT",
-    path: `/${encodeURIComponent(alias)}/_settings`,
-    body: { index: { merge: { policy: { expunge_deletes_allowed: 0 } } } },
-    accept: [403],
-    what: `${what}: set ${key} to 0`,
-  });
-}
-
-/** Merges running on any copy of the index's shards (index stats). */
-async function mergesRunning(conn: Connection, alias: string): Promise<number> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(alias)}/_stats/merge`,
-    query: { filter_path: "_all.total.merges.current" },
-    what: `read the merges of ${alias}`,
-  });
-  return r.body?._all?.total?.merges?.current ?? 0;
-}
-
-/** Deleted documents still in the index's segments, all copies (index stats). */
-async function deletedDocs(conn: Connection, alias: string): Promise<number> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(alias)}/_stats/docs`,
-    query: { filter_path: "_all.total.docs.deleted" },
-    what: `read the deleted documents of ${alias}`,
-  });
-  return r.body?._all?.total?.docs?.deleted ?? 0;
 }
 
 /**
@@ -256,7 +138,7 @@ async function deletedDocs(conn: Connection, alias: string): Promise<number> {
 async function expungeDeletes(conn: Connection, alias: string, what: string, leaseWaitMs: number): Promise<boolean> {
   await rewriteEverySegmentWithDeletes(conn, alias, what);
   // A merge also keeps what the last commit may need to replay (operations above its local checkpoint): commit first.
-  await conn.request({ method: "POST", path: `/${encodeURIComponent(alias)}/_flush`, what: `${what}: flush` });
+  await flush(conn, alias, `${what}: flush`);
   const { maxSeqNo } = await seqNos(conn, alias);
   const leasesBy = Date.now() + leaseWaitMs;
   for (;;) {
@@ -281,13 +163,7 @@ async function expungeDeletes(conn: Connection, alias: string, what: string, lea
       }
       await sleep(500);
     }
-    const started = await conn.request({
-      method: "POST",
-      path: `/${encodeURIComponent(alias)}/_forcemerge`,
-      query: { only_expunge_deletes: "true", wait_for_completion: "false" },
-      what: `${what}: expunge deleted documents`,
-    });
-    await awaitTask(conn, String(started.body?.task), `${what}: expunge deleted documents`);
+    await expungeMerge(conn, alias, `${what}: expunge deleted documents`);
     if ((await deletedDocs(conn, alias)) === 0) return true;
   }
   return false;

@@ -1,8 +1,18 @@
 import { connect, layoutOf, type Connection, type ConnectionOptions } from "./connection.js";
-import { type Direction, forgetQuery, neighbourBody, type RelationEnds, relationDoc, relationFromSource, sourcePageBody } from "./dialect.js";
+import {
+  type Direction,
+  forgetQuery,
+  neighbourBody,
+  type RelationEnds,
+  relationDoc,
+  relationFromSource,
+  type RelationSource,
+  sourcePageBody,
+} from "./dialect.js";
 import { GraphStoreError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
+import { deleteDoc, putDoc, searchPages } from "./port.js";
 import type { GraphQueryOptions, GraphStore, Memory, MemoryRelation, TraversalOptions } from "./types.js";
 import { type Operations, traced } from "./tracing.js";
 
@@ -93,13 +103,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
       throw new GraphStoreError(`createRelation ${relation.id}: createdAt must be a valid Date`);
     }
     const ends = await this.ends(relation);
-    await this.conn.write(this.alias, {
-      method: "PUT",
-      path: `/${this.alias}/_doc/${encodeURIComponent(relation.id)}`,
-      query: this.conn.indexQuery(),
-      body: relationDoc(relation, ends),
-      what: `create relation ${relation.id}`,
-    });
+    await putDoc(this.conn, this.alias, relation.id, relationDoc(relation, ends), `create relation ${relation.id}`);
   }
 
   /** The scope of both memories of a relation, read through `resolveMemory` (null for one it cannot resolve). */
@@ -118,12 +122,7 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
   }
 
   async deleteRelation(relationId: string): Promise<void> {
-    await this.conn.write(this.alias, {
-      method: "DELETE",
-      path: `/${this.alias}/_doc/${encodeURIComponent(relationId)}`,
-      accept: [404],
-      what: `delete relation ${relationId}`,
-    });
+    await deleteDoc(this.conn, this.alias, relationId, `delete relation ${relationId}`);
   }
 
   /**
@@ -137,22 +136,12 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
     await this.conn.beforeRead(this.alias);
     for (let i = 0; i < frontier.length; i += TERMS_CHUNK) {
       const ids = frontier.slice(i, i + TERMS_CHUNK);
-      let after: unknown[] | undefined;
-      for (;;) {
-        const r = await this.conn.request({
-          method: "POST",
-          path: `/${this.alias}/_search`,
-          body: neighbourBody(ids, o.direction, PAGE, o.types, o.minWeight, after),
-          what: "find related memories",
-        });
-        const hits: any[] = r.body?.hits?.hits ?? [];
-        for (const h of hits) {
-          const { from_id, to_id } = h._source;
-          if (outgoing) out.get(from_id)?.push(to_id);
-          if (incoming) out.get(to_id)?.push(from_id);
+      const body = (after: unknown[] | undefined) => neighbourBody(ids, o.direction, PAGE, o.types, o.minWeight, after);
+      for await (const hits of searchPages<RelationSource>(this.conn, this.alias, body, PAGE, "find related memories")) {
+        for (const { source } of hits) {
+          if (outgoing) out.get(source.from_id)?.push(source.to_id);
+          if (incoming) out.get(source.to_id)?.push(source.from_id);
         }
-        if (hits.length < PAGE) break;
-        after = hits[hits.length - 1].sort;
       }
     }
     return out;
@@ -209,17 +198,13 @@ class OpenSearchGraphStoreImpl implements OpenSearchGraphStore {
 
   async listRelations(): Promise<MemoryRelation[]> {
     const out: MemoryRelation[] = [];
-    let after: string | undefined;
     const size = 5000;
     await this.conn.beforeRead(this.alias);
-    for (;;) {
-      const body = sourcePageBody(size, after);
-      const r = await this.conn.request({ method: "POST", path: `/${this.alias}/_search`, body, what: "list relations" });
-      const hits: any[] = r.body?.hits?.hits ?? [];
-      for (const h of hits) out.push(relationFromSource(h._source));
-      if (hits.length < size) return out;
-      after = hits[hits.length - 1].sort[0];
+    const body = (after: unknown[] | undefined) => sourcePageBody(size, after?.[0] as string | undefined);
+    for await (const hits of searchPages<RelationSource>(this.conn, this.alias, body, size, "list relations")) {
+      out.push(...hits.map((h) => relationFromSource(h.source)));
     }
+    return out;
   }
 
   forget(options: ForgetOptions): Promise<ForgetResult> {

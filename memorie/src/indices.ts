@@ -9,6 +9,8 @@ import {
   renderIndex,
   type RenderOptions,
 } from "./dialect.js";
+import { searchPages } from "./port.js";
+import { addFields, aliasTargets, createIndex, deleteIndices, remeMeta, shardSettings } from "./port-indices.js";
 
 export interface IndexInfo {
   alias: string;
@@ -20,24 +22,13 @@ export interface IndexInfo {
 /** The index behind `<prefix>-memorie-<kind>`, or null when there is none yet. */
 export async function findIndex(conn: Connection, prefix: string, kind: IndexKind): Promise<IndexInfo | null> {
   const { alias, version } = indexNames(prefix, kind);
-  const found = await conn.request({
-    method: "GET",
-    path: `/_alias/${encodeURIComponent(alias)}`,
-    accept: [404],
-    what: `look up alias ${alias}`,
-  });
-  if (found.status === 404) return null;
-  const names = Object.keys(found.body ?? {});
+  const names = await aliasTargets(conn, alias);
+  if (names === null) return null;
   if (names.length !== 1) {
     throw conn.error(`alias ${alias} points at ${names.length} indices (${names.join(", ")}); it must name exactly one`);
   }
   const index = names[0] as string;
-  const mapping = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(index)}/_mapping`,
-    what: `read the mapping of ${index}`,
-  });
-  const meta = mapping.body?.[index]?.mappings?._meta?.reme_es ?? {};
+  const meta = await remeMeta(conn, index);
   if (meta.kind !== `memorie-${kind}`) {
     throw conn.error(`index ${index} (alias ${alias}) was not created by reme-es-memorie as a ${kind} index; ` +
       "choose another indexPrefix");
@@ -64,12 +55,7 @@ async function upgradeRelations(conn: Connection, index: string, meta: Record<st
     Object.entries(template.mappings.properties).filter(([name]) => /^(from|to)_(tenant_id|namespace|subject_id)$/.test(name)),
   );
   const upgraded = { ...meta, template_version: template.version };
-  await conn.request({
-    method: "PUT",
-    path: `/${encodeURIComponent(index)}/_mapping`,
-    body: { properties: added, _meta: { reme_es: upgraded } },
-    what: `add the scope fields of template version ${template.version} to ${index}`,
-  });
+  await addFields(conn, index, added, upgraded, `add the scope fields of template version ${template.version} to ${index}`);
   return upgraded;
 }
 
@@ -80,13 +66,7 @@ async function upgradeRelations(conn: Connection, index: string, meta: Record<st
  */
 export async function checkLayout(conn: Connection, info: IndexInfo, layout: IndexLayout): Promise<void> {
   if (layout.shards === undefined && layout.replicas === undefined) return;
-  const r = await conn.request({
-    method: "GET",
-    path: `/${encodeURIComponent(info.index)}/_settings`,
-    query: { filter_path: "*.settings.index.number_of_shards,*.settings.index.number_of_replicas,*.settings.index.auto_expand_replicas" },
-    what: `read the shards and replicas of ${info.index}`,
-  });
-  const settings = (Object.values(r.body ?? {})[0] as any)?.settings?.index ?? {};
+  const settings = await shardSettings(conn, info.index);
   const problems = layoutMismatches(layout, settings);
   if (problems.length === 0) return;
   const fixReplicas = layout.replicas === undefined ? "" :
@@ -115,25 +95,18 @@ export async function ensureIndex(
   }
   const { alias, index } = indexNames(prefix, kind);
   const body = renderIndex(kind, conn.engine, alias, { ...(await options()), ...layout });
-  const created = await conn.request({
-    method: "PUT",
-    path: `/${encodeURIComponent(index)}`,
-    body,
-    accept: [400],
-    what: `create index ${index}`,
-  });
-  if (created.status === 400) {
-    const type = created.body?.error?.type;
+  const refused = await createIndex(conn, index, body);
+  if (refused !== null) {
+    const { type, reason } = refused;
     if (type === "invalid_alias_name_exception") throw concreteIndexAtAlias(conn, alias, index);
     if (type !== "resource_already_exists_exception") {
-      const reason = created.body?.error?.caused_by?.reason ?? created.body?.error?.reason ?? "HTTP 400";
-      const hint = /knn_vector/.test(String(reason)) ? " (the OpenSearch node needs the k-NN plugin)" : "";
+      const hint = /knn_vector/.test(reason) ? " (the OpenSearch node needs the k-NN plugin)" : "";
       throw conn.error(`create index ${index} failed: ${type}: ${reason}${hint}`, { status: 400, reason });
     }
   }
   const info = await findIndex(conn, prefix, kind);
   if (!info) throw conn.error(`index ${index} exists but alias ${alias} does not point at it; delete ${index} or fix the alias`);
-  if (created.status === 400) await checkLayout(conn, info, layout); // another process created it first
+  if (refused !== null) await checkLayout(conn, info, layout); // another process created it first
   return info;
 }
 
@@ -153,31 +126,15 @@ export async function dropIndex(conn: Connection, prefix: string, kind: IndexKin
   const info = await findIndex(conn, prefix, kind).catch(() => null);
   const { index } = indexNames(prefix, kind);
   const name = info?.index ?? index;
-  await conn.request({
-    method: "DELETE",
-    path: `/${encodeURIComponent(name)}`,
-    accept: [404],
-    missingIndexOk: true,
-    what: `delete index ${name}`,
-  });
+  await deleteIndices(conn, [name], `delete index ${name}`);
 }
 
 /** Every id in an index, in id order, a page at a time (search_after on `id`: no 10,000-hit window). */
 export async function allIds(conn: Connection, alias: string, pageSize = 5000): Promise<string[]> {
   const { idPageBody } = await import("./dialect.js");
   const ids: string[] = [];
-  let after: string | undefined;
   await conn.beforeRead(alias);
-  for (;;) {
-    const r = await conn.request({
-      method: "POST",
-      path: `/${encodeURIComponent(alias)}/_search`,
-      body: idPageBody(pageSize, after),
-      what: `list ids of ${alias}`,
-    });
-    const hits: any[] = r.body?.hits?.hits ?? [];
-    for (const h of hits) ids.push(h._id);
-    if (hits.length < pageSize) return ids;
-    after = hits[hits.length - 1].sort[0];
-  }
+  const body = (after: unknown[] | undefined) => idPageBody(pageSize, after?.[0] as string | undefined);
+  for await (const hits of searchPages(conn, alias, body, pageSize, `list ids of ${alias}`)) ids.push(...hits.map((h) => h.id));
+  return ids;
 }

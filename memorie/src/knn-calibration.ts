@@ -179,6 +179,43 @@ const median = (xs: number[]) => {
   return s.length === 0 ? 0 : s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
+/** The probe queries: the callers' own (one group), else perturbed stored vectors of a sample (`probeQueries`). */
+async function probesOf(
+  conn: Connection,
+  alias: string,
+  filter: Clause | undefined,
+  o: CalibrateOptions,
+): Promise<{ queries: number[][]; groups: number; requests: number }> {
+  if (o.queries) return { queries: o.queries, groups: 1, requests: 0 };
+  const body = dialectOf(conn.engine).sampleBody(filter, o.sample ?? CALIBRATION.sample, CALIBRATION.seed);
+  const sources = await searchSources(conn, alias, body, `sample vectors of ${alias}`);
+  const queries = probeQueries(sources.map((s) => s.embedding).filter((v): v is number[] => Array.isArray(v)));
+  return { queries, groups: CALIBRATION.probes.length, requests: 1 };
+}
+
+/** The neighbours recall is measured against: exact (a scoring script), else the widest k-NN search of the ladder. */
+async function referenceOf(
+  conn: Connection,
+  alias: string,
+  queries: number[][],
+  filter: Clause | undefined,
+  approx: (q: number[], width: number, size: number) => Clause,
+  widest: number,
+): Promise<{ exact: Timed[]; reference: string; requests: number }> {
+  const exactSize = CALIBRATION.bodies.exact_per_at * CALIBRATION.at;
+  const dialect = dialectOf(conn.engine);
+  try {
+    const bodies = queries.map((q) => dialect.exactBody(q, filter, exactSize));
+    return { exact: await timedSearches(conn, alias, bodies, "exact neighbours"), reference: "exact", requests: 1 };
+  } catch (exc) {
+    if (!/script|painless/.test(String((exc as Error).message))) throw exc;
+    const bodies = queries.map((q) => approx(q, widest, exactSize));
+    return { exact: await timedSearches(conn, alias, bodies, "widest neighbours"), reference: "widest", requests: 2 };
+  }
+}
+
+const round4 = (x: number) => Math.round(x * 10000) / 10000;
+
 /**
  * Measure the smallest width whose recall@10 at the callers' depth reaches the target on the index behind `alias`,
  * searching with `filter` (a scoped store's scope) as searches do, and record it in the index's `_meta.reme_es`
@@ -193,49 +230,27 @@ export async function calibrateIndex(
   o: CalibrateOptions = {},
 ): Promise<Calibration> {
   const started = Date.now();
-  let requests = 0;
-  const dialect = dialectOf(conn.engine);
   const target = o.target ?? CALIBRATION.target_recall;
   const depth = o.depth ?? CALIBRATION.depth;
   const at = CALIBRATION.at;
   const top = o.maxWidth ?? CALIBRATION.max_width;
-  const budget = o.budgetMs ?? CALIBRATION.latency_budget_ms;
-  let queries = o.queries;
-  let groups = 1; // the callers' own queries: one group
-  if (!queries) {
-    const body = dialect.sampleBody(filter, o.sample ?? CALIBRATION.sample, CALIBRATION.seed);
-    const sources = await searchSources(conn, alias, body, `sample vectors of ${alias}`);
-    requests++;
-    queries = probeQueries(sources.map((s) => s.embedding).filter((v): v is number[] => Array.isArray(v)));
-    groups = CALIBRATION.probes.length;
-  }
+  const { queries, groups, requests: sampled } = await probesOf(conn, alias, filter, o);
   if (queries.length === 0) throw conn.error(`index ${alias} holds no vectors to calibrate on`);
   const approx = (q: number[], width: number, size: number) => idsAndScores(knnBody(conn.engine, q, depth, filter, width), size);
-  let reference = "exact";
-  let exact: Timed[];
-  const exactSize = CALIBRATION.bodies.exact_per_at * at;
-  try {
-    exact = await timedSearches(conn, alias, queries.map((q) => dialect.exactBody(q, filter, exactSize)), "exact neighbours");
-  } catch (exc) {
-    if (!/script|painless/.test(String((exc as Error).message))) throw exc;
-    reference = "widest";
-    const widest = ladder(depth, top).at(-1) as number;
-    exact = await timedSearches(conn, alias, queries.map((q) => approx(q, widest, exactSize)), "widest neighbours");
-    requests++;
-  }
-  requests++;
+  const { exact, reference, requests: referred } = await referenceOf(conn, alias, queries, filter, approx, ladder(depth, top).at(-1) as number);
+  let requests = sampled + referred;
   const truth = exact.map((a) => a.ranked);
   const measure = async (width: number): Promise<CalibrationStep> => {
-    const out = await timedSearches(conn, alias, queries!.map((q) => approx(q, width, at)), `k-NN at width ${width}`);
+    const out = await timedSearches(conn, alias, queries.map((q) => approx(q, width, at)), `k-NN at width ${width}`);
     requests++;
     const found = out.map((a, i) => recallAt(a.ranked.map(([id]) => id), truth[i] ?? [], at));
     const { worst, means } = groupRecalls(found, groups);
     return { width, recall: worst, tookMs: median(out.map((a) => a.tookMs)), groups: means };
   };
-  const { chosen, stopped, steps } = await climb(ladder(depth, top), measure, target, budget);
+  const { chosen, stopped, steps } = await climb(ladder(depth, top), measure, target, o.budgetMs ?? CALIBRATION.latency_budget_ms);
   const result: Calibration = {
     width: chosen.width,
-    recall: Math.round(chosen.recall * 10000) / 10000,
+    recall: round4(chosen.recall),
     target,
     reached: chosen.recall >= target,
     stopped,
@@ -246,15 +261,13 @@ export async function calibrateIndex(
     sample: queries.length,
     reference,
     measured_at: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
-    seconds: 0,
-    requests: 0,
-    steps: steps.map((s) => [s.width, Math.round(s.recall * 10000) / 10000, Math.round(s.tookMs * 10) / 10]),
-    groups: (chosen.groups ?? []).map((g) => Math.round(g * 10000) / 10000),
-  };
-  result.seconds = Math.round((Date.now() - started) / 10) / 100;
-  result.requests = requests + (o.record !== false ? 1 : 0);
-  if (o.record !== false) {
+    seconds: Math.round((Date.now() - started) / 10) / 100,
     // its cost as measured up to here, the request that records it counted
+    requests: requests + (o.record !== false ? 1 : 0),
+    steps: steps.map((s) => [s.width, round4(s.recall), Math.round(s.tookMs * 10) / 10]),
+    groups: (chosen.groups ?? []).map(round4),
+  };
+  if (o.record !== false) {
     await putMeta(conn, alias, { ...meta, [CALIBRATION.meta_key]: result }, `record the k-NN width of ${alias}`);
   }
   return result;

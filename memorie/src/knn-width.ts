@@ -42,14 +42,6 @@ export function knnWidth(k: number, shape: IndexShape | undefined, m?: number, e
   return Math.max(k, Math.min(MAX_CANDIDATES, Math.max(base, Math.ceil(segmentWidth(perSegment, m, engine)))));
 }
 
-/** The shape from an index-stats answer (`_stats/docs,segments`), or undefined when it holds none. */
-export function shapeOfStats(body: any): IndexShape | undefined {
-  const primaries = body?._all?.primaries;
-  const docs = primaries?.docs?.count;
-  const segments = primaries?.segments?.count;
-  return typeof docs === "number" && typeof segments === "number" ? { docs, segments } : undefined;
-}
-
 /**
  * The last known shape of one index, read again in the background when older than `maxAgeMs`: only the first
  * search waits for it. A failed read keeps the last shape (none: the shared rule) until the next is due.

@@ -1,4 +1,4 @@
-/** The indexed form of metadata and the exact-match clauses over it (shared by the search and vector stores). */
+/** The indexed form of metadata and dates, and the exact-match clauses over metadata (shared by the stores' documents). */
 import type { Clause } from "./types.js";
 
 /** JSON with object keys sorted, so equal values give equal terms. */
@@ -35,4 +35,9 @@ export function metadataClauses(filter: Record<string, unknown>): { filter: Clau
     else out.filter.push({ term: { meta_kv: `${key}${SEP}${canonicalJson(value)}` } });
   }
   return out;
+}
+
+/** The indexed form of a date: ISO 8601 text (null when there is none). */
+export function dateOrNull(value: unknown): string | null {
+  return value instanceof Date ? value.toISOString() : value == null ? null : new Date(value as string).toISOString();
 }

@@ -1,8 +1,8 @@
 /**
- * Snapshots of a store's indices (`createSnapshot`) and the restore of one tenant from one (`restoreTenant`), the
- * other tenants and their later writes untouched. Additions beyond Memorie's interfaces, as `forget` is; the
- * projections can also be rebuilt from Memorie's canonical store (its `reindex()`), this is for when that store was
- * restored too, or is slower to replay.
+ * The restore of one tenant from a snapshot of a store's indices (`restoreTenant`; `createSnapshot` in snapshot.ts
+ * makes them), the other tenants and their later writes untouched. Additions beyond Memorie's interfaces, as `forget`
+ * is; the projections can also be rebuilt from Memorie's canonical store (its `reindex()`), this is for when that
+ * store was restored too, or is slower to replay.
  *
  * `restoreTenant`, in this order:
  *
@@ -30,87 +30,22 @@ import { randomBytes } from "node:crypto";
 
 import { sendPages } from "./bulk-load.js";
 import { connect, type ConnectionOptions } from "./connection.js";
-import { forgetQuery, type IndexKind, indexNames, matchingIdsBody } from "./dialect.js";
+import { forgetQuery, type IndexKind, matchingIdsBody } from "./dialect.js";
 import { dialectOf, idsAmongBody, idsOutsideBody, withSource } from "./engine-dialect.js";
 import { RestoreError } from "./errors.js";
-import { pageSize } from "./forget.js";
 import { findIndex, type IndexInfo } from "./indices.js";
+import { countOf, type Hit, searchHits, searchPages } from "./port.js";
+import { deleteIndices, remeMeta } from "./port-indices.js";
+import { readSnapshot, startRestore, waitRestored } from "./port-snapshots.js";
+import { pageSize } from "./port-upkeep.js";
+import { countMismatches, KINDS, type KindPlan, planRestore, type RestorePlan } from "./restore-plan.js";
+import { DEFAULT_TIMEOUT_MS } from "./snapshot.js";
 import type { BulkOp, Connection } from "./transport.js";
 
-export const KINDS: readonly IndexKind[] = ["memories", "vectors", "relations"];
-/** Temporary copies: `restore-<token>-<snapshot index>`, outside every store's `<prefix>-memorie-*`. */
-export const TEMP_PREFIX = "restore";
 /** Documents (with their sources, vectors included) per page of the copy. */
 const COPY_PAGE = 500;
-const DEFAULT_TIMEOUT_MS = 1_800_000;
 
 type Query = Record<string, unknown>;
-
-// ------------------------------------------------------------------------------------------------ pure plans
-
-/** The snapshot's index of each Memorie kind of `prefix` (kind -> index name and template version). */
-export function snapshotIndices(indices: string[], prefix: string): Map<IndexKind, { index: string; version: number }> {
-  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const own = new RegExp(`^${escaped}-memorie-(${KINDS.join("|")})-v(\\d+)$`);
-  const found = new Map<IndexKind, { index: string; version: number }[]>();
-  for (const index of indices) {
-    const m = own.exec(index);
-    if (!m) continue;
-    const kind = m[1] as IndexKind;
-    found.set(kind, [...(found.get(kind) ?? []), { index, version: Number(m[2]) }]);
-  }
-  const twice = [...found].filter(([, names]) => names.length > 1);
-  if (twice.length > 0) {
-    const listed = twice.map(([kind, names]) => `${kind}: ${names.map((n) => n.index).join(", ")}`).join("; ");
-    throw new RestoreError(
-      `the snapshot holds more than one index of a kind of prefix ${prefix} (${listed}): restore it with the snapshot ` +
-        "API by index name. Nothing was changed",
-    );
-  }
-  if (found.size === 0) {
-    throw new RestoreError(
-      `the snapshot holds no index of prefix ${prefix} (no ${prefix}-memorie-<kind>-v<n>; it holds ` +
-        `${indices.join(", ") || "no index"}). Nothing was changed`,
-    );
-  }
-  return new Map(KINDS.filter((k) => found.has(k)).map((k) => [k, (found.get(k) as { index: string; version: number }[])[0]!]));
-}
-
-/** One kind of a tenant restore: the snapshot's index, its temporary copy and the live alias it goes back into. */
-export interface KindPlan {
-  kind: IndexKind;
-  source: string;
-  version: number;
-  temp: string;
-  alias: string;
-}
-
-export interface RestorePlan {
-  token: string;
-  kinds: KindPlan[];
-  /** The restore's rename_pattern and rename_replacement: every restored index gets the temporary prefix. */
-  rename: [string, string];
-}
-
-/** The plan of restoring a tenant of `prefix` from a snapshot holding `indices`; `token`: lowercase letters, digits. */
-export function planRestore(indices: string[], prefix: string, token: string): RestorePlan {
-  if (!/^[a-z0-9]+$/.test(token)) throw new RestoreError(`a restore token is lowercase letters and digits, not ${JSON.stringify(token)}`);
-  const kinds = [...snapshotIndices(indices, prefix)].map(([kind, { index, version }]) => ({
-    kind,
-    source: index,
-    version,
-    temp: `${TEMP_PREFIX}-${token}-${index}`,
-    alias: indexNames(prefix, kind).alias,
-  }));
-  return { token, kinds, rename: ["(.+)", `${TEMP_PREFIX}-${token}-$1`] };
-}
-
-/** The kinds whose live count of the tenant differs from the snapshot's, described; [] when all agree. */
-export function countMismatches(wanted: Partial<Record<IndexKind, number>>, got: Partial<Record<IndexKind, number>>): string[] {
-  return Object.entries(wanted)
-    .filter(([kind, n]) => got[kind as IndexKind] !== n)
-    .map(([kind, n]) => `${kind}: ${got[kind as IndexKind] ?? 0} live, ${n} in the snapshot`);
-}
 
 function checkTenantOptions(o: RestoreTenantOptions | undefined): RestoreTenantOptions {
   for (const key of ["repository", "snapshot", "tenantId"] as const) {
@@ -120,110 +55,6 @@ function checkTenantOptions(o: RestoreTenantOptions | undefined): RestoreTenantO
     }
   }
   return o as RestoreTenantOptions;
-}
-
-// ------------------------------------------------------------------------------------------------------- I/O
-
-export interface SnapshotInfo {
-  snapshot: string;
-  /** SUCCESS, PARTIAL, FAILED, IN_PROGRESS, INCOMPATIBLE. */
-  state: string;
-  indices: string[];
-  /** total, successful, failed. */
-  shards: Record<string, number>;
-  seconds: number;
-}
-
-export interface CreateSnapshotOptions {
-  /** The cluster's snapshot repository (its registered name). */
-  repository: string;
-  snapshot: string;
-  /** Register the repository first, as an `fs` repository at this folder (below every node's `path.repo`). */
-  location?: string;
-  /** How long to wait for the snapshot (default 30 minutes). */
-  timeoutMs?: number;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const q = encodeURIComponent;
-
-function infoOf(s: { snapshot: string; state?: string; indices?: string[]; shards?: Record<string, number>; duration_in_millis?: number }): SnapshotInfo {
-  return {
-    snapshot: s.snapshot,
-    state: s.state ?? "",
-    indices: [...(s.indices ?? [])].sort(),
-    shards: s.shards ?? {},
-    seconds: (s.duration_in_millis ?? 0) / 1000,
-  };
-}
-
-async function readSnapshot(conn: Connection, repository: string, snapshot: string): Promise<SnapshotInfo> {
-  const r = await conn.request({
-    method: "GET",
-    path: `/_snapshot/${q(repository)}/${q(snapshot)}`,
-    accept: [404],
-    what: `read snapshot ${snapshot} of ${repository}`,
-  });
-  if (r.status === 404) {
-    const missingRepo = r.body?.error?.type === "repository_missing_exception";
-    throw conn.error(
-      missingRepo
-        ? `snapshot repository ${repository} is not registered on this cluster (createSnapshot with a location ` +
-            "registers one). Nothing was changed"
-        : `repository ${repository} holds no snapshot ${snapshot} (GET /_snapshot/${repository}/_all lists them). ` +
-            "Nothing was changed",
-      { status: 404 },
-    );
-  }
-  return infoOf(r.body.snapshots[0]);
-}
-
-/**
- * Snapshot the store's indices of `indexPrefix` (every kind that exists, every tenant; the cluster's global state
- * left out) into `repository` and wait until it has ended. Returns the snapshot as the cluster describes it.
- */
-export async function createSnapshot(options: ConnectionOptions, o: CreateSnapshotOptions): Promise<SnapshotInfo> {
-  for (const key of ["repository", "snapshot"] as const) {
-    if (typeof o?.[key] !== "string" || o[key].trim() === "") {
-      throw new RestoreError(`createSnapshot: ${key} must be a non-empty string, not ${JSON.stringify(o?.[key])}`);
-    }
-  }
-  const conn = await connect({ ...options, refresh: "false" }, RestoreError);
-  try {
-    if (o.location !== undefined) {
-      await conn.request({
-        method: "PUT",
-        path: `/_snapshot/${q(o.repository)}`,
-        body: { type: "fs", settings: { location: o.location } },
-        what: `register snapshot repository ${o.repository} at ${o.location} (below every node's path.repo)`,
-      });
-    }
-    const live: string[] = [];
-    for (const kind of KINDS) {
-      const info = await findIndex(conn, options.indexPrefix, kind);
-      if (info) live.push(info.index);
-    }
-    if (live.length === 0) throw conn.error(`prefix ${options.indexPrefix} has no Memorie index on this cluster: nothing to snapshot`);
-    await conn.request({
-      method: "PUT",
-      path: `/_snapshot/${q(o.repository)}/${q(o.snapshot)}`,
-      query: { wait_for_completion: "false" },
-      body: { indices: live.join(","), include_global_state: false },
-      what: `start snapshot ${o.snapshot} of ${live.join(", ")} in ${o.repository}`,
-    });
-    const until = Date.now() + (o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    for (let delay = 100; ; delay = Math.min(2000, delay * 2)) {
-      const info = await readSnapshot(conn, o.repository, o.snapshot);
-      if (!["IN_PROGRESS", "STARTED", "INIT"].includes(info.state)) return info;
-      if (Date.now() > until) {
-        throw conn.error(`snapshot ${o.snapshot} of ${o.repository} still running after ${o.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms; ` +
-          "it goes on in the cluster");
-      }
-      await sleep(delay);
-    }
-  } finally {
-    await conn.close();
-  }
 }
 
 export interface RestoreTenantOptions {
@@ -260,70 +91,47 @@ export interface RestoreTenantResult {
   seconds: number;
 }
 
-/** Wait until every primary shard of `indices` is restored (health yellow), up to `timeoutMs`. */
-async function waitRestored(conn: Connection, indices: string[], timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  const names = indices.map(q).join(",");
-  for (;;) {
-    const left = Math.max(1, Math.min(20, Math.floor((until - Date.now()) / 1000)));
-    const r = await conn.request({
-      method: "GET",
-      path: `/_cluster/health/${names}`,
-      query: { wait_for_status: "yellow", timeout: `${left}s` },
-      accept: [408],
-      missingIndexOk: true,
-      what: `wait for the restore of ${indices.join(", ")}`,
-    });
-    if (!r.body?.timed_out && r.body?.status !== "red") return;
-    if (Date.now() > until) {
-      throw conn.error(`the restore of ${indices.join(", ")} had not ended after ${timeoutMs} ms (health ` +
-        `${r.body?.status}); GET /_cat/recovery/${indices.join(",")} shows where it is`);
-    }
-  }
-}
-
-async function countOf(conn: Connection, index: string, query: Query): Promise<number> {
-  const r = await conn.request({ method: "POST", path: `/${q(index)}/_count`, body: { query }, what: `count in ${index}` });
-  return Number(r.body?.count ?? 0);
-}
-
 /** Pages of the hits of `query` in `index`, in `id` order (search_after: no result window), `source` as asked. */
-async function* pages(conn: Connection, index: string, query: Query, size: number, source: unknown): AsyncGenerator<{ _id: string; _source?: Record<string, unknown> }[]> {
-  let after: string | undefined;
-  for (;;) {
-    const body = withSource(matchingIdsBody(query, size, after), source);
-    const r = await conn.request({ method: "POST", path: `/${q(index)}/_search`, body, what: `read ${index}` });
-    const hits: { _id: string; _source?: Record<string, unknown>; sort: string[] }[] = r.body?.hits?.hits ?? [];
-    if (hits.length > 0) yield hits;
-    if (hits.length < size) return;
-    after = hits[hits.length - 1]!.sort[0];
-  }
+function pages(conn: Connection, index: string, query: Query, size: number, source: unknown): AsyncGenerator<Hit[]> {
+  const body = (after: unknown[] | undefined) => withSource(matchingIdsBody(query, size, after?.[0] as string | undefined), source);
+  return searchPages(conn, index, body, size, `read ${index}`);
 }
 
 /** The ids of `ids` that `index` holds among the documents `query` matches. */
 async function held(conn: Connection, index: string, ids: string[], query: Query): Promise<Set<string>> {
-  const r = await conn.request({
-    method: "POST",
-    path: `/${q(index)}/_search`,
-    body: idsAmongBody(ids, query),
-    what: `look up ${ids.length} ids in ${index}`,
-  });
-  return new Set((r.body?.hits?.hits ?? []).map((h: { _id: string }) => h._id));
+  const hits = await searchHits(conn, index, idsAmongBody(ids, query), `look up ${ids.length} ids in ${index}`);
+  return new Set(hits.map((h) => h.id));
 }
 
 /** The first id of the tenant's snapshot documents that a live document of another scope holds, or null. */
 async function takenId(conn: Connection, k: KindPlan, query: Query, size: number): Promise<string | null> {
   for await (const page of pages(conn, k.temp, query, size, false)) {
-    const r = await conn.request({
-      method: "POST",
-      path: `/${q(k.alias)}/_search`,
-      body: idsOutsideBody(page.map((h) => h._id), query),
-      what: `check that no other tenant holds the ids in ${k.alias}`,
-    });
-    const hit = r.body?.hits?.hits?.[0];
-    if (hit) return String(hit._id);
+    const what = `check that no other tenant holds the ids in ${k.alias}`;
+    const [hit] = await searchHits(conn, k.alias, idsOutsideBody(page.map((h) => h.id), query), what);
+    if (hit) return String(hit.id);
   }
   return null;
+}
+
+/** The live index of each kind of `prefix`; a kind of the plan without one, or of another template version, throws. */
+async function liveIndices(conn: Connection, plan: RestorePlan, prefix: string, snapshot: string): Promise<Map<IndexKind, IndexInfo>> {
+  const live = new Map<IndexKind, IndexInfo>();
+  for (const kind of KINDS) {
+    const found = await findIndex(conn, prefix, kind);
+    if (found) live.set(kind, found);
+  }
+  for (const k of plan.kinds) {
+    const found = live.get(k.kind);
+    if (!found) {
+      throw conn.error(`prefix ${prefix} has no ${k.alias} here: create the ${k.kind} store first (an empty index), ` +
+        "then restore. Nothing was changed");
+    }
+    if (found.meta.template_version !== k.version) {
+      throw conn.error(`snapshot ${snapshot} holds ${k.source} (template version ${k.version}) but ${found.index} is ` +
+        `version ${found.meta.template_version}: restore the whole index with the snapshot API. Nothing was changed`);
+    }
+  }
+  return live;
 }
 
 /**
@@ -342,78 +150,51 @@ export async function restoreTenant(options: ConnectionOptions, o: RestoreTenant
         "Nothing was changed");
     }
     const plan = planRestore(info.indices, prefix, randomBytes(4).toString("hex"));
-    const live = new Map<IndexKind, IndexInfo>();
-    for (const kind of KINDS) {
-      const found = await findIndex(conn, prefix, kind);
-      if (found) live.set(kind, found);
-    }
-    for (const k of plan.kinds) {
-      const found = live.get(k.kind);
-      if (!found) {
-        throw conn.error(`prefix ${prefix} has no ${k.alias} here: create the ${k.kind} store first (an empty index), ` +
-          "then restore. Nothing was changed");
-      }
-      if (found.meta.template_version !== k.version) {
-        throw conn.error(`snapshot ${snapshot} holds ${k.source} (template version ${k.version}) but ${found.index} is ` +
-          `version ${found.meta.template_version}: restore the whole index with the snapshot API. Nothing was changed`);
-      }
-    }
+    const live = await liveIndices(conn, plan, prefix, snapshot);
     const skipped = KINDS.filter((kind) => live.has(kind) && !plan.kinds.some((k) => k.kind === kind));
     const temps = plan.kinds.map((k) => k.temp);
     try {
-      await conn.request({
-        method: "POST",
-        path: `/_snapshot/${q(repository)}/${q(snapshot)}/_restore`,
-        query: { wait_for_completion: "false" },
-        body: {
-          indices: plan.kinds.map((k) => k.source).join(","),
-          include_global_state: false,
-          include_aliases: false,
-          rename_pattern: plan.rename[0],
-          rename_replacement: plan.rename[1],
-          index_settings: { "index.number_of_replicas": 0, "index.auto_expand_replicas": "false" },
-        },
-        what: `restore ${plan.kinds.map((k) => k.source).join(", ")} of snapshot ${snapshot} as ${temps.join(", ")}`,
-      });
+      const sources = plan.kinds.map((k) => k.source);
+      const what = `restore ${sources.join(", ")} of snapshot ${snapshot} as ${temps.join(", ")}`;
+      await startRestore(conn, repository, snapshot, sources, plan.rename, what);
       await waitRestored(conn, temps, o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
       return await replaceTenant(conn, plan, live, { repository, snapshot, prefix, tenantId, skipped, started });
     } finally {
-      await conn.request({
-        method: "DELETE",
-        path: `/${temps.map(q).join(",")}`,
-        query: { ignore_unavailable: "true" },
-        missingIndexOk: true,
-        what: `delete the temporary copies ${temps.join(", ")}`,
-      });
+      await deleteIndices(conn, temps, `delete the temporary copies ${temps.join(", ")}`, true);
     }
   } finally {
     await conn.close();
   }
 }
 
-/** Steps 2 to 5 of the module's comment, on the restored copies. */
-async function replaceTenant(
-  conn: Connection,
-  plan: RestorePlan,
-  live: Map<IndexKind, IndexInfo>,
-  c: { repository: string; snapshot: string; prefix: string; tenantId: string; skipped: IndexKind[]; started: number },
-): Promise<RestoreTenantResult> {
-  const scope = (kind: IndexKind): Query => forgetQuery(kind, { tenantId: c.tenantId });
-  const nothing = "Nothing was changed";
+/** What a restore is of: the repository, snapshot, prefix and tenant, the kinds skipped and when it started. */
+interface RestoreCall {
+  repository: string;
+  snapshot: string;
+  prefix: string;
+  tenantId: string;
+  skipped: IndexKind[];
+  started: number;
+}
+
+const NOTHING = "Nothing was changed";
+const scopeOf = (c: RestoreCall, kind: IndexKind): Query => forgetQuery(kind, { tenantId: c.tenantId });
+
+/** Step 2 of the module's comment: the checks before anything live changes; per kind its documents and id page. */
+async function checkCopies(conn: Connection, plan: RestorePlan, live: Map<IndexKind, IndexInfo>, c: RestoreCall) {
   for (const k of plan.kinds) await conn.refreshIndex(k.temp);
   const wanted: Partial<Record<IndexKind, number>> = {};
-  for (const k of plan.kinds) wanted[k.kind] = await countOf(conn, k.temp, scope(k.kind));
+  for (const k of plan.kinds) wanted[k.kind] = await countOf(conn, k.temp, scopeOf(c, k.kind), `count in ${k.temp}`);
   if (Object.values(wanted).every((n) => n === 0)) {
     throw conn.error(`snapshot ${c.snapshot} holds no document of tenant ${c.tenantId} under prefix ${c.prefix} (it was ` +
-      `written after the snapshot? to remove it, use forget). ${nothing}`);
+      `written after the snapshot? to remove it, use forget). ${NOTHING}`);
   }
   const vectors = plan.kinds.find((k) => k.kind === "vectors");
   if (vectors) {
-    const r = await conn.request({ method: "GET", path: `/${q(vectors.temp)}/_mapping`, what: `read the mapping of ${vectors.temp}` });
-    const dims = r.body?.[vectors.temp]?.mappings?._meta?.reme_es?.dims;
+    const dims = (await remeMeta(conn, vectors.temp)).dims;
     const liveDims = live.get("vectors")?.meta.dims;
     if (dims !== undefined && liveDims !== undefined && dims !== liveDims) {
-      throw conn.error(`snapshot ${c.snapshot} holds ${dims}-d vectors but ${vectors.alias} now holds ${liveDims}-d ones. ${nothing}`);
+      throw conn.error(`snapshot ${c.snapshot} holds ${dims}-d vectors but ${vectors.alias} now holds ${liveDims}-d ones. ${NOTHING}`);
     }
   }
   // Everything written so far, by any process, must be searchable: the checks and the removal scan must see it.
@@ -421,45 +202,59 @@ async function replaceTenant(
   const idPage = new Map<IndexKind, number>();
   for (const k of plan.kinds) {
     idPage.set(k.kind, Math.min(await pageSize(conn, k.temp), await pageSize(conn, k.alias)));
-    const taken = await takenId(conn, k, scope(k.kind), idPage.get(k.kind)!);
+    const taken = await takenId(conn, k, scopeOf(c, k.kind), idPage.get(k.kind)!);
     if (taken !== null) {
       throw conn.error(`${k.alias} holds ${taken}, which the snapshot has as a document of tenant ${c.tenantId}, as a ` +
-        `document of another tenant now: the restore would overwrite it. ${nothing}`, { details: { id: taken } });
+        `document of another tenant now: the restore would overwrite it. ${NOTHING}`, { details: { id: taken } });
     }
   }
-  const kinds: Partial<Record<IndexKind, RestoredKind>> = {};
-  const source = dialectOf(conn.engine).sourceWithVectors(conn.version);
-  for (const k of plan.kinds) {
-    const before = await countOf(conn, k.alias, scope(k.kind));
-    const copyPage = Math.min(COPY_PAGE, idPage.get(k.kind)!);
-    async function* copies(): AsyncIterable<BulkOp> {
-      for await (const page of pages(conn, k.temp, scope(k.kind), copyPage, k.kind === "vectors" ? source : true)) {
-        for (const h of page) {
-          const doc = h._source ?? {};
-          if (k.kind === "vectors" && doc.zero === false && !Array.isArray(doc.embedding)) {
-            throw conn.error(`${k.temp} gave entry ${h._id} without its vector, so it was not written (entries before it ` +
-              "in id order may be restored already; the others are as they were)", { details: { id: h._id } });
-          }
-          yield { action: "index", id: h._id, doc };
+  return { wanted, idPage };
+}
+
+/** Steps 3 and 4 of the module's comment for one kind: copy the tenant's snapshot documents, remove the later ones. */
+async function copyKind(conn: Connection, k: KindPlan, query: Query, idPage: number): Promise<RestoredKind> {
+  const before = await countOf(conn, k.alias, query, `count in ${k.alias}`);
+  const copyPage = Math.min(COPY_PAGE, idPage);
+  const source = k.kind === "vectors" ? dialectOf(conn.engine).sourceWithVectors(conn.version) : true;
+  async function* copies(): AsyncIterable<BulkOp> {
+    for await (const page of pages(conn, k.temp, query, copyPage, source)) {
+      for (const h of page) {
+        const doc = h.source;
+        if (k.kind === "vectors" && doc.zero === false && !Array.isArray(doc.embedding)) {
+          throw conn.error(`${k.temp} gave entry ${h.id} without its vector, so it was not written (entries before it ` +
+            "in id order may be restored already; the others are as they were)", { details: { id: h.id } });
         }
+        yield { action: "index", id: h.id, doc };
       }
     }
-    const copied = await sendPages(conn, k.alias, copies(), (n) => `restore ${n} documents into ${k.alias}`, { pageSize: copyPage });
-    conn.throwBulkFailures(`restore into ${k.alias}`, copied.failures, copied.total);
-    async function* removals(): AsyncIterable<BulkOp> {
-      for await (const page of pages(conn, k.alias, scope(k.kind), idPage.get(k.kind)!, false)) {
-        const ids = page.map((h) => h._id);
-        const keep = await held(conn, k.temp, ids, scope(k.kind));
-        for (const id of ids) if (!keep.has(id)) yield { action: "delete", id };
-      }
-    }
-    const removed = await sendPages(conn, k.alias, removals(), (n) => `delete ${n} later documents from ${k.alias}`);
-    conn.throwBulkFailures(`remove the later documents from ${k.alias}`, removed.failures, removed.total);
-    kinds[k.kind] = { from: k.source, restored: copied.total, before, removed: removed.total };
   }
+  const copied = await sendPages(conn, k.alias, copies(), (n) => `restore ${n} documents into ${k.alias}`, { pageSize: copyPage });
+  conn.throwBulkFailures(`restore into ${k.alias}`, copied.failures, copied.total);
+  async function* removals(): AsyncIterable<BulkOp> {
+    for await (const page of pages(conn, k.alias, query, idPage, false)) {
+      const ids = page.map((h) => h.id);
+      const keep = await held(conn, k.temp, ids, query);
+      for (const id of ids) if (!keep.has(id)) yield { action: "delete", id };
+    }
+  }
+  const removed = await sendPages(conn, k.alias, removals(), (n) => `delete ${n} later documents from ${k.alias}`);
+  conn.throwBulkFailures(`remove the later documents from ${k.alias}`, removed.failures, removed.total);
+  return { from: k.source, restored: copied.total, before, removed: removed.total };
+}
+
+/** Steps 2 to 5 of the module's comment, on the restored copies. */
+async function replaceTenant(
+  conn: Connection,
+  plan: RestorePlan,
+  live: Map<IndexKind, IndexInfo>,
+  c: RestoreCall,
+): Promise<RestoreTenantResult> {
+  const { wanted, idPage } = await checkCopies(conn, plan, live, c);
+  const kinds: Partial<Record<IndexKind, RestoredKind>> = {};
+  for (const k of plan.kinds) kinds[k.kind] = await copyKind(conn, k, scopeOf(c, k.kind), idPage.get(k.kind)!);
   for (const k of plan.kinds) await conn.refreshIndex(k.alias);
   const got: Partial<Record<IndexKind, number>> = {};
-  for (const k of plan.kinds) got[k.kind] = await countOf(conn, k.alias, scope(k.kind));
+  for (const k of plan.kinds) got[k.kind] = await countOf(conn, k.alias, scopeOf(c, k.kind), `count in ${k.alias}`);
   const wrong = countMismatches(wanted, got);
   if (wrong.length > 0) {
     throw conn.error(`restore of tenant ${c.tenantId} from snapshot ${c.snapshot}: the counts differ (${wrong.join("; ")}): ` +

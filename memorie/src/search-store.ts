@@ -1,9 +1,20 @@
 import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
-import { forgetQuery, InvalidQuery, keywordScore, loadTemplate, memoryDoc, memoryFromSource, searchBody } from "./dialect.js";
+import {
+  forgetQuery,
+  InvalidQuery,
+  keywordScore,
+  loadTemplate,
+  memoryDoc,
+  memoryFromSource,
+  type MemorySource,
+  searchBody,
+} from "./dialect.js";
 import { SearchError } from "./errors.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
 import { allIds, dropIndex, ensureIndex, type IndexInfo } from "./indices.js";
+import { deleteDoc, putDoc, searchHits } from "./port.js";
+import { hasPorterStem } from "./port-indices.js";
 import { type Operations, traced } from "./tracing.js";
 import type { Memory, SearchQuery, SearchResult, SearchStore } from "./types.js";
 
@@ -80,13 +91,7 @@ class OpenSearchSearchStore implements OpenSearchStore {
 
   async index(memory: Memory): Promise<void> {
     checkMemory(memory);
-    await this.conn.write(this.alias, {
-      method: "PUT",
-      path: `/${this.alias}/_doc/${encodeURIComponent(memory.id)}`,
-      query: this.conn.indexQuery(),
-      body: memoryDoc(memory),
-      what: `index memory ${memory.id}`,
-    });
+    await putDoc(this.conn, this.alias, memory.id, memoryDoc(memory), `index memory ${memory.id}`);
   }
 
   async indexMany(memories: Iterable<Memory>, options: LoadOptions & { refresh?: RefreshPolicy } = {}) {
@@ -116,27 +121,16 @@ class OpenSearchSearchStore implements OpenSearchStore {
       throw exc;
     }
     await this.conn.beforeRead(this.alias);
-    const r = await this.conn.request({
-      method: "POST",
-      path: `/${this.alias}/_search`,
-      body: built.body,
-      what: "search memories",
-    });
-    const hits: any[] = r.body?.hits?.hits ?? [];
+    const hits = await searchHits<MemorySource>(this.conn, this.alias, built.body, "search memories");
     return hits.map((h) =>
       built.withText
-        ? { memory: memoryFromSource(h._source), score: keywordScore(h._score), matchedSignals: ["keyword"] }
-        : { memory: memoryFromSource(h._source), score: 1, matchedSignals: ["structured"] },
+        ? { memory: memoryFromSource(h.source), score: keywordScore(h.score), matchedSignals: ["keyword"] }
+        : { memory: memoryFromSource(h.source), score: 1, matchedSignals: ["structured"] },
     );
   }
 
   async delete(id: string): Promise<void> {
-    await this.conn.write(this.alias, {
-      method: "DELETE",
-      path: `/${this.alias}/_doc/${encodeURIComponent(id)}`,
-      accept: [404],
-      what: `delete memory ${id}`,
-    });
+    await deleteDoc(this.conn, this.alias, id, `delete memory ${id}`);
   }
 
   listIds(): Promise<string[]> {
@@ -159,18 +153,6 @@ class OpenSearchSearchStore implements OpenSearchStore {
   close(): Promise<void> {
     return this.conn.close();
   }
-}
-
-/** Whether the node can stem English (`porter_stem`, from analysis-common; the Elasticsearch integ-test zip lacks it). */
-async function hasPorterStem(conn: Connection): Promise<boolean> {
-  const r = await conn.request({
-    method: "POST",
-    path: "/_analyze",
-    body: { tokenizer: "standard", filter: ["lowercase", "porter_stem"], text: "running" },
-    accept: [400],
-    what: "probe the porter_stem filter",
-  });
-  return r.status === 200 && r.body?.tokens?.[0]?.token === "run";
 }
 
 /** A SearchStore over `<indexPrefix>-memorie-memories` (created on first use). */

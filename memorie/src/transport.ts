@@ -25,6 +25,14 @@ import {
 } from "./retry.js";
 import { isRefusal, isRetriedAnswer, refusalReason, SETTINGS, UNANSWERED_ITEM_STATUS } from "./settings.js";
 import type { Engine, RefreshPolicy } from "./types.js";
+import {
+  bulkFailuresError,
+  missingIndexError,
+  otherClusterError,
+  outOfTimeError,
+  type Teller,
+  unreachableError,
+} from "./transport-errors.js";
 import { DeferredRefresh } from "./visibility.js";
 
 export {
@@ -190,20 +198,14 @@ export class Connection {
     }
   }
 
-  /**
-   * Connections failed on every try: how many tries in how long (a closed port fails in milliseconds, so the tries
-   * run out long before `callTimeoutMs`), and whether the call stopped because the next backoff would pass it.
-   */
+  /** What the errors of transport-errors.ts are told of this connection. */
+  private get teller(): Teller {
+    return { error: (message, extra) => this.error(message, extra), urls: this.urls, callTimeoutMs: this.limits.callTimeoutMs };
+  }
+
+  /** Connections failed on every try (see `unreachableError`). */
   private unreachable(params: RequestParams, attempts: number, last: string, started: number, cut = false): StoreError {
-    const took = this.now() - started;
-    const stop = cut
-      ? `; the next retry's backoff would pass callTimeoutMs (${this.limits.callTimeoutMs} ms), so it stopped there`
-      : "";
-    const tries = `after ${attempts} attempt(s) in ${took < 1000 ? `${Math.round(took)} ms` : `${(took / 1000).toFixed(1)} s`}`;
-    return this.error(`${params.what} failed: the node could not be reached ${tries} (last: ${last})${stop}; is it running?`, {
-      reason: last,
-      details: { method: params.method, path: params.path, attempts },
-    });
+    return unreachableError(this.teller, params, attempts, last, this.now() - started, cut);
   }
 
   /** Sleep before retry `attempt`; false (no sleep) when the deadline would pass first. */
@@ -215,23 +217,11 @@ export class Connection {
   }
 
   private outOfTime(params: RequestParams, attempts: number, last: string, status: number | undefined, ms: number): StoreError {
-    return this.error(
-      `${params.what} failed: no success within ${ms} ms (callTimeoutMs) after ${attempts} ` +
-        `attempt(s)${last ? `; last: ${last}` : ""}. Is ${this.urls.join(", ") || "the node"} an OpenSearch or ` +
-        "Elasticsearch node that answers? Raise callTimeoutMs/requestTimeoutMs for a slow node",
-      { status, reason: last || undefined, details: { method: params.method, path: params.path, attempts } },
-    );
+    return outOfTimeError(this.teller, params, attempts, last, status, ms);
   }
 
   private missingIndex(params: RequestParams, index: string, response: Response): StoreError {
-    const read = params.method === "GET" || params.path.endsWith("/_search") || params.path.endsWith("/_refresh");
-    const refused = read ? "" : "; the write was refused, no index created";
-    return this.error(
-      `${params.what} failed: index ${index} does not exist on ${this.urls.join(", ") || "the node"} (deleted by ` +
-        `drop() or by another process?)${refused}. Create the store again (createSearchStore, createVectorStore or ` +
-        "createGraphStore with the same indexPrefix) to get an empty index, or restore the index",
-      { status: 404, reason: serverReason(response.body), details: { method: params.method, path: params.path, index } },
-    );
+    return missingIndexError(this.teller, params, index, response);
   }
 
   /**
@@ -261,16 +251,7 @@ export class Connection {
     }
     cluster.guard.suspectChange();
     if (meaning === "retry") return `${what}: HTTP ${answer.status}`;
-    const now =
-      uuid !== undefined ? `cluster ${uuid}`
-      : answer.status < 400 ? `a server that tells no cluster UUID (HTTP ${answer.status})`
-      : `a server that is not a node of any cluster (HTTP ${answer.status})`;
-    throw this.error(
-      `${this.urls.join(", ")} now reaches ${now}, not cluster ${cluster.guard.uuid} where this store was opened ` +
-        "(was its node restarted on another port, and another node took this one?); nothing was sent. Point `url` " +
-        "at the node that holds this store's indices and create the store again",
-      { details: { openedClusterUuid: cluster.guard.uuid, answeringClusterUuid: uuid ?? null } },
-    );
+    throw otherClusterError(this.teller, cluster.guard.uuid, uuid, answer.status);
   }
 
   /**
@@ -349,13 +330,7 @@ export class Connection {
 
   /** Throw one error listing every failed bulk item (no-op when none failed). */
   throwBulkFailures(what: string, failures: BulkFailure[], total: number): void {
-    if (failures.length === 0) return;
-    const first = failures[0] as BulkFailure;
-    throw this.error(
-      `${what}: ${failures.length} of ${total} items failed (first: ${first.id}: HTTP ${first.status} ${first.reason}); ` +
-        "the other items are stored",
-      { status: first.status, reason: first.reason, details: { failures } },
-    );
+    if (failures.length > 0) throw bulkFailuresError(this.teller, what, failures, total);
   }
 
   /** The `refresh` query parameter of single-document writes under this store's policy. */

@@ -2,7 +2,6 @@ import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-loa
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import {
   forgetQuery,
-  type IndexLayout,
   knnBody,
   loadTemplate,
   matchingIdsBody,
@@ -14,19 +13,12 @@ import {
 import { VectorStoreError } from "./errors.js";
 import { describeValue, vectorFilterProblem } from "./filter-check.js";
 import { checkForgetOptions, forgetInIndex, type ForgetOptions, type ForgetResult } from "./forget.js";
-import { knnWidth, shapeOfStats, ShapeCache } from "./knn-width.js";
-import {
-  type CalibrateOptions,
-  type Calibration,
-  calibrateIndex,
-  calibratedWidth,
-  calibrationDue,
-  calibrationOfMeta,
-  CALIBRATION,
-} from "./knn-calibration.js";
-import { allIds, checkLayout, dropIndex, ensureIndex, findIndex, type IndexInfo } from "./indices.js";
+import type { CalibrateOptions, Calibration } from "./knn-calibration.js";
+import { allIds, checkLayout, dropIndex, findIndex } from "./indices.js";
 import type { Clause, MemoryScope, VectorSearchOptions, VectorSearchResult, VectorStore } from "./types.js";
+import { deleteDoc, putDoc, searchHits, searchPages } from "./port.js";
 import { type Operations, traced } from "./tracing.js";
+import { VectorIndex } from "./vector-index.js";
 
 /** The memory operation of each traced method (src/tracing.ts). */
 const VECTOR_OPERATIONS: Operations = {
@@ -121,125 +113,6 @@ function scopeFilter(scope: MemoryScope | undefined): Record<string, unknown> | 
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-/** Shared state of one vector index: its connection and, once it exists, its alias and dimension. */
-class VectorIndex {
-  info: IndexInfo | null = null;
-  private creating: Promise<IndexInfo> | null = null;
-  /** Entries and segments of the index, for the search width. */
-  readonly shape = new ShapeCache(async () => {
-    if (!this.info) return undefined;
-    const r = await this.conn.request({
-      method: "GET",
-      path: `/${this.info.alias}/_stats/docs,segments`,
-      query: { filter_path: "_all.primaries.docs.count,_all.primaries.segments.count" },
-      what: `read the size of ${this.info.alias}`,
-    });
-    return shapeOfStats(r.body);
-  });
-
-  constructor(
-    readonly conn: Connection,
-    readonly prefix: string,
-    readonly hnsw: { m?: number; efConstruction?: number } = {},
-    readonly layout: IndexLayout = {},
-    readonly candidates?: number,
-  ) {}
-
-  /** HNSW candidates per segment for the `k` nearest: the option, else from the index's shape. */
-  async width(k: number): Promise<number> {
-    if (this.candidates !== undefined) return Math.max(k, this.candidates);
-    const calibration = this.calibration;
-    const shape = await this.shape.get();
-    const rule = () => knnWidth(k, shape, this.info?.meta.hnsw?.m, this.conn.engine);
-    if (!calibration) return rule();
-    const width = calibratedWidth(calibration, k, shape);
-    // The index moved away from what was measured (a merge, a load without calibrate): at least the rule until the
-    // next calibration (the first search's after a load, or `calibrate()`).
-    return shape && calibrationDue(calibration, shape) ? Math.max(width, rule()) : width;
-  }
-
-  /** The width measured on the index (its `_meta`), if any. */
-  get calibration(): Calibration | undefined {
-    return calibrationOfMeta(this.info?.meta);
-  }
-
-  /** Measure and record the width (see `OpenSearchVectorStore.calibrate`); `filter`: the store's scope. */
-  async calibrate(filter: Clause | undefined, o: CalibrateOptions = {}): Promise<Calibration> {
-    if (!this.info) this.info = await findIndex(this.conn, this.prefix, "vectors");
-    if (!this.info) throw new VectorStoreError("calibrate: the vector index does not exist yet; upsert first");
-    const info = this.info;
-    await this.conn.refreshNow(info.alias);
-    this.shape.reset();
-    const shape = (await this.shape.get()) ?? { docs: 0, segments: 0 };
-    const result = await calibrateIndex(this.conn, info.alias, info.meta, shape, filter, o);
-    if (o.record !== false) info.meta = { ...info.meta, [CALIBRATION.meta_key]: result };
-    this.shape.reset(); // the next search reads the shape again (a merge after a load changes it at once)
-    return result;
-  }
-
-  /** A load (`upsertMany`) ended since the last check: the next search calibrates if due (`settle`), never a part. */
-  settlePending = false;
-  private settling: Promise<unknown> | null = null;
-
-  /**
-   * Before a search: when a load ended since the last check, calibrate once if due (issue 53: on the settled index,
-   * not per part of a load). Concurrent searches share the one measurement. A failed calibration does not fail the
-   * search: the width stays at least the rule's while the record is stale (`width`), and the next load checks again.
-   */
-  async settle(filter: Clause | undefined): Promise<void> {
-    if (this.settlePending) {
-      this.settlePending = false;
-      this.settling ??= this.calibrateIfDue(filter)
-        .catch(() => undefined)
-        .finally(() => {
-          this.settling = null;
-        });
-    }
-    if (this.settling) await this.settling;
-  }
-
-  /** Calibrate when `knn_calibration.due_rule` holds (after a load); not with a fixed `knnCandidates`. */
-  async calibrateIfDue(filter: Clause | undefined): Promise<Calibration | undefined> {
-    if (this.candidates !== undefined || !this.info) return undefined;
-    await this.conn.refreshNow(this.info.alias);
-    this.shape.reset();
-    const shape = await this.shape.get();
-    if (!shape || !calibrationDue(this.calibration, shape)) return undefined;
-    try {
-      return await this.calibrate(filter);
-    } catch (exc) {
-      // A role that may search but not put mappings (or read index stats) loads without a calibration.
-      if ([401, 403].includes((exc as { status?: number }).status ?? 0)) return undefined;
-      throw exc;
-    }
-  }
-
-  get dims(): number | undefined {
-    return this.info?.meta.dims;
-  }
-
-  /** The index, created with `dims` if missing. */
-  async ensure(dims: number): Promise<IndexInfo> {
-    if (this.info) return this.info;
-    this.creating ??= ensureIndex(this.conn, this.prefix, "vectors", () => ({ dims, hnsw: this.hnsw }), this.layout).finally(() => {
-      this.creating = null;
-    });
-    this.info = await this.creating;
-    return this.info;
-  }
-
-  checkDims(embedding: number[], what: string): void {
-    const dims = this.dims;
-    if (dims !== undefined && embedding.length !== dims) {
-      throw new VectorStoreError(
-        `${what}: dimension mismatch: the index ${this.info?.index} holds ${dims}-dimensional vectors, got ` +
-          `${embedding.length}; use one embedding model per indexPrefix`,
-        { details: { expected: dims, actual: embedding.length } },
-      );
-    }
-  }
-}
-
 class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   private readonly fixed: Record<string, unknown> | undefined;
 
@@ -295,14 +168,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     this.idx.checkDims(embedding, `upsert ${id}`);
     const info = await this.idx.ensure(embedding.length);
     this.idx.checkDims(embedding, `upsert ${id}`);
-    const conn = this.idx.conn;
-    await conn.write(info.alias, {
-      method: "PUT",
-      path: `/${info.alias}/_doc/${encodeURIComponent(id)}`,
-      query: conn.indexQuery(),
-      body: vectorDoc(id, embedding, this.metadataFor(id, metadata)),
-      what: `upsert vector ${id}`,
-    });
+    await putDoc(this.idx.conn, info.alias, id, vectorDoc(id, embedding, this.metadataFor(id, metadata)), `upsert vector ${id}`);
   }
 
   async upsertMany(
@@ -359,19 +225,14 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
     const conn = this.idx.conn;
     await this.idx.settle(vectorFilter(undefined, this.fixed));
     await conn.beforeRead(this.idx.info.alias);
-    const r = await conn.request({
-      method: "POST",
-      path: `/${this.idx.info.alias}/_search`,
-      body: knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed), await this.idx.width(topK)),
-      what: "vector search",
-    });
-    const hits: any[] = r.body?.hits?.hits ?? [];
+    const body = knnBody(conn.engine, embedding, topK, vectorFilter(options.filter, this.fixed), await this.idx.width(topK));
+    const hits = await searchHits<{ metadata?: Record<string, unknown> | null }>(conn, this.idx.info.alias, body, "vector search");
     const out: VectorSearchResult[] = [];
     for (const h of hits.slice(0, topK)) {
-      const score = vectorScore(h._score);
+      const score = vectorScore(h.score);
       if (options.threshold !== undefined && score < options.threshold) continue;
-      const result: VectorSearchResult = { id: h._id, score };
-      const metadata = h._source?.metadata;
+      const result: VectorSearchResult = { id: h.id, score };
+      const metadata = h.source.metadata;
       if (metadata !== null && metadata !== undefined) result.metadata = metadata;
       out.push(result);
     }
@@ -383,13 +244,7 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
       this.idx.info = await findIndex(this.idx.conn, this.idx.prefix, "vectors");
       if (!this.idx.info) return;
     }
-    const conn = this.idx.conn;
-    await conn.write(this.idx.info.alias, {
-      method: "DELETE",
-      path: `/${this.idx.info.alias}/_doc/${encodeURIComponent(id)}`,
-      accept: [404],
-      what: `delete vector ${id}`,
-    });
+    await deleteDoc(this.idx.conn, this.idx.info.alias, id, `delete vector ${id}`);
   }
 
   async listIds(): Promise<string[]> {
@@ -437,17 +292,11 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
 
 async function scopedIds(conn: Connection, alias: string, filter: Clause | undefined): Promise<string[]> {
   const ids: string[] = [];
-  let after: string | undefined;
   const size = 5000;
   await conn.beforeRead(alias);
-  for (;;) {
-    const body = matchingIdsBody(filter, size, after);
-    const r = await conn.request({ method: "POST", path: `/${alias}/_search`, body, what: `list ids of ${alias}` });
-    const hits: any[] = r.body?.hits?.hits ?? [];
-    for (const h of hits) ids.push(h._id);
-    if (hits.length < size) return ids;
-    after = hits[hits.length - 1].sort[0];
-  }
+  const body = (after: unknown[] | undefined) => matchingIdsBody(filter, size, after?.[0] as string | undefined);
+  for await (const hits of searchPages(conn, alias, body, size, `list ids of ${alias}`)) ids.push(...hits.map((h) => h.id));
+  return ids;
 }
 
 /** A VectorStore over `<indexPrefix>-memorie-vectors` (created with `dimensions`, or on the first upsert). */

@@ -5,7 +5,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 
-import { knnWidth, MAX_CANDIDATES, shapeOfStats, ShapeCache, WIDE_GRAPH_SCALE, WIDTH_FRACTION } from "../src/knn-width.js";
+import { knnWidth, MAX_CANDIDATES, ShapeCache, WIDE_GRAPH_SCALE, WIDTH_FRACTION } from "../src/knn-width.js";
+import { shapeOfStats } from "../src/port-indices.js";
 import { knnCandidates } from "../src/settings.js";
 import {
   CALIBRATION,

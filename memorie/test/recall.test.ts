@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { createVectorStore } from "../src/index.js";
-import { knnWidth, shapeOfStats } from "../src/knn-width.js";
+import { knnWidth } from "../src/knn-width.js";
+import { shapeOfStats } from "../src/port-indices.js";
 import { CALIBRATION } from "../src/knn-calibration.js";
 import { HNSW } from "../src/settings.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";

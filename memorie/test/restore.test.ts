@@ -16,7 +16,7 @@ import {
 } from "../src/index.js";
 import { makeMemory, rejectsWithCode } from "../src/contract/common.js";
 import { dialectOf } from "../src/engine-dialect.js";
-import { countMismatches, planRestore } from "../src/restore.js";
+import { countMismatches, planRestore } from "../src/restore-plan.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
 
 const TENANTS = ["t-a", "t-b"];

@@ -5,8 +5,9 @@ Python: `store/`, `reme/`, `cli/` and `sync/` speak in models, capabilities and 
 modules and the port (`reme_es/adapters/`) hold the rest. What is read is the code (the syntax tree): docstrings,
 comments and messages may name `_msearch` or a key, and an engine's name may be shown, just not branched on.
 TypeScript: `memorie/src` outside its dialect files branches on no engine name (the engine dialect objects of
-`engine-dialect.ts` decide) and builds no request body (`dialect.ts`, `vector-dialect.ts`, `engine-dialect.ts` do);
-the k-NN width modules also name no REST path and read no answer (`port.ts` does).
+`engine-dialect.ts` decide) and builds no request body (`dialect.ts`, `vector-dialect.ts`, `relation-dialect.ts`,
+`engine-dialect.ts` do); outside its port (`port*.ts`, over `transport.ts` and `connection.ts`) it sends no request,
+names no REST path and reads no answer's layout: the stores speak in the port's typed calls and hits.
 """
 
 from __future__ import annotations
@@ -116,9 +117,23 @@ def f(port, caps, answer):
 # ---------------------------------------------------------------------------------------------------- TypeScript
 
 MEMORIE = Path(__file__).resolve().parents[2] / "memorie" / "src"
-# the dialect files: the engine dialect objects, the pure builders of bodies, clauses and mappings, the shared settings,
-# and the typed requests under calibration (`port.ts`)
-TS_DIALECTS = {"engine-dialect.ts", "dialect.ts", "vector-dialect.ts", "metadata.ts", "settings.ts", "port.ts"}
+# the dialect files: the engine dialect objects, the pure builders of bodies, clauses and mappings, the shared settings
+TS_DIALECTS = {
+    "engine-dialect.ts",
+    "dialect.ts",
+    "vector-dialect.ts",
+    "relation-dialect.ts",
+    "metadata.ts",
+    "settings.ts",
+}
+# the port and the transport under it: the typed requests of the stores (`port.ts`: searches, documents and the
+# calibration's; `port-indices.ts`, `port-upkeep.ts`, `port-snapshots.ts`), the connection that opens and sends them
+# (engine detection, the cluster check, retries, error messages); the only files that name a REST path, send a request
+# or read an answer's layout
+TS_PORT = {
+    "port.ts", "port-indices.ts", "port-upkeep.ts", "port-snapshots.ts",
+    "transport.ts", "transport-errors.ts", "retry.ts", "connection.ts", "cluster.ts",
+}  # fmt: skip
 _TS_NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 TS_ENGINE_BRANCH = re.compile(
     r"""[=!]==?\s*["'](opensearch|elasticsearch)["']|["'](opensearch|elasticsearch)["']\s*[=!]==?"""
@@ -127,34 +142,58 @@ TS_DSL_KEYS = re.compile(
     r"\b(bool|must|must_not|should|exists|function_score|script_score|random_score|knn|match_all|match_none"
     r"|track_total_hits|_source|term|terms)\s*:|\bids\s*:\s*\{"
 )
-TS_REST_AND_ANSWERS = re.compile(r"/_(search|msearch|mapping|snapshot|count)\b|\.(hits|_source|_score|took)\b")
-# no module outside the dialect files builds a body (issue 51); the calibration also names no REST path and reads no
-# answer (`port.ts` does). The other modules' REST paths and answer reads are the next step (see docs/ARCHITECTURE.md).
-TS_NO_REST = {"knn-calibration.ts", "knn-width.ts"}
+# a request sent in place (`conn.request(`, a `path:` given a literal, a literal REST path such as "/_analyze" or
+# `/${index}/_search`) or an answer's layout read (`.hits`, `._source`, `._score`, `._id`, `.took`; not a spread
+# `...hits`). Messages may name a REST path for the reader to run: they do not start with one.
+TS_REQUEST = re.compile(
+    r"""\.request\(|\bpath\s*:\s*[`"']|[`"']/(\$\{[^}]*\}/)*_[a-z]|(?<!\.)\.(hits|_source|_score|_id|took)\b"""
+)
 
 
 def _ts_code(path: Path) -> list[str]:
     return _TS_NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), path.read_text()).splitlines()
 
 
-def test_no_engine_name_branch_in_memorie_outside_its_dialects() -> None:
+def _ts_found(pattern: re.Pattern[str], skip: set[str]) -> list[str]:
     found = []
     for path in sorted(MEMORIE.rglob("*.ts")):
-        if path.name in TS_DIALECTS:
+        if path.name in skip:
             continue
         for n, line in enumerate(_ts_code(path), 1):
-            if TS_ENGINE_BRANCH.search(line):
+            if pattern.search(line):
                 found.append(f"{path.relative_to(MEMORIE)}:{n}: {line.strip()}")
-    assert found == []
+    return found
+
+
+def test_no_engine_name_branch_in_memorie_outside_its_dialects() -> None:
+    assert _ts_found(TS_ENGINE_BRANCH, TS_DIALECTS) == []
 
 
 def test_no_request_body_is_built_in_memorie_outside_its_dialects() -> None:
-    found = []
-    for path in sorted(MEMORIE.rglob("*.ts")):
-        if path.name in TS_DIALECTS:
-            continue
-        patterns = (TS_DSL_KEYS, TS_REST_AND_ANSWERS) if path.name in TS_NO_REST else (TS_DSL_KEYS,)
-        for n, line in enumerate(_ts_code(path), 1):
-            if any(p.search(line) for p in patterns):
-                found.append(f"{path.relative_to(MEMORIE)}:{n}: {line.strip()}")
-    assert found == []
+    assert _ts_found(TS_DSL_KEYS, TS_DIALECTS | TS_PORT) == []
+
+
+def test_no_rest_path_or_answer_read_in_memorie_outside_its_port() -> None:
+    """The stores, indices.ts, forget.ts, restore.ts, bulk-load.ts and the k-NN modules speak in the port's calls."""
+    assert _ts_found(TS_REQUEST, TS_DIALECTS | TS_PORT) == []
+
+
+def test_the_typescript_checker_sees_each_request_kind_and_skips_messages() -> None:
+    flagged = [
+        "const r = await conn.request({ method: 'GET', what });",
+        'await conn.write(alias, { method: "DELETE", path: `/${alias}/_doc/${id}`, what });',
+        'const body = await analyze("/_analyze");',
+        "const p = `/${q(index)}/_count`;",
+        "const hits = r.body?.hits?.hits ?? [];",
+        "for (const h of hits) ids.push(h._id);",
+        "const meta = h._source?.metadata;",
+        "const ms = answer.took;",
+    ]
+    passed = [
+        "ids.push(...hits.map((h) => h.id));",
+        "throw conn.error(`call forget again later, or POST /${alias}/_forcemerge?only_expunge_deletes=true`);",
+        "const built = searchBody(query); send(built.body);",
+        "function operationOf(method: string, path: string) {",
+    ]
+    assert [line for line in flagged if not TS_REQUEST.search(line)] == []
+    assert [line for line in passed if TS_REQUEST.search(line)] == []
