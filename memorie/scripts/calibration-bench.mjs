@@ -14,7 +14,8 @@
 // Recall does not depend on the CPU; times do (a shared 2-core machine: medians of one run, noisy).
 import { createVectorStore } from "../dist/src/index.js";
 import { knnWidth } from "../dist/src/knn-width.js";
-import { ladder, CALIBRATION, probeQueries, sampleBody } from "../dist/src/knn-calibration.js";
+import { ladder, CALIBRATION, probeQueries } from "../dist/src/knn-calibration.js";
+import { dialectOf } from "../dist/src/engine-dialect.js";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -31,7 +32,7 @@ const SAMPLE_SEEDS = arg("sample-seeds", "").split(",").filter((x) => x !== "").
 
 /** `size` stored vectors of a random sample drawn with `seed` (the calibration's sample request). */
 async function sampleVectors(alias, engine, size, seed) {
-  const body = JSON.stringify(sampleBody(engine, undefined, size, seed));
+  const body = JSON.stringify(dialectOf(engine).sampleBody(undefined, size, seed));
   const r = await (await fetch(`${URL_}/${alias}/_search`, { method: "POST", headers: { "content-type": "application/json" }, body })).json();
   return r.hits.hits.map((h) => h._source.embedding);
 }
