@@ -1,4 +1,4 @@
-import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
+import { type LoadOptions, restoreAll, restoreScheduledRefresh, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import { forgetQuery, InvalidQuery, keywordScore, loadTemplate, memoryDoc, memoryFromSource, searchBody } from "./dialect.js";
 import { SearchError } from "./errors.js";
@@ -148,16 +148,22 @@ class OpenSearchSearchStore implements OpenSearchStore {
     return forgetInIndex(this.conn, this.alias, forgetQuery("memories", o), o);
   }
 
-  refresh(): Promise<void> {
-    return this.conn.refreshNow(this.alias);
+  async refresh(): Promise<void> {
+    // and the scheduled refresh a load turned off back on (bulk-load.ts), in the same round trip's time
+    await Promise.all([this.conn.refreshNow(this.alias), restoreScheduledRefresh(this.conn, this.alias)]);
   }
 
-  drop(): Promise<void> {
-    return dropIndex(this.conn, this.prefix, "memories");
+  async drop(): Promise<void> {
+    await restoreScheduledRefresh(this.conn, this.alias, true);
+    await dropIndex(this.conn, this.prefix, "memories");
   }
 
-  close(): Promise<void> {
-    return this.conn.close();
+  async close(): Promise<void> {
+    try {
+      await restoreAll(this.conn);
+    } finally {
+      await this.conn.close();
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
+import { type LoadOptions, restoreAll, restoreScheduledRefresh, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import {
   forgetQuery,
@@ -421,17 +421,23 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   }
 
   async refresh(): Promise<void> {
-    if (this.idx.info) await this.idx.conn.refreshNow(this.idx.info.alias);
+    const alias = this.idx.info?.alias;
+    if (alias) await Promise.all([this.idx.conn.refreshNow(alias), restoreScheduledRefresh(this.idx.conn, alias)]);
   }
 
   async drop(): Promise<void> {
+    if (this.idx.info) await restoreScheduledRefresh(this.idx.conn, this.idx.info.alias, true);
     await dropIndex(this.idx.conn, this.idx.prefix, "vectors");
     this.idx.info = null;
     this.idx.shape.reset();
   }
 
-  close(): Promise<void> {
-    return this.idx.conn.close();
+  async close(): Promise<void> {
+    try {
+      await restoreAll(this.idx.conn);
+    } finally {
+      await this.idx.conn.close();
+    }
   }
 }
 
