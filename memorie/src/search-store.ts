@@ -24,7 +24,8 @@ export interface OpenSearchStore extends SearchStore {
   listIds(): Promise<string[]>;
   /**
    * Index many memories with bulk requests (1000 a page, 2 in flight; 429/5xx items retried), the index's scheduled
-   * refresh off meanwhile (restored after, also on failure), then refresh per the policy.
+   * refresh off meanwhile and between the parts of a load
+   * (restored 2 s after the last call, or by `refresh()`/`close()`; also after a failure), then refresh per the policy.
    */
   indexMany(memories: Iterable<Memory>, options?: LoadOptions & { refresh?: RefreshPolicy }): Promise<void>;
   /**

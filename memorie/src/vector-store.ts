@@ -67,7 +67,8 @@ export interface OpenSearchVectorStore extends VectorStore {
   listIds(): Promise<string[]>;
   /**
    * Upsert many entries with bulk requests (1000 a page, 2 in flight; 429/5xx items retried), the index's scheduled
-   * refresh off meanwhile (restored after, also on failure), then refresh per the policy.
+   * refresh off meanwhile and between the parts of a load
+   * (restored 2 s after the last call, or by `refresh()`/`close()`; also after a failure), then refresh per the policy.
    */
   upsertMany(
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
