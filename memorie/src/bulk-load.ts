@@ -5,7 +5,8 @@
  *
  * A user loads in parts (issue 53: `upsertMany` of 2,000 at a time, then `refresh()`), so the scheduled refresh stays
  * off between the parts: it is put back `RESTORE_AFTER_MS` after the last load of that index in this connection
- * ended (also when it failed), or at once by the store's `refresh()`, `close()` or `drop()`. Turning it off and on
+ * ended (also when it failed), or at once by the store's `refresh()`, `close()` or `drop()`. The timer keeps Node
+ * alive for those 2 s, so a script that ends without `close()` still puts the setting back. Turning it off and on
  * is a cluster-state update each (two per part before; tens to hundreds of ms on a busy node), and each restore let
  * the node refresh, and later merge, a small segment (for vectors: an HNSW graph built, then rebuilt in the merge).
  *
