@@ -170,3 +170,8 @@ export function embedder(set) {
   if (set === "minilm384") return Object.assign(miniLmLike(384), { dims: 384 });
   throw new Error(`unknown embedding set ${set}: use hash256 or minilm384`);
 }
+
+/** A query of `n` words drawn from the Zipf shape's vocabulary on their own (not taken from a stored memory). */
+export function zipfQuery(r, n = 6) {
+  return Array.from({ length: n }, () => zipfWord(r())).join(" ");
+}

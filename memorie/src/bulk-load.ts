@@ -1,12 +1,21 @@
 /**
  * Bulk loads (`indexMany`, `upsertMany`): pages of bulk requests, several in flight, with the index's scheduled
  * refresh off meanwhile (`refresh_interval: -1`, so the node builds a few large segments instead of one per second,
- * and merges less after), restored when the last load of that index in this connection ends, also when it fails.
+ * and merges less after).
+ *
+ * A user loads in parts (issue 53: `upsertMany` of 2,000 at a time, then `refresh()`), so the scheduled refresh stays
+ * off between the parts: it is put back `RESTORE_AFTER_MS` after the last load of that index in this connection
+ * ended (also when it failed), or at once by the store's `refresh()`, `close()` or `drop()`. The timer keeps Node
+ * alive for those 2 s, so a script that ends without `close()` still puts the setting back. Turning it off and on
+ * is a cluster-state update each (two per part before; tens to hundreds of ms on a busy node), and each restore let
+ * the node refresh, and later merge, a small segment (for vectors: an HNSW graph built, then rebuilt in the merge).
  *
  * A load is not atomic, with or without this: another reader (another process, or this store's own deferred
  * refresh before a concurrent read) can see a part of it while it runs, as it can see any write as soon as the
  * index is refreshed. Memorie's engine never relies on more (its `reindex()` pages through `index()` one memory at
- * a time); once a load returns, or throws, the store's next read refreshes first and sees all of it.
+ * a time); once a load returns, or throws, the store's next read refreshes first and sees all of it. Other readers
+ * see it once the scheduled refresh is back: at most `RESTORE_AFTER_MS` plus the interval after the load (sooner
+ * after `refresh()`).
  */
 import type { StoreError } from "./errors.js";
 import { putInterval, readInterval } from "./port-indices.js";
@@ -14,6 +23,8 @@ import type { BulkFailure, BulkOp, Connection } from "./transport.js";
 
 export const DEFAULT_PAGE_SIZE = 1000;
 export const DEFAULT_CONCURRENCY = 2;
+/** How long the scheduled refresh stays off after the last load of an index ended, for the next part of the load. */
+export const RESTORE_AFTER_MS = 2000;
 
 export interface LoadOptions {
   /** Documents per bulk request (default 1000). */
@@ -26,6 +37,10 @@ interface Suspension {
   count: number;
   /** The refresh_interval to put back (null: the node's default; undefined: nothing was changed). */
   restore: Promise<string | null | undefined>;
+  /** The suspension could not be set up (the load that started it threw): nothing to restore, none to reuse. */
+  failed: boolean;
+  /** The restore due `RESTORE_AFTER_MS` after the last load ended (null while a load runs). */
+  timer: ReturnType<typeof setTimeout> | null;
 }
 
 const suspended = new WeakMap<Connection, Map<string, Suspension>>();
@@ -46,23 +61,28 @@ async function suspend(conn: Connection, index: string, fallback: string | null)
 }
 
 /**
- * Run `load` with the scheduled refresh of `index` off. `fallback` is the interval to restore when the index had
- * `-1` already (what a load that was killed before its end leaves behind).
+ * Run `load` with the scheduled refresh of `index` off, and keep it off `restoreAfterMs` after the last load ended
+ * (the next part of the load reuses the suspension). `fallback` is the interval to restore when the index had `-1`
+ * already (what a load that was killed before its end leaves behind).
  */
 export async function withoutScheduledRefresh<T>(
   conn: Connection,
   index: string,
   fallback: string | null,
   load: () => Promise<T>,
+  restoreAfterMs = RESTORE_AFTER_MS,
 ): Promise<T> {
   let byIndex = suspended.get(conn);
   if (!byIndex) suspended.set(conn, (byIndex = new Map()));
   let s = byIndex.get(index);
-  if (s) s.count++;
-  else {
-    const restore = suspend(conn, index, fallback);
-    s = { count: 1, restore };
-    byIndex.set(index, s);
+  if (s && !s.failed) {
+    s.count++;
+    if (s.timer) clearTimeout(s.timer);
+    s.timer = null;
+  } else {
+    const made: Suspension = { count: 1, restore: suspend(conn, index, fallback), failed: false, timer: null };
+    made.restore.catch(() => (made.failed = true));
+    byIndex.set(index, (s = made));
   }
   const own = s;
   try {
@@ -70,12 +90,34 @@ export async function withoutScheduledRefresh<T>(
     return await load();
   } finally {
     own.count--;
-    if (own.count === 0) {
-      byIndex.delete(index);
-      const value = await own.restore.catch(() => undefined);
-      if (value !== undefined) await putInterval(conn, index, value);
+    if (own.count === 0 && byIndex.get(index) === own) {
+      if (own.failed) byIndex.delete(index);
+      else own.timer = setTimeout(() => void restoreScheduledRefresh(conn, index).catch(() => undefined), restoreAfterMs);
     }
   }
+}
+
+/**
+ * Put the scheduled refresh of `index` back now if no load of it runs in this connection (the store's `refresh()`
+ * and `close()`); `drop`: the index is gone, forget the suspension without a request.
+ */
+export async function restoreScheduledRefresh(conn: Connection, index: string, drop = false): Promise<void> {
+  const byIndex = suspended.get(conn);
+  const s = byIndex?.get(index);
+  if (!byIndex || !s || s.count > 0) return;
+  if (s.timer) clearTimeout(s.timer);
+  byIndex.delete(index);
+  const value = await s.restore.catch(() => undefined);
+  if (value !== undefined && !drop) await putInterval(conn, index, value);
+}
+
+/** Every index's scheduled refresh back (before the connection closes); the first failure is thrown at the end. */
+export async function restoreAll(conn: Connection): Promise<void> {
+  let first: unknown = null;
+  for (const index of [...(suspended.get(conn)?.keys() ?? [])]) {
+    await restoreScheduledRefresh(conn, index).catch((exc) => (first ??= exc));
+  }
+  if (first) throw first;
 }
 
 /** Send `ops` to `index` in pages of `pageSize`, `concurrency` requests in flight; returns the items that failed. */

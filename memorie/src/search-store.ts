@@ -1,4 +1,4 @@
-import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
+import { type LoadOptions, restoreAll, restoreScheduledRefresh, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import {
   forgetQuery,
@@ -35,7 +35,8 @@ export interface OpenSearchStore extends SearchStore {
   listIds(): Promise<string[]>;
   /**
    * Index many memories with bulk requests (1000 a page, 2 in flight; 429/5xx items retried), the index's scheduled
-   * refresh off meanwhile (restored after, also on failure), then refresh per the policy.
+   * refresh off meanwhile and between the parts of a load
+   * (restored 2 s after the last call, or by `refresh()`/`close()`; also after a failure), then refresh per the policy.
    */
   indexMany(memories: Iterable<Memory>, options?: LoadOptions & { refresh?: RefreshPolicy }): Promise<void>;
   /**
@@ -142,16 +143,22 @@ class OpenSearchSearchStore implements OpenSearchStore {
     return forgetInIndex(this.conn, this.alias, forgetQuery("memories", o), o);
   }
 
-  refresh(): Promise<void> {
-    return this.conn.refreshNow(this.alias);
+  async refresh(): Promise<void> {
+    // and the scheduled refresh a load turned off back on (bulk-load.ts), in the same round trip's time
+    await Promise.all([this.conn.refreshNow(this.alias), restoreScheduledRefresh(this.conn, this.alias)]);
   }
 
-  drop(): Promise<void> {
-    return dropIndex(this.conn, this.prefix, "memories");
+  async drop(): Promise<void> {
+    await restoreScheduledRefresh(this.conn, this.alias, true);
+    await dropIndex(this.conn, this.prefix, "memories");
   }
 
-  close(): Promise<void> {
-    return this.conn.close();
+  async close(): Promise<void> {
+    try {
+      await restoreAll(this.conn);
+    } finally {
+      await this.conn.close();
+    }
   }
 }
 

@@ -352,7 +352,7 @@ export class Connection {
    * write; a `true`/`wait_for` policy (the store's or the call's) refreshes now; `false` leaves it to `refresh()`.
    */
   async afterBulk(index: string, policy: RefreshPolicy = this.refresh): Promise<void> {
-    this.visibility?.written(index);
+    this.visibility?.written(index, false); // no background refresh: the scheduled one, once a load is over (bulk-load.ts)
     if (policy === "true" || policy === "wait_for") await this.refreshNow(index);
     else if (policy === "deferred" && !this.visibility) await this.refreshIndex(index);
   }

@@ -1,4 +1,4 @@
-import { type LoadOptions, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
+import { type LoadOptions, restoreAll, restoreScheduledRefresh, sendPages, withoutScheduledRefresh } from "./bulk-load.js";
 import { connect, layoutOf, type Connection, type ConnectionOptions, type RefreshPolicy } from "./connection.js";
 import {
   forgetQuery,
@@ -59,7 +59,8 @@ export interface OpenSearchVectorStore extends VectorStore {
   listIds(): Promise<string[]>;
   /**
    * Upsert many entries with bulk requests (1000 a page, 2 in flight; 429/5xx items retried), the index's scheduled
-   * refresh off meanwhile (restored after, also on failure), then refresh per the policy.
+   * refresh off meanwhile and between the parts of a load
+   * (restored 2 s after the last call, or by `refresh()`/`close()`; also after a failure), then refresh per the policy.
    */
   upsertMany(
     entries: Iterable<{ id: string; embedding: number[]; metadata?: Record<string, unknown> }>,
@@ -276,17 +277,23 @@ class OpenSearchVectorStoreImpl implements OpenSearchVectorStore {
   }
 
   async refresh(): Promise<void> {
-    if (this.idx.info) await this.idx.conn.refreshNow(this.idx.info.alias);
+    const alias = this.idx.info?.alias;
+    if (alias) await Promise.all([this.idx.conn.refreshNow(alias), restoreScheduledRefresh(this.idx.conn, alias)]);
   }
 
   async drop(): Promise<void> {
+    if (this.idx.info) await restoreScheduledRefresh(this.idx.conn, this.idx.info.alias, true);
     await dropIndex(this.idx.conn, this.idx.prefix, "vectors");
     this.idx.info = null;
     this.idx.shape.reset();
   }
 
-  close(): Promise<void> {
-    return this.idx.conn.close();
+  async close(): Promise<void> {
+    try {
+      await restoreAll(this.idx.conn);
+    } finally {
+      await this.idx.conn.close();
+    }
   }
 }
 

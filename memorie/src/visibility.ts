@@ -53,13 +53,17 @@ export class DeferredRefresh {
     return this.state.get(index)?.since != null;
   }
 
-  /** A write to `index` finished (or failed): the next read refreshes first; the background refresh is scheduled. */
-  written(index: string): void {
+  /**
+   * A write to `index` finished (or failed): the next read refreshes first; the background refresh is scheduled
+   * unless `background` is false (a bulk load: the node's scheduled refresh, put back after it, shows it to others;
+   * a refresh between its parts would only cut small segments for the node to merge).
+   */
+  written(index: string, background = true): void {
     const s = this.of(index);
     const t = this.now();
     s.lastWrite = t;
     if (s.since === null) s.since = t;
-    if (s.timer === null) this.schedule(index, s);
+    if (background && s.timer === null) this.schedule(index, s);
   }
 
   /** Before a read of `index`: refresh once if a write finished since the last refresh began. */

@@ -1,10 +1,11 @@
-// Bulk loads (src/bulk-load.ts): the scheduled refresh is off during indexMany/upsertMany and restored after, also
-// when the load fails; pages go out `concurrency` at a time. First with a scripted sender (the request order), then
-// on the real nodes (the setting restored on the node after a failed load, the stored part kept).
+// Bulk loads (src/bulk-load.ts): the scheduled refresh is off during indexMany/upsertMany and between the parts of a
+// load (issue 53), restored a while after the last part, or by refresh()/close(), also when the load fails; pages go
+// out `concurrency` at a time. First with a scripted sender (the request order), then on the real nodes (the setting
+// restored on the node after a failed load, the stored part kept).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { sendPages, withoutScheduledRefresh } from "../src/bulk-load.js";
+import { RESTORE_AFTER_MS, restoreScheduledRefresh, sendPages, withoutScheduledRefresh } from "../src/bulk-load.js";
 import { Connection } from "../src/connection.js";
 import { makeMemory } from "../src/contract/common.js";
 import { SearchError, VectorStoreError } from "../src/errors.js";
@@ -43,14 +44,30 @@ const GET = "GET /i/_settings/index.refresh_interval";
 const put = (v: string | null) => `PUT /i/_settings {"index":{"refresh_interval":${JSON.stringify(v)}}}`;
 
 describe("bulk load, scripted node", () => {
-  it("turns the scheduled refresh off, sends pages two at a time, then restores the interval it read", async () => {
+  it("turns the scheduled refresh off, sends pages two at a time, keeps it off until restored, then the interval read", async () => {
     const { conn, seen, maxInFlight } = scripted("1s");
     const { failures, total } = await withoutScheduledRefresh(conn, "i", null, () =>
       sendPages(conn, "i", ops(2500), (n) => `load ${n}`, { pageSize: 1000, concurrency: 2 }),
     );
     assert.deepEqual([failures, total], [[], 2500]);
-    assert.deepEqual(seen, [GET, put("-1"), "bulk 1000", "bulk 1000", "bulk 500", put("1s")]);
+    assert.deepEqual(seen, [GET, put("-1"), "bulk 1000", "bulk 1000", "bulk 500"]);
     assert.equal(maxInFlight(), 2);
+    await restoreScheduledRefresh(conn, "i");
+    assert.deepEqual(seen.slice(5), [put("1s")]);
+    await restoreScheduledRefresh(conn, "i");
+    assert.equal(seen.length, 6, "restored once");
+  });
+
+  it("a load in parts turns it off once and on once; the timer restores it after the last part", async () => {
+    const { conn, seen } = scripted("1s");
+    for (let part = 0; part < 3; part++) {
+      await withoutScheduledRefresh(conn, "i", null, () => sendPages(conn, "i", ops(3), () => "load"), 30);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.deepEqual(seen, [GET, put("-1"), "bulk 3", "bulk 3", "bulk 3"]);
+    await new Promise((r) => setTimeout(r, 80));
+    assert.deepEqual(seen.slice(5), [put("1s")]);
+    assert.ok(RESTORE_AFTER_MS >= 1000, "the default gives the caller time to build the next part");
   });
 
   it("restores after a failed load; a leftover -1 is restored to the fallback; none set: the node's default", async () => {
@@ -63,26 +80,34 @@ describe("bulk load, scripted node", () => {
       withoutScheduledRefresh(failing.conn, "i", "1s", () => sendPages(failing.conn, "i", broken(), () => "load", { pageSize: 1000 })),
       /bad item 1500/,
     );
+    await restoreScheduledRefresh(failing.conn, "i");
     assert.deepEqual(failing.seen, [GET, put("-1"), "bulk 1000", put("5s")]);
     const leftover = scripted("-1");
     await withoutScheduledRefresh(leftover.conn, "i", "1s", () => sendPages(leftover.conn, "i", ops(3), () => "load"));
+    await restoreScheduledRefresh(leftover.conn, "i");
     assert.deepEqual(leftover.seen, [GET, put("-1"), "bulk 3", put("1s")]);
     const unset = scripted(null);
     await withoutScheduledRefresh(unset.conn, "i", "1s", () => sendPages(unset.conn, "i", ops(3), () => "load"));
+    await restoreScheduledRefresh(unset.conn, "i");
     assert.deepEqual(unset.seen, [GET, put("-1"), "bulk 3", put(null)]);
   });
 
   it("a user who may not manage the index (403) still loads, with the scheduled refresh left on", async () => {
     const { conn, seen } = scripted("1s", 403);
     await withoutScheduledRefresh(conn, "i", "1s", () => sendPages(conn, "i", ops(3), () => "load"));
+    await restoreScheduledRefresh(conn, "i");
     assert.deepEqual(seen, [GET, "bulk 3"]);
   });
 
-  it("two loads of one index in one connection: one suspension, restored when the last ends", async () => {
+  it("two loads of one index at once: one suspension; a restore while one runs waits for none and sends nothing", async () => {
     const { conn, seen } = scripted("1s");
     const load = () => withoutScheduledRefresh(conn, "i", null, () => sendPages(conn, "i", ops(2), () => "load"));
-    await Promise.all([load(), load()]);
-    assert.deepEqual(seen, [GET, put("-1"), "bulk 2", "bulk 2", put("1s")]);
+    const both = Promise.all([load(), load()]);
+    await restoreScheduledRefresh(conn, "i");
+    await both;
+    assert.deepEqual(seen, [GET, put("-1"), "bulk 2", "bulk 2"]);
+    await restoreScheduledRefresh(conn, "i", true); // the index was dropped: nothing to put back
+    assert.equal(seen.length, 4);
   });
 });
 
@@ -107,14 +132,17 @@ for (const { engine, url } of targets) {
         assert.match(e.message, /memory m250 has no string content/);
         return true;
       });
-      assert.equal(await intervalOf(url, search.info.alias), "1s");
+      assert.equal(await intervalOf(url, search.info.alias), "-1", "off until the next part or the timer");
+      await new Promise((r) => setTimeout(r, RESTORE_AFTER_MS + 500));
+      assert.equal(await intervalOf(url, search.info.alias), "1s", "restored by the timer");
       assert.deepEqual(await search.listIds(), ms.slice(0, 200).map((m) => m.id), "the two pages sent before are stored");
       const entries = ms.map((m, i) => ({ id: m.id, embedding: i === 150 ? [1, 0, 0] : [1, i, 0, 1] }));
       await assert.rejects(vectors.upsertMany(entries, { pageSize: 100 }), (e: VectorStoreError) => {
         assert.match(e.message, /upsert m150: dimension mismatch/);
         return true;
       });
-      assert.equal(await intervalOf(url, vAlias), "1s");
+      await vectors.refresh();
+      assert.equal(await intervalOf(url, vAlias), "1s", "restored by refresh()");
       assert.equal((await vectors.listIds()).length, 100);
     });
 
@@ -126,9 +154,12 @@ for (const { engine, url } of targets) {
         method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ index: { refresh_interval: "-1" } }),
       });
       assert.equal(await intervalOf(url, alias), "-1");
-      await search.indexMany([makeMemory({ content: "left over" })]);
-      assert.equal(await intervalOf(url, alias), "1s");
-      assert.equal((await search.search({ query: "left over" })).length, 1);
+      const loader = await createSearchStore({ url, indexPrefix: prefix }); // closed here: not the suite's to drop
+      await loader.indexMany([makeMemory({ content: "left over" })]);
+      assert.equal((await loader.search({ query: "left over" })).length, 1);
+      assert.equal(await intervalOf(url, alias), "-1");
+      await loader.close();
+      assert.equal(await intervalOf(url, alias), "1s", "restored by close()");
     });
   });
 }

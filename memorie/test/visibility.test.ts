@@ -35,6 +35,18 @@ describe("deferred refresh", () => {
     await v.flush();
   });
 
+  it("a bulk call's writes (background false) are refreshed before the next read, never in the background", async () => {
+    const calls: string[] = [];
+    const v = new DeferredRefresh(async (i) => void calls.push(i), 10);
+    v.written("a", false);
+    assert.equal(v.pending("a"), true);
+    await new Promise((r) => setTimeout(r, 60));
+    assert.deepEqual(calls, [], "no background refresh between the parts of a load");
+    await v.beforeRead("a");
+    assert.deepEqual(calls, ["a"]);
+    await v.flush();
+  });
+
   it("concurrent readers share one refresh; a write finishing during it makes the next read refresh again", async () => {
     const g = gatedRefresh();
     const v = new DeferredRefresh(g.refresh, 60_000);
