@@ -20,10 +20,20 @@ from collections.abc import Callable
 
 from ..store import MemoryStore
 from ..store.optimize_job import RULE, optimize_for_search
-from .background import cancel
+from .background import OPTIMIZING, cancel
 from .width import KnnWidth
 
 _running: dict[str, asyncio.Task] = {}  # chunks index -> the optimize job waiting or running for it in this process
+
+
+async def _optimizing(store: MemoryStore) -> dict | None:
+    """`optimize_for_search`, the index marked as merging meanwhile (no background width calibration beside it)."""
+    index = store.admin.chunks_index
+    OPTIMIZING.add(index)
+    try:
+        return await optimize_for_search(store)
+    finally:
+        OPTIMIZING.discard(index)
 
 
 class OptimizeJob:
@@ -60,7 +70,7 @@ class OptimizeJob:
             while (left := self.last_write + RULE["idle_s"] - time.monotonic()) > 0:
                 await asyncio.sleep(left)
             await self._width.wait()  # a calibration of the graphs about to be merged ends first
-            self.last = result = await optimize_for_search(store)
+            self.last = result = await _optimizing(store)
             if result is not None:
                 after, width = result["after"]["chunks"], result["knn_width"]
                 self._log.info(
@@ -82,7 +92,7 @@ class OptimizeJob:
         result = None
         if self.enabled:
             await self._width.wait()
-            result = await optimize_for_search(store)
+            result = await _optimizing(store)
         if result is None:
             result = await store.optimize()
         before, after, width = result["before"]["chunks"], result["after"]["chunks"], result.get("knn_width")
