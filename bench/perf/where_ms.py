@@ -131,6 +131,12 @@ class Bench:
         ms = (time.perf_counter() - t) * 1000
         return ms, [self.ids.get(h["_id"], -1) for h in answer["hits"]["hits"]]
 
+    async def node_cpu_s(self) -> float:
+        """CPU seconds the node's process has used (its `_nodes` stats), to difference around a merge."""
+        async with self.http.get(f"{self.url}/_nodes/_local/stats/process") as resp:
+            answer = await resp.json()
+        return next(iter(answer["nodes"].values()))["process"]["cpu"]["total_in_millis"] / 1000
+
     def force_width(self, width: int, stats: dict) -> None:
         """The store searches at `width` (a record of it, as a calibration would leave)."""
         self.store.indices.knn_calibration = Calibration(
@@ -235,14 +241,16 @@ async def one_shape(args, shape: str, http: aiohttp.ClientSession) -> dict[str, 
         record, during = await bench.searching(store.calibrate())
         out["calibration"].append(_calibration_row(shape, loaded, record, idle, during))
         r_before, before = await bench.idle_searches()
+        cpu = await bench.node_cpu_s()
         job, merging = await bench.searching(optimize_for_search(store, force=True, calibrate=False))
         merged = await bench.settle()
+        cpu = await bench.node_cpu_s() - cpu  # the searches beside it included
         _, idle_merged = await bench.idle_searches()  # at the width recorded before the merge
         record_after, during_after = await bench.searching(store.calibrate())
         out["calibration"].append(_calibration_row(shape, merged, record_after, idle_merged, during_after))
         r_after, after = await bench.idle_searches()
         out["optimize"].append(
-            [shape, f"{loaded['segments']} -> {merged['segments']}", job["seconds"] if job else "-"]
+            [shape, f"{loaded['segments']} -> {merged['segments']}", job["seconds"] if job else "-", round(cpu, 1)]
             + [p(before, 50), p(merging, 50), p(merging, 99), len(merging)]
             + [record.width, round(r_before, 3), record_after.width, round(r_after, 3), p(after, 50)]
         )
@@ -273,8 +281,9 @@ CALIBRATION_HEADERS = (
     "p50 during", "p99 during", "searches during",
 )  # fmt: skip
 OPTIMIZE_HEADERS = (
-    "shape", "segments", "merge wall s", "vector p50 before", "p50 during merge", "p99 during merge",
-    "searches during", "width before", "recall before", "width after", "recall after", "vector p50 after",
+    "shape", "segments", "merge wall s", "node CPU s (merge + searches)", "vector p50 before", "p50 during merge",
+    "p99 during merge", "searches during", "width before", "recall before", "width after", "recall after",
+    "vector p50 after",
 )  # fmt: skip
 
 
