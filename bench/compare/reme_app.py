@@ -169,8 +169,11 @@ async def upsert_all(fs, corpus: Corpus, size: int, vectors_out: np.memmap) -> t
 
 async def settle(fs) -> float:
     """reme-es: wait until the node runs no merge on the chunks index and the file store has measured its k-NN width
-    when due (`reme_es.reme.width`: it starts once the merges are done), so queries are measured on the index as it
-    stays, at the width its searches keep; the seconds waited."""
+    when due (`reme_es.reme.width`: it starts once the merges are done), then until its optimize job has merged the
+    index and measured the width again when due (`reme_es.reme.optimize`: it starts once the store has been idle for
+    `optimize_job.idle_s`), so queries are measured on the index as it stays, at the width its searches keep. The
+    seconds of work: the wait for merges and the first calibration, plus the job's merge and calibration (not the idle
+    time before the job starts, when searches run as fast as before it; `fs.optimizer.last` has what it did)."""
     from bench.common import Raw
 
     raw, t = Raw(fs.store.dialect), time.perf_counter()
@@ -178,8 +181,15 @@ async def settle(fs) -> float:
         stats = await raw.request("GET", f"/{fs.store.index('chunks')}/_stats/merge")
         if stats["_all"]["primaries"]["merges"]["current"] == 0:
             await fs.knn_width.wait()
-            return time.perf_counter() - t
+            break
         await asyncio.sleep(0.2)
+    waited = time.perf_counter() - t
+    optimizer = getattr(fs, "optimizer", None)
+    if optimizer is not None and optimizer.enabled:
+        await optimizer.wait()
+        if (job := optimizer.last) is not None:
+            waited += job["seconds"] + ((job.get("knn_width") or {}).get("seconds") or 0.0)
+    return waited
 
 
 async def reupsert_unchanged(fs, corpus: Corpus, files: int = REUPSERT_FILES) -> float:
@@ -288,13 +298,20 @@ async def node_heap_mib(fs) -> float | None:
 async def run_worker(args) -> dict:
     backend, size = args.worker, args.size
     corpus = set_corpus(Corpus(args.workload))
+    if getattr(args, "files_per_call", None):
+        corpus.files_per_call = args.files_per_call
     work = Path(args.workdir)
     ws = work / "workspace"
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     prefix = f"{args.prefix}-{backend.replace('.', '')}"
     cfg = app_config(ws, backend, args.url, prefix, args.refresh_after)
-    result: dict = {"backend": backend, "size": size, "workload": args.workload}
+    result: dict = {
+        "backend": backend,
+        "size": size,
+        "workload": args.workload,
+        "files_per_call": corpus.files_per_call,
+    }
     vectors = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(size, DIMS))
     anon = AnonPeak()
 
@@ -306,6 +323,14 @@ async def run_worker(args) -> dict:
     result["upsert_s"], result["dump_s"] = await upsert_all(fs, corpus, size, vectors)
     if backend in FLAVOURS:
         result["merge_s"] = await settle(fs)
+        if (job := getattr(fs, "optimizer", None)) is not None and job.last is not None:  # the optimize job's share
+            width = job.last.get("knn_width") or {}
+            segments = f"{job.last['before']['chunks']['segments']} -> {job.last['after']['chunks']['segments']}"
+            result["optimize"] = {
+                "merge_s": job.last["seconds"],
+                "calibration_s": width.get("seconds"),
+                "segments": segments,
+            }
         record = fs.store.indices.knn_calibration  # what the queries below search with (None: the rule)
         if record is not None:
             result["knn_width"] = {k: getattr(record, k) for k in ("width", "recall", "stopped", "seconds")}

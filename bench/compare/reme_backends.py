@@ -20,8 +20,11 @@ spread over 12 months); vectors are 384-d from a deterministic fake embedding mo
 Measured per backend and size:
   upsert + dump s     all `file_store.upsert` calls, then one `dump()` as ReMe's index step does after its batches
                       (the in-process stores persist then; reme-es makes the writes searchable)
-  merging after s     reme-es: how long the node went on merging segments after that; the queries wait for it, so
-                      they are measured on the index as it stays. Ingest to steady state = upsert + dump + merging
+  merging after s     reme-es: how long the node went on merging segments after that, the file store's width
+                      calibration, and its optimize job's merge and calibration (`reme_es.reme.optimize`: after
+                      `optimize_job.idle_s` idle, not counted; the result's `optimize` has its share); the queries
+                      wait for them, so they are measured on the index as it stays. Ingest to steady state = upsert +
+                      dump + merging. `--files-per-call` and `--refresh-after` vary the load (bulk size, refresh)
   re-upsert s         the first 100 files upserted again unchanged, chunks without vectors (a touched file, as
                       ReMe's chunker hands it over): each store should keep what it has
   restart s           a new Application: `start()` until the first keyword answer (ReMe's stores load their files)
@@ -157,6 +160,8 @@ def run_one(backend: str, size: int, workload: str, url: str | None, args, work:
     ]
     if args.refresh_after is not None:
         cmd += ["--refresh-after", str(args.refresh_after)]
+    if args.files_per_call is not None:
+        cmd += ["--files-per-call", str(args.files_per_call)]
     if url:
         cmd += ["--url", url]
     print(f"# {LABELS[backend]}, {size:,} chunks, workload {workload} ...", file=sys.stderr, flush=True)
@@ -354,6 +359,13 @@ def main() -> None:
         type=float,
         default=None,
         help="reme-es: the file store's refresh_after (default: its own, 1 s; 0 = refresh after every call)",
+    )
+    p.add_argument(
+        "--files-per-call",
+        type=int,
+        default=None,
+        help="files per upsert call, every backend alike (default: the workload's, topics 100, hash 500; 10 chunks a "
+        "file): the bulk size a ReMe index step hands the store",
     )
     p.add_argument("--prefix", default=PREFIX, help=f"index prefix of the reme-es backends (default {PREFIX})")
     p.add_argument("--worker", help=argparse.SUPPRESS)

@@ -191,7 +191,25 @@ def reme_table(runs: list[Path], out: list[str]) -> dict[str, list]:
     if widths:
         out.append("")
         out.append("k-NN width each run searched with (why its calibration stopped): " + "; ".join(widths))
+    jobs = [
+        f"{key}: " + " / ".join(_optimized(r) for r in rows)
+        for key, rows in found.items()
+        if any(r and "optimize" in r for r in rows)
+    ]
+    if jobs:
+        out.append("")
+        out.append(
+            "The optimize job after the load (segments, merge s + calibration s, counted in ingest to steady state): "
+            + "; ".join(jobs)
+        )
     return found
+
+
+def _optimized(row: dict | None) -> str:
+    job = (row or {}).get("optimize")
+    if not job:
+        return "-"
+    return f"{job['segments']}, {job['merge_s']:.1f} + {job.get('calibration_s') or 0:.1f} s"
 
 
 def agents_table(runs: list[Path], out: list[str]) -> None:

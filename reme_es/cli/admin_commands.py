@@ -23,28 +23,40 @@ if TYPE_CHECKING:
 @click.option(
     "--deleted-ratio",
     type=click.FloatRange(0, 1),
-    help="Expunge deletes in indices with at least this share of deleted docs (default: MemoryStore.optimize's, 0.1).",
+    help="Only expunge deletes, in indices with at least this share of deleted docs, instead of merging for search "
+    "(ReMe's optimize_index, when no merge is due, uses MemoryStore.optimize's, 0.1).",
 )
-@click.option("--max-segments", type=click.IntRange(1), help="Merge down to this many segments instead.")
+@click.option(
+    "--max-segments",
+    type=click.IntRange(1),
+    help="Merge down to this many segments (default: engine_settings.json optimize_job.segments).",
+)
 @click.option(
     "--calibrate",
     is_flag=True,
-    help="Measure the k-NN width on the index even when not due (it is measured after a merge when the index's "
-    "shape changed; docs/benchmarks.md).",
+    help="Measure the k-NN width on the index even when not due (it is measured after a merge that changed the "
+    "segment count, and when due; docs/benchmarks.md).",
 )
 @click.option("--json", "as_json", is_flag=True)
 @common()
 def optimize(deleted_ratio, max_segments, calibrate, as_json, workspace, config_file, **flags):
-    """Force-merge the indices: expunge deleted documents (or merge to --max-segments); measure the k-NN width."""
+    """Merge the indices to the segments search wants, then measure the k-NN width (--deleted-ratio: expunge only).
+
+    The optimize job at once (docs/operations.md): segments before and after, the merge's time, the width after it."""
     _run(lambda: _optimize(_settings(workspace, config_file, **flags), deleted_ratio, max_segments, calibrate, as_json))
 
 
 async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, as_json) -> int:
+    from ..store.optimize_job import optimize_for_search
+
     store = await _open(settings, create=False)
     try:
-        # No --deleted-ratio: the store's default (written once, in MemoryStore.optimize).
-        ratio = {} if deleted_ratio is None else {"deleted_ratio": deleted_ratio}
-        result = await store.optimize(max_segments=max_segments, calibrate=not calibrate, **ratio)
+        if deleted_ratio is not None and max_segments is None:
+            result = await store.optimize(deleted_ratio=deleted_ratio, calibrate=not calibrate)
+        else:  # the optimize job, at once: merged whatever the shape (no --max-segments: the rule's segment count)
+            job = await optimize_for_search(store, segments=max_segments, force=True, calibrate=not calibrate)
+            # None: no index stats here (a managed service, a grantee): the plain merge raises what it cannot do
+            result = job if job is not None else await store.optimize(max_segments=max_segments)
         if calibrate:
             result["knn_width"] = (await store.calibrate()).to_meta()
     finally:
@@ -52,6 +64,12 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, a
     if as_json:
         click.echo(json.dumps(result))
         return 0
+    _print_optimized(store, result)
+    return 0
+
+
+def _print_optimized(store: MemoryStore, result: dict) -> None:
+    """What `optimize` did: per index the deleted docs and segments before and after; the merge's time; the width."""
     for kind, before in result["before"].items():
         after = result["after"][kind]
         verb = "merged " if kind in result["merged"] else "left   "
@@ -59,6 +77,8 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, a
             f"{verb}{store.index(kind)}: deleted {before['deleted']} -> {after['deleted']}, "
             f"segments {before['segments']} -> {after['segments']}"
         )
+    if "seconds" in result:
+        click.echo(f"merge: {result['seconds']} s (wall)")
     if width := result.get("knn_width"):
         reached = "reached" if width["reached"] else f"not reached ({width['stopped']})"
         click.echo(
@@ -66,7 +86,6 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, a
             f"target {width['target']} {reached}; measured on {width['docs']} docs in {width['segments']} segments, "
             f"{width['sample']} probes, {width['seconds']} s, {width['requests']} requests"
         )
-    return 0
 
 
 @click.command()

@@ -386,7 +386,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "optimize": (
         "reme_es.cli.admin_commands:optimize",
-        "Force-merge the indices: expunge deleted documents (or merge to --max-segments); measure the k-NN width.",
+        "Merge the indices to the segments search wants, then measure the k-NN width (--deleted-ratio: expunge only).",
     ),
     "templates": (
         "reme_es.cli.admin_commands:templates",

@@ -24,6 +24,7 @@ INDEX_PREFIX_RE: re.Pattern[str] = re.compile(SETTINGS["index_prefix"]["pattern"
 DEFAULT_ENGINE = "auto"  # ask the node (`adapters.engines.resolve_engine`), unless a registered dialect is named
 CALIBRATION_BODIES: dict[str, Any] = SETTINGS["knn_calibration"]["bodies"]  # the dialects' calibration requests
 REFRESH_AFTER_S: float = SETTINGS["refresh"]["after_ms"] / 1000  # the deferred refresh's delay, by default
+OPTIMIZE_AFTER_LOAD: bool = SETTINGS["optimize_job"]["enabled"]  # the optimize job after a large load, by default
 
 
 def knn_candidates(k: int) -> int:

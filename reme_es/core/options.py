@@ -34,7 +34,14 @@ from .checks import (
     validate_prefix,
     validate_workspace_key,
 )
-from .engine_settings import DEFAULT_ENGINE, HNSW_EF_CONSTRUCTION, HNSW_M, REFRESH_AFTER_S, REQUEST_TRY_TIMEOUT_S
+from .engine_settings import (
+    DEFAULT_ENGINE,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    OPTIMIZE_AFTER_LOAD,
+    REFRESH_AFTER_S,
+    REQUEST_TRY_TIMEOUT_S,
+)
 from .errors import ConfigError
 
 DEFAULT_AWS_SERVICE: Literal["es", "aoss"] = "es"  # SigV4 signing for Amazon OpenSearch Service ("aoss": Serverless)
@@ -165,6 +172,9 @@ class SearchOptions(_Section):
     refresh_after: float = Field(
         default=REFRESH_AFTER_S, ge=0.0
     )  # ReMe plugin: seconds a write may wait to be searchable
+    # the optimize job after a large load (merge the chunks index for search, calibrate the width again): ReMe's file
+    # store in the background and in optimize_index (engine_settings.json `optimize_job`; false: off)
+    optimize_after_load: bool = OPTIMIZE_AFTER_LOAD
 
     _hybrid = field_validator("hybrid")(classmethod(lambda cls, v: _checked(validate_hybrid, v)))
     _fusion = field_validator("fusion")(classmethod(lambda cls, v: _checked(validate_fusion, v)))

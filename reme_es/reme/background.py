@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+# chunks indices the optimize job merges now in this process (`optimize.py`): it calibrates the width itself after the
+# merge, so the background width calibration (`width.py`) does not start beside it
+OPTIMIZING: set[str] = set()
+
 
 async def cancel(task: asyncio.Task | None) -> Exception | None:
     """Cancel `task` and wait until it has ended; what it raised besides the cancellation (for the caller to log).

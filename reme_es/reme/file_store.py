@@ -38,6 +38,7 @@ from .convert import as_vector, file_chunk_from_source, to_chunk, to_file_chunk,
 from .counts import EsFileGraph, HealthCounts, stand_in_for_paired
 from .keys import REME_PASS_THROUGH_KEYS, file_store_keys, plugin_options, split_keys
 from .opening import HOSTS_ENV, open_matching, resolve_hosts
+from .optimize import OptimizeJob
 from .pending import PendingChanges, unreachable
 from .tags import TagIndexSync
 from .visibility import DeferredRefresh
@@ -86,6 +87,8 @@ class EsFileStore(BaseFileStore):
         )
         self.tags = TagIndexSync(lambda: self.tag_index, self._tagged_files, self.logger, self.name)
         self.knn_width = KnnWidth(lambda: self.store, self.logger, self.name)
+        enabled = self.options.search.optimize_after_load
+        self.optimizer = OptimizeJob(lambda: self.store, self.knn_width, enabled, self.logger, self.name)
         self.file_graph = EsFileGraph(store=self)
         ClientSettings.from_options(self.options.connection)  # refuse conflicting auth settings at once
 
@@ -182,10 +185,12 @@ class EsFileStore(BaseFileStore):
         await self.tags.rebuild("startup synchronization")
         self.vectors.start_backfill()
         self.knn_width.later()
+        self.optimizer.later()
 
     async def _close(self) -> None:
         self.vectors.closing = True
         await self.vectors.cancel_backfill()
+        await self.optimizer.stop()
         await self.knn_width.stop()
         await self.refresher.stop()
         for view in self._views:
@@ -202,6 +207,7 @@ class EsFileStore(BaseFileStore):
         returns; see `visibility`), then measure the k-NN width in the background when due (`width`)."""
         await self.refresher.settled()
         self.knn_width.later()
+        self.optimizer.later()
 
     async def load(self) -> None:
         """Nothing to load: the cluster holds the state."""
@@ -236,6 +242,7 @@ class EsFileStore(BaseFileStore):
         async with self.refresher.writing():
             await store.upsert(docs, refresh=False, unchanged=unchanged)
         await self.refresher.written()
+        self.optimizer.later()  # the optimize job waits until the writes stop
         await self.tags.upserted([node for node, _ in files])
 
     @BaseFileStore.serialized
@@ -367,10 +374,11 @@ class EsFileStore(BaseFileStore):
     # -- maintenance -------------------------------------------------------------------------------
 
     async def optimize_index(self) -> None:
-        """Expunge deleted documents where they pile up (force-merge)."""
+        """ReMe's optimize step: expunge deleted documents where they pile up (force-merge); after a large load
+        (`optimize_after_load`), merge the chunks index down to the segments search wants and measure the k-NN width
+        again (`optimize.OptimizeJob.step`)."""
         await self.refresher.visible()
-        result = await self._require_store().optimize()
-        self.logger.info(f"{self.name}: optimize_index merged={result['merged']}")
+        await self.optimizer.step(self._require_store())
 
     @BaseFileStore.serialized
     async def reindex(self, scope: str) -> dict:

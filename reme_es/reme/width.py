@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 
 from ..store import MemoryStore
-from .background import cancel
+from .background import OPTIMIZING, cancel
 
 SETTLE_POLL_S = 1.0  # how often the merges of the chunks index are asked while it merges
 SETTLE_MAX_S = 300.0  # then it calibrates anyway
@@ -39,6 +39,8 @@ class KnnWidth:
         if store is None or not store.admin.calibratable():
             return
         index = store.admin.chunks_index
+        if index in OPTIMIZING:  # the optimize job measures the width after its merge
+            return
         if (running := _running.get(index)) is not None and not running.done():
             _again.add(index)
             return

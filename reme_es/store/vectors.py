@@ -27,6 +27,7 @@ from .calibration import (
     recall_at,
 )
 from .indices import IndexSet
+from .pace import paced
 from .sources import HitBuilder, check_vector, chunk_from_source, hit_from_source
 from .vector_plan import VectorPlan, plan_vectors
 
@@ -269,28 +270,33 @@ class _Measuring:
             for v in queries
         ]
 
+    async def timed(self, bodies: list[dict]) -> list:
+        """The calibration's searches, paced (`pace.paced`: a few at a time, a pause after each part), each request
+        counted."""
+
+        def send(part: list[dict]):
+            self.requests += 1
+            return self.store.port.timed_searches(self.index, part, "calibration search")
+
+        return await paced(send, bodies)
+
     async def truth(self, queries: list[list[float]], widest: int) -> tuple[str, list[list[tuple[str, float]]]]:
         """The reference neighbours of each query: "exact" (the engine's scoring script), or "widest" (the widest
         k-NN search, where the node runs no scripts: Elasticsearch's integ-test distribution)."""
-        size, port = RULE["bodies"]["exact_per_at"] * RULE["at"], self.store.port
-        self.requests += 1
+        size = RULE["bodies"]["exact_per_at"] * RULE["at"]
         try:
             bodies = [self.store.indices.dialect.exact_body(v, self.f, size) for v in queries]
-            return "exact", [a.ranked for a in await port.timed_searches(self.index, bodies, "calibration search")]
+            return "exact", [a.ranked for a in await self.timed(bodies)]
         except RequestFailed as exc:
             if "script" not in str(exc) and "painless" not in str(exc):
                 raise
-        self.requests += 1
-        answers = await port.timed_searches(self.index, self.approx(queries, widest, size), "calibration search")
+        answers = await self.timed(self.approx(queries, widest, size))
         return "widest", [a.ranked for a in answers]
 
     async def step(self, queries: list[list[float]], truth: list, width: int, groups: int) -> Step:
         """Recall@`at` of each probe group at `width`, and the median server time of one search."""
         at = RULE["at"]
-        answers = await self.store.port.timed_searches(
-            self.index, self.approx(queries, width, at), "calibration search"
-        )
-        self.requests += 1
+        answers = await self.timed(self.approx(queries, width, at))
         found = [recall_at([i for i, _ in a.ranked], t, at) for a, t in zip(answers, truth)]
         worst, means = group_recalls(found, groups)
         return Step(width, worst, median_took([a.took_ms for a in answers]), means)

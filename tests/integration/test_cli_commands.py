@@ -85,6 +85,31 @@ def test_optimize_expunges_deletes(cli):
     }
 
 
+def test_optimize_merges_to_the_wanted_segments_by_default_and_says_what_it_did(cli):
+    from reme_es.store.optimize_job import RULE
+
+    assert cli.sync().exit_code == 0
+    for name in ("digest/search.md", "digest/indexing.md"):  # a second refresh: more segments
+        _touch(cli.workspace / name, "# replaced\n")
+    assert cli.sync().exit_code == 0
+    result = cli("optimize")  # no flags: the optimize job at once, to optimize_job.segments
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    merged = [x for x in lines if x.startswith("merged ")]
+    assert [x.split(":")[0] for x in merged] == [f"merged {cli.prefix}-{k}" for k in ("chunks", "files", "links")]
+    assert all(x.endswith(f"-> {RULE['segments']}") for x in merged), lines
+    assert re.fullmatch(r"merge: [\d.]+ s \(wall\)", lines[3]), lines
+    out = json.loads(cli("optimize", "--json").stdout)
+    assert out["merged"] == ["chunks", "files", "links"] and out["seconds"] >= 0
+    assert {k: v["segments"] for k, v in out["after"].items()} == {k: RULE["segments"] for k in out["after"]}
+    only_deletes = cli("optimize", "--deleted-ratio", "0.9")  # expunge only: nothing passes 90% deleted
+    assert only_deletes.exit_code == 0, only_deletes.stderr
+    assert [x.split(":")[0] for x in only_deletes.stdout.splitlines()[:3]] == [
+        f"left   {cli.prefix}-{k}" for k in ("chunks", "files", "links")
+    ]
+    assert "merge:" not in only_deletes.stdout
+
+
 def test_config_and_connection_errors(cli, tmp_path):
     bad_weight = CliRunner().invoke(
         main,
