@@ -214,6 +214,18 @@ async def _take_over(store: MemoryStore, workspace: Path, settings: Options, ful
     _confirm(plan, "take it over", yes)
 
 
+async def _claim(store: MemoryStore, workspace: Path, settings: Options, full: bool, take_over: bool, yes: bool):
+    """Claim the workspace for this folder before anything is written or deleted (another folder's workspace is never
+    touched; `take_over` takes it over); the store is closed when the claim fails."""
+    try:
+        if take_over:
+            await _take_over(store, workspace, settings, full, yes)
+        await store.claim(str(workspace.resolve()), take_over, blind=take_over and yes)
+    except BaseException:
+        await store.close()
+        raise
+
+
 async def _sync(
     workspace: Path,
     watch: bool,
@@ -230,13 +242,7 @@ async def _sync(
         raise ConfigError("--watch and --dry-run cannot be combined")
     store, embedder = await _sync_store(settings, dry_run)
     if not dry_run:
-        try:  # before anything is written or deleted: another folder's workspace is never touched
-            if take_over:
-                await _take_over(store, workspace, settings, full, yes)
-            await store.claim(str(workspace.resolve()), take_over, blind=take_over and yes)
-        except BaseException:
-            await store.close()
-            raise
+        await _claim(store, workspace, settings, full, take_over, yes)
     reporter = _reporter(as_json)
     syncer = WorkspaceSync(
         store,

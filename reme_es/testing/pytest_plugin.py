@@ -59,7 +59,7 @@ async def dropped_at_exit() -> AsyncIterator[list[MemoryStore]]:
 def reme_es_open_store(request: pytest.FixtureRequest) -> Opener:
     """How the contract suite opens a connected store (override this fixture to use your own dialect)."""
     from ..adapters.dialect import ClientSettings
-    from ..core.options import runtime
+    from ..core.runtime import runtime
     from ..store.connect import open_store
 
     hosts = request.config.getoption("--reme-es-hosts") or runtime().test_hosts

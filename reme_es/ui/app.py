@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 COOKIE = "reme_es_ui_token"
 TEMPLATES = Path(__file__).with_name("templates")
-MODES = ("hybrid", "keyword", "vector")
 
 
 @dataclass
@@ -179,19 +178,3 @@ def _write_refusal(config: UiConfig, request: Request, has_token: bool, body: by
     if not hmac.compare_digest(csrf.encode(), config.csrf().encode()):
         return "missing or wrong CSRF value: reload the page and try again"
     return None
-
-
-async def query_vector(config: UiConfig, store: MemoryStore, query: str) -> list[float] | None:
-    """The query's vector from the model the index records (None when the index has no vectors or no model)."""
-    from ..cli.app import _recorded_embedder
-
-    if not store.dims:
-        return None
-    model = await store.vectors_model()
-    key = repr(sorted((model or {}).items()))
-    if key not in config.embedders:
-        config.embedders[key] = await _recorded_embedder(config.settings, store)
-    embedder = config.embedders[key]
-    if embedder is None:
-        return None
-    return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]

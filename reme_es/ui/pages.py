@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import TYPE_CHECKING
@@ -10,11 +11,15 @@ from urllib.parse import quote
 from ..core.errors import ReMeESError
 from ..core.models import SearchFilter
 from . import data
-from .app import MODES, query_vector
 from .graph import neighbourhood_svg
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+
+    from ..store import MemoryStore
+    from .app import UiConfig
+
+MODES = ("hybrid", "keyword", "vector")
 
 
 def _render(request: Request, name: str, context: dict, status: int = 200):
@@ -187,3 +192,20 @@ ROUTES = [
     ("/w/{ws}/forget", forget, ["POST"]),
     ("/m/{tenant}", memorie, ["GET"]),
 ]
+
+
+async def query_vector(config: UiConfig, store: MemoryStore, query: str) -> list[float] | None:
+    """The query's vector from the model the index records (None when the index has no vectors or no model)."""
+    from ..embeddings.embedders import recorded_embedder
+
+    if not store.dims:
+        return None
+    model = await store.vectors_model()
+    key = repr(sorted((model or {}).items()))
+    if key not in config.embedders:
+        secret = config.settings.sync.embedding_api_key
+        config.embedders[key] = await recorded_embedder(store, secret.get_secret_value() if secret else None)
+    embedder = config.embedders[key]
+    if embedder is None:
+        return None
+    return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
