@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 @click.option(
     "--deleted-ratio",
     type=click.FloatRange(0, 1),
-    help="Expunge deletes in indices with at least this share of deleted docs (default: MemoryStore.optimize's, 0.1).",
+    help="Expunge deletes in indices with at least this share of deleted docs (default: store.admin.optimize's, 0.1).",
 )
 @click.option("--max-segments", type=click.IntRange(1), help="Merge down to this many segments instead.")
 @click.option(
@@ -42,11 +42,11 @@ def optimize(deleted_ratio, max_segments, calibrate, as_json, workspace, config_
 async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, as_json) -> int:
     store = await _open(settings, create=False)
     try:
-        # No --deleted-ratio: the store's default (written once, in MemoryStore.optimize).
+        # No --deleted-ratio: the store's default (written once, in store.admin.optimize).
         ratio = {} if deleted_ratio is None else {"deleted_ratio": deleted_ratio}
-        result = await store.optimize(max_segments=max_segments, calibrate=not calibrate, **ratio)
+        result = await store.admin.optimize(max_segments=max_segments, calibrate=not calibrate, **ratio)
         if calibrate:
-            result["knn_width"] = (await store.calibrate()).to_meta()
+            result["knn_width"] = (await store.admin.calibrate()).to_meta()
     finally:
         await store.close()
     if as_json:
@@ -86,8 +86,8 @@ def status(list_workspaces, as_json, workspace, config_file, **flags):
 
 async def _cluster(store: MemoryStore) -> dict:
     """The cluster's health and the unassigned shards of this index set (what a lost node leaves behind)."""
-    health = await store.cluster_health() or {}
-    unassigned = await store.unassigned_shards() if health.get("status") != "green" else []
+    health = await store.inspect.cluster_health() or {}
+    unassigned = await store.inspect.unassigned_shards() if health.get("status") != "green" else []
     return {
         "status": health.get("status"),
         "nodes": health.get("number_of_nodes"),
@@ -170,13 +170,13 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
         caps, workspace = store.caps, store.workspace
         cluster = await _cluster(store)
         try:
-            stats = await store.stats()
+            stats = await store.admin.stats()
         except AuthError:  # a grant (`reme-es access`) reads no index statistics: they count every workspace's docs
             stats = {}
-        counts = await store.health_counts()
-        records = None if store.legacy else await store.workspaces()
+        counts = await store.inspect.health_counts()
+        records = None if store.legacy else await store.inspect.workspaces()
         cluster["workspaces_in_set"] = None if records is None else len(records)
-        recorded = store.legacy or await store.workspace_record() is not None
+        recorded = store.legacy or await store.inspect.workspace_record() is not None
         if not recorded and not as_json:
             _err(
                 f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
@@ -258,7 +258,7 @@ async def _templates_install(settings: Options) -> int:
         if embedder:
             await _check_model(store, embedder, "these templates")
         for kind in ("chunks", "files", "links"):
-            click.echo(f"{store.index(kind)} -> {', '.join(await store.concrete_indices(kind))}")
+            click.echo(f"{store.index(kind)} -> {', '.join(await store.admin.concrete_indices(kind))}")
         if store.native_hybrid_available():
             click.echo(f"search pipeline: {store.pipeline_name()}")
     finally:
@@ -276,7 +276,7 @@ def templates_diff(workspace, config_file, **flags):
 async def _templates_diff(settings: Options) -> int:
     store = await _open(settings, create=False)
     try:
-        diffs = await store.template_diff(settings.index.model_copy(update={"dims": store.dims}))
+        diffs = await store.admin.template_diff(settings.index.model_copy(update={"dims": store.dims}))
     finally:
         await store.close()
     for kind, problems in diffs.items():
@@ -304,8 +304,10 @@ async def _reindex(settings: Options, workspace=None) -> int:
     embedder = _embedder(settings)
     store = await _open(settings, create=False)
     try:
-        recorded = await store.vectors_model() if store.dims else None
-        target = await store.live_options(embedder.dimensions if embedder else store.dims)  # shards, replicas kept
+        recorded = await store.admin.vectors_model() if store.dims else None
+        target = await store.admin.live_options(
+            embedder.dimensions if embedder else store.dims
+        )  # shards, replicas kept
         given: dict[str, Any] = {
             k: getattr(settings.index, k) for k in ("shards", "replicas") if k in settings.index.model_fields_set
         }
@@ -318,10 +320,10 @@ async def _reindex(settings: Options, workspace=None) -> int:
             )
         if not store.legacy:
             _err(
-                f"rebuilding index set {store.prefix}: every one of its {len(await store.workspaces())} recorded "
-                "workspace(s), not only this one"
+                f"rebuilding index set {store.prefix}: every one of its {len(await store.inspect.workspaces())} "
+                "recorded workspace(s), not only this one"
             )
-        for r in await store.reindex(target):
+        for r in await store.admin.reindex(target):
             vectors = "" if r["vectors"] == "none" else f", vectors {r['vectors']}"
             click.echo(f"{r['alias']}: {r['old']} -> {r['new']} ({r['docs']} docs{vectors})")
     finally:
@@ -330,7 +332,7 @@ async def _reindex(settings: Options, workspace=None) -> int:
     try:
         model = embedder.identity if embedder else recorded if kept else None
         if target.dims and model:  # the new index's _meta comes from the template: carry the model over
-            await store.record_vectors_model(model)
+            await store.admin.record_vectors_model(model)
     finally:
         await store.close()
     if target.dims and embedder:

@@ -251,9 +251,9 @@ async def _check_model(store: MemoryStore, embedder, what: str) -> None:
     """Refuse an embedder other than the one that made the index's vectors; record it when none is recorded."""
     from ..embeddings.embedders import describe_model, same_model
 
-    recorded = await store.vectors_model()
+    recorded = await store.admin.vectors_model()
     if recorded is None:
-        await store.record_vectors_model(embedder.identity)
+        await store.admin.record_vectors_model(embedder.identity)
     elif not same_model(recorded, embedder.identity):
         raise ConfigError(
             f"index {store.index('chunks')} holds vectors made by {describe_model(recorded)}; {what} would mix in "
@@ -289,9 +289,9 @@ async def _known_workspace(store: MemoryStore, folder: Path | None = None) -> No
     folder, `-w`, or with another key): an empty answer would look like an empty workspace. The error counts the
     other workspaces but names none of them nor their folders (anyone with the set's credentials runs this); it says
     how to list them (`status --workspaces`)."""
-    if store.workspace is None or await store.workspace_record() is not None:
+    if store.workspace is None or await store.inspect.workspace_record() is not None:
         return
-    others = await store.workspaces()
+    others = await store.inspect.workspaces()
     if not others:
         return  # written by the library without claims: nothing to point to
     named, this = (f" (folder {folder})", "this folder") if folder else ("", "it")

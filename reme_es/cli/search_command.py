@@ -237,7 +237,9 @@ async def _search(
                 mode = "keyword"
         result = await store.search(query, vector, limit, search_filter, mode=mode, min_score=min_score)
         paths = list(dict.fromkeys(h.chunk.path for h in result.hits))
-        expansion = {p: _group_links(n) for p, n in (await store.expand(paths)).items()} if links and paths else {}
+        expansion = (
+            {p: _group_links(n) for p, n in (await store.links.expand(paths)).items()} if links and paths else {}
+        )
     finally:
         await store.close()
     _print_result(result, query, mode, expansion, as_json, explain)

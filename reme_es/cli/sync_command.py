@@ -194,10 +194,10 @@ async def _take_over(store: MemoryStore, workspace: Path, settings: Options, ful
     from ..sync.scan import MB, diff, walk
 
     folder = str(workspace.resolve())
-    held = await store.workspace_record()
+    held = await store.inspect.workspace_record()
     if held is None or {k: held.get(k) for k in ("folder", "host")} == writer_identity(folder):
         return  # nobody else writes it: there is nothing to take over
-    stored = {f.path: f for f in await store.get_files()}
+    stored = {f.path: f for f in await store.links.get_files()}
     dirs, suffixes = settings.sync.dirs, settings.sync.suffixes
     local, skipped = walk(workspace, dirs, suffixes, int(settings.sync.max_file_mb * MB), lambda msg: None)
     changes = diff(local, {p: f.st_mtime for p, f in stored.items()}, dirs, suffixes, full)

@@ -179,7 +179,7 @@ async def recorded_embedder(store: Any, api_key: str | None = None) -> Embedder 
 
     if not store.dims:
         return None
-    recorded = await store.vectors_model()
+    recorded = await store.admin.vectors_model()
     if recorded is None:
         return None
     embedder = await asyncio.to_thread(embedder_for, recorded, api_key)

@@ -24,32 +24,35 @@ class LinkContract:
                 file_with(src_a.path, [src_a], links=[target.path]),
             ]
         )
-        out_all = [(lk.target, lk.anchor) for lk in await store.get_outlinks(src_b.path, LinkScope.ALL)]
+        out_all = [(lk.target, lk.anchor) for lk in await store.links.outlinks(src_b.path, LinkScope.ALL)]
         assert out_all == [("digest/target.md", ""), ("digest/ghost.md", ""), ("digest/target.md", "intro")]
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.REAL)] == [target.path, target.path]
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.VIRTUAL)] == ["digest/ghost.md"]
-        inl = await store.get_inlinks(target.path, LinkScope.REAL)
+        assert [lk.target for lk in await store.links.outlinks(src_b.path, LinkScope.REAL)] == [
+            target.path,
+            target.path,
+        ]
+        assert [lk.target for lk in await store.links.outlinks(src_b.path, LinkScope.VIRTUAL)] == ["digest/ghost.md"]
+        inl = await store.links.inlinks(target.path, LinkScope.REAL)
         assert [(lk.source, lk.anchor) for lk in inl] == [
             ("daily/2026-05-18.md", ""),
             ("digest/b.md", ""),
             ("digest/b.md", "intro"),
         ]
-        assert await store.get_inlinks(target.path, LinkScope.VIRTUAL) == []
-        assert [lk.source for lk in await store.get_inlinks("digest/ghost.md", LinkScope.VIRTUAL)] == ["digest/b.md"]
+        assert await store.links.inlinks(target.path, LinkScope.VIRTUAL) == []
+        assert [lk.source for lk in await store.links.inlinks("digest/ghost.md", LinkScope.VIRTUAL)] == ["digest/b.md"]
 
         await store.delete(target.path)
-        assert await store.get_inlinks(target.path, LinkScope.REAL) == []
-        assert len(await store.get_inlinks(target.path, LinkScope.VIRTUAL)) == 3
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.REAL)] == []
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.VIRTUAL)] == [
+        assert await store.links.inlinks(target.path, LinkScope.REAL) == []
+        assert len(await store.links.inlinks(target.path, LinkScope.VIRTUAL)) == 3
+        assert [lk.target for lk in await store.links.outlinks(src_b.path, LinkScope.REAL)] == []
+        assert [lk.target for lk in await store.links.outlinks(src_b.path, LinkScope.VIRTUAL)] == [
             target.path,
             "digest/ghost.md",
             target.path,
         ]
 
         await store.upsert([file_with(target.path, [target])])
-        assert len(await store.get_inlinks(target.path, LinkScope.REAL)) == 3
-        assert await store.get_outlinks("digest/missing.md", LinkScope.ALL) == []
+        assert len(await store.links.inlinks(target.path, LinkScope.REAL)) == 3
+        assert await store.links.outlinks("digest/missing.md", LinkScope.ALL) == []
 
     async def test_links_of_several_files_at_once_equal_each_files_own(self, store_factory):
         store = await store_factory()
@@ -63,13 +66,13 @@ class LinkContract:
         )
         paths = [c.path, a.path, "digest/ghost.md", "digest/missing.md", a.path]
         for scope in (LinkScope.REAL, LinkScope.VIRTUAL, LinkScope.ALL):
-            outs, ins = await store.outlinks_of(paths, scope), await store.inlinks_of(paths, scope)
+            outs, ins = await store.links.outlinks_of(paths, scope), await store.links.inlinks_of(paths, scope)
             assert list(outs) == list(ins) == [c.path, a.path, "digest/ghost.md", "digest/missing.md"]
             for p in outs:
-                assert outs[p] == await store.get_outlinks(p, scope), (scope, p)
-                assert ins[p] == await store.get_inlinks(p, scope), (scope, p)
-        assert [lk.source for lk in (await store.inlinks_of([a.path]))[a.path]] == [b.path, c.path]
-        virtual = (await store.inlinks_of(["digest/ghost.md"], LinkScope.VIRTUAL))["digest/ghost.md"]
+                assert outs[p] == await store.links.outlinks(p, scope), (scope, p)
+                assert ins[p] == await store.links.inlinks(p, scope), (scope, p)
+        assert [lk.source for lk in (await store.links.inlinks_of([a.path]))[a.path]] == [b.path, c.path]
+        virtual = (await store.links.inlinks_of(["digest/ghost.md"], LinkScope.VIRTUAL))["digest/ghost.md"]
         assert [lk.target for lk in virtual] == ["digest/ghost.md"]
 
     async def test_rewriting_a_file_replaces_its_outlinks(self, store_factory):
@@ -77,8 +80,8 @@ class LinkContract:
         c = chunk("digest/a.md", "a")
         await store.upsert([file_with(c.path, [c], links=["digest/x.md", "digest/y.md"])])
         await store.upsert([file_with(c.path, [c], links=["digest/y.md"])])
-        assert await store.get_inlinks("digest/x.md", LinkScope.ALL) == []
-        assert [lk.source for lk in await store.get_inlinks("digest/y.md", LinkScope.ALL)] == ["digest/a.md"]
+        assert await store.links.inlinks("digest/x.md", LinkScope.ALL) == []
+        assert [lk.source for lk in await store.links.inlinks("digest/y.md", LinkScope.ALL)] == ["digest/a.md"]
 
     async def test_expansion_is_bounded_and_marks_deleted_neighbours_virtual(self, store_factory):
         store = await store_factory()
@@ -91,7 +94,7 @@ class LinkContract:
                 for i, s in enumerate(spokes)
             ]
         )
-        exp = await store.expand([hub.path], max_per_direction=2)
+        exp = await store.links.expand([hub.path], max_per_direction=2)
         assert [(n.direction, n.path, n.name, n.description, n.real) for n in exp[hub.path]] == [
             ("out", "digest/s0.md", "S0", "d0", True),
             ("out", "digest/s1.md", "S1", "d1", True),
@@ -99,7 +102,7 @@ class LinkContract:
             ("in", "digest/s1.md", "S1", "d1", True),
         ]
         await store.delete("digest/s0.md")
-        exp = await store.expand([hub.path, "digest/s1.md"], max_per_direction=2)
+        exp = await store.links.expand([hub.path, "digest/s1.md"], max_per_direction=2)
         assert [(n.direction, n.path, n.real, n.name) for n in exp[hub.path]] == [
             ("out", "digest/s0.md", False, ""),
             ("out", "digest/s1.md", True, "S1"),
@@ -110,7 +113,7 @@ class LinkContract:
             ("out", "digest/hub.md", "Hub"),
             ("in", "digest/hub.md", "Hub"),
         ]
-        assert await store.traverse("digest/s1.md", depth=2) == {
+        assert await store.links.traverse("digest/s1.md", depth=2) == {
             "digest/s1.md": 0,
             "digest/hub.md": 1,
             "digest/s0.md": 2,

@@ -45,9 +45,9 @@ class VectorContract:
         vec = unit_vector(0.6, 0.8)
         c = chunk("digest/a.md", "kept vector", vector=vec)
         await store.upsert([file_with(c.path, [c])])
-        stored = await store.get_chunks({c.path: [c.id]}, with_vectors=True)
+        stored = await store.vectors.get_chunks({c.path: [c.id]}, with_vectors=True)
         assert stored[c.id]["embedding"] == pytest.approx(vec, abs=1e-6)
-        assert "embedding" not in (await store.get_chunks({c.path: [c.id]}))[c.id]
+        assert "embedding" not in (await store.vectors.get_chunks({c.path: [c.id]}))[c.id]
         assert all(h.chunk.embedding is None for h in await store.vector_search(vec, 1))
 
     async def test_unchanged_chunks_are_not_written_again(self, store_factory):
@@ -56,7 +56,10 @@ class VectorContract:
         kept = chunk("digest/u.md", "stays as it is", vector=unit_vector(1))
         edited = chunk("digest/u.md", "first words", start=3, vector=unit_vector(0, 1))
         await store.upsert([file_with(kept.path, [kept, edited])])
-        assert await store.vector_ids({kept.path: [kept.id, edited.id, "no-such-chunk"]}) == {kept.id, edited.id}
+        assert await store.vectors.vector_ids({kept.path: [kept.id, edited.id, "no-such-chunk"]}) == {
+            kept.id,
+            edited.id,
+        }
         new = chunk("digest/u.md", "other words", start=3, vector=unit_vector(0, 0, 1))
         stray = chunk("digest/u.md", "never stored", start=5, vector=unit_vector(0, 0, 0, 1))
         bare = kept.model_copy(update={"embedding": None})
@@ -64,7 +67,7 @@ class VectorContract:
         written = {i for index, i in outcome.versions if index == store.index("chunks")}
         assert written == {doc_id(new.id), doc_id(stray.id)}
         assert _ids(await store.vector_search(unit_vector(1), 1)) == [kept.id]
-        stored = await store.get_chunks({kept.path: [kept.id, edited.id, new.id, stray.id]}, with_vectors=True)
+        stored = await store.vectors.get_chunks({kept.path: [kept.id, edited.id, new.id, stray.id]}, with_vectors=True)
         assert sorted(stored) == sorted([kept.id, new.id, stray.id])
         assert stored[kept.id]["embedding"] == pytest.approx(kept.embedding, abs=1e-6)
 
@@ -73,7 +76,7 @@ class VectorContract:
         bad = chunk("digest/bad.md", "three dims", vector=[0.1, 0.2, 0.3])
         with pytest.raises(DimensionMismatch, match="3-d"):
             await store.upsert([file_with(bad.path, [bad])])
-        assert await store.get_files() == []
+        assert await store.links.get_files() == []
         with pytest.raises(DimensionMismatch, match="3-d"):
             await store.vector_search([0.1, 0.2, 0.3], 5)
 
@@ -87,10 +90,10 @@ class VectorContract:
         c1 = chunk("digest/a.md", "no vector yet")
         c2 = chunk("digest/b.md", "has a vector", vector=unit_vector(0, 1))
         await store.upsert([file_with(c1.path, [c1]), file_with(c2.path, [c2])])
-        missing = [c async for batch in store.chunks_without_vectors() for c in batch]
+        missing = [c async for batch in store.vectors.without_vectors() for c in batch]
         assert [c.id for c in missing] == [c1.id]
-        await store.set_vectors({(c1.path, c1.id): unit_vector(1)})
-        assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
+        await store.vectors.set_vectors({(c1.path, c1.id): unit_vector(1)})
+        assert [c async for batch in store.vectors.without_vectors() for c in batch] == []
         assert _ids(await store.vector_search(unit_vector(1), 1)) == [c1.id]
 
 
@@ -318,7 +321,7 @@ class HybridContract:
         result = await store.search("orbital mechanics", unit_vector(1), 4)
         assert len(result.hits) == 4
         by_path = {h.chunk.path: [h.chunk.id] for h in result.hits}
-        stored = await store.get_chunks(by_path)
+        stored = await store.vectors.get_chunks(by_path)
         for hit in result.hits:
             source = stored[hit.chunk.id]
             assert (hit.chunk.text, hit.chunk.start_line, hit.chunk.end_line) == (

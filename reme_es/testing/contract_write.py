@@ -36,9 +36,9 @@ class WriteContract:
         await store.upsert([file_with(path, new)])
         assert await store.keyword_search("original", 10) == []
         assert _ids(await store.keyword_search("wording", 10)) == [new[0].id]
-        stored = await store.get_chunks({path: [c.id for c in old + new]})
+        stored = await store.vectors.get_chunks({path: [c.id for c in old + new]})
         assert set(stored) == {new[0].id}
-        (node,) = await store.get_files([path])
+        (node,) = await store.links.get_files([path])
         assert node.chunk_ids == [new[0].id]
 
     async def test_repeating_an_upsert_is_idempotent(self, store_factory, reme_es_neighbours):
@@ -47,7 +47,7 @@ class WriteContract:
         await store.upsert(pairs)
         first = _ids(await store.keyword_search("shared token", 10))
         await store.upsert(pairs)
-        counts, stats = await store.health_counts(), await store.stats()
+        counts, stats = await store.inspect.health_counts(), await store.admin.stats()
         assert (counts["chunks"], counts["files"]) == (5, 5)  # this workspace's
         copies = 1 + reme_es_neighbours  # the index holds each workspace's own copy
         assert stats["chunks"]["docs"] == 5 * copies and stats["files"]["docs"] == 5 * copies
@@ -60,11 +60,11 @@ class WriteContract:
         gone = chunk("digest/gone.md", "doomed text")
         await store.upsert([file_with(keep.path, [keep]), file_with(gone.path, [gone], links=[keep.path])])
         assert await store.delete(["digest/unknown.md"]) == 0
-        assert [f.path for f in await store.get_files()] == ["digest/gone.md", "digest/keep.md"]
+        assert [f.path for f in await store.links.get_files()] == ["digest/gone.md", "digest/keep.md"]
         assert await store.delete([gone.path, "digest/unknown.md"]) == 1
-        assert [f.path for f in await store.get_files()] == ["digest/keep.md"]
+        assert [f.path for f in await store.links.get_files()] == ["digest/keep.md"]
         assert await store.keyword_search("doomed", 10) == []
-        assert await store.get_inlinks(keep.path, LinkScope.ALL) == []
+        assert await store.links.inlinks(keep.path, LinkScope.ALL) == []
         assert _ids(await store.keyword_search("keeper", 10)) == [keep.id]
 
     async def test_clear_drops_everything(self, store_factory):
@@ -72,14 +72,14 @@ class WriteContract:
         c = chunk("digest/a.md", "anything at all")
         await store.upsert([file_with(c.path, [c])])
         await store.clear()
-        assert await store.get_files() == []
+        assert await store.links.get_files() == []
         assert await store.keyword_search("anything", 10) == []
 
     async def test_get_files_returns_every_file_beyond_one_page(self, store_factory):
         store = await store_factory()
         paths = [f"resource/bulk/{i:05d}.md" for i in range(1050)]
         await store.upsert([file_with(p, [chunk(p, f"text {i}")]) for i, p in enumerate(paths)])
-        assert [f.path for f in await store.get_files()] == paths
+        assert [f.path for f in await store.links.get_files()] == paths
 
     async def test_get_files_by_path_keeps_order_skips_missing_and_round_trips_fields(self, store_factory):
         store = await store_factory()
@@ -91,7 +91,7 @@ class WriteContract:
                 file_with(b.path, [b], st_mtime=1716012399.5),
             ]
         )
-        got = await store.get_files(["digest/b.md", "digest/missing.md", "digest/a.md"])
+        got = await store.links.get_files(["digest/b.md", "digest/missing.md", "digest/a.md"])
         assert [f.path for f in got] == ["digest/b.md", "digest/a.md"]
         assert got[1].st_mtime == 1716012345.123456
         assert got[1].front_matter == fm
@@ -112,7 +112,7 @@ class WriteContract:
         assert "start_line" in err.value.failures[0].reason
         assert _ids(await store.keyword_search("previous safe", 10)) == [before.id]
         assert await store.keyword_search("replacement", 10) == []
-        assert (await store.get_files([path]))[0].chunk_ids == [before.id]
+        assert (await store.links.get_files([path]))[0].chunk_ids == [before.id]
         assert _ids(await store.keyword_search("bystander", 10)) == [fine.id]
 
     async def test_a_large_upsert_in_concurrent_streams_reports_each_failure_and_keeps_the_rest(self, store_factory):
@@ -130,7 +130,7 @@ class WriteContract:
         with pytest.raises(BulkError) as err:
             await store.upsert(files)
         assert sorted(f.id for f in err.value.failures) == sorted([bad_early.id, bad_late.id])
-        stored = {f.path: len(f.chunk_ids) for f in await store.get_files()}
+        stored = {f.path: len(f.chunk_ids) for f in await store.links.get_files()}
         assert stored == {f"resource/s{i:02d}.md": 10 for i in range(60) if i not in (5, 55)}
         assert await store.keyword_search("stream 5 part", 10, {"path": "resource/s05.md"}) == []
         assert len(await store.keyword_search("stream", 600)) == 580
@@ -188,7 +188,7 @@ class WriteContract:
         stray = chunk("digest/other.md", "chunk claiming another path")
         with pytest.raises(InvalidInput, match="belongs to file"):
             await store.upsert([file_with("digest/good.md", [stray])])
-        assert [f.path for f in await store.get_files()] == ["digest/good.md"]
+        assert [f.path for f in await store.links.get_files()] == ["digest/good.md"]
         assert _ids(await store.keyword_search("stored before", 10)) == [good.id]
 
     @pytest.mark.parametrize(

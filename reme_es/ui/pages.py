@@ -200,7 +200,7 @@ async def query_vector(config: UiConfig, store: MemoryStore, query: str) -> list
 
     if not store.dims:
         return None
-    model = await store.vectors_model()
+    model = await store.admin.vectors_model()
     key = repr(sorted((model or {}).items()))
     if key not in config.embedders:
         secret = config.settings.sync.embedding_api_key

@@ -51,7 +51,7 @@ async def _race(a, b, a_files, b_files, pause_at: int) -> BaseException | None:
 
 
 async def _stored_file(store, path: str) -> dict:
-    (doc,) = await store.get_files([path])
+    (doc,) = await store.links.get_files([path])
     return {"st_mtime": doc.st_mtime, "chunk_ids": sorted(doc.chunk_ids), "links": [x.target for x in doc.links]}
 
 
