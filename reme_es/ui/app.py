@@ -60,6 +60,23 @@ class UiConfig:
             )  # fmt: skip
         return self.stores[key]
 
+    async def query_vector(self, store: MemoryStore, query: str) -> list[float] | None:
+        """The query's vector from the model the index records (None when the index has no vectors or no model); the
+        embedder is made once per model for the run."""
+        from ..embeddings.embedders import recorded_embedder
+
+        if not store.dims:
+            return None
+        model = await store.admin.vectors_model()
+        key = repr(sorted((model or {}).items()))
+        if key not in self.embedders:
+            secret = self.settings.sync.embedding_api_key
+            self.embedders[key] = await recorded_embedder(store, secret.get_secret_value() if secret else None)
+        embedder = self.embedders[key]
+        if embedder is None:
+            return None
+        return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
+
     async def close(self) -> None:
         """Close every store opened."""
         for store in self.stores.values():

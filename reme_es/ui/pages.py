@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import TYPE_CHECKING
@@ -16,8 +15,6 @@ from .graph import neighbourhood_svg
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from ..store import MemoryStore
-    from .app import UiConfig
 
 MODES = ("hybrid", "keyword", "vector")
 
@@ -106,7 +103,7 @@ async def search(request: Request):
                 }
             )
             mode = inputs["mode"]
-            vector = None if mode == "keyword" else await query_vector(config, store, inputs["q"])
+            vector = None if mode == "keyword" else await config.query_vector(store, inputs["q"])
             if vector is None and mode == "hybrid":
                 mode, context["note"] = "keyword", "the index has no vectors: BM25 only"
             elif vector is None and mode == "vector":
@@ -192,20 +189,3 @@ ROUTES = [
     ("/w/{ws}/forget", forget, ["POST"]),
     ("/m/{tenant}", memorie, ["GET"]),
 ]
-
-
-async def query_vector(config: UiConfig, store: MemoryStore, query: str) -> list[float] | None:
-    """The query's vector from the model the index records (None when the index has no vectors or no model)."""
-    from ..embeddings.embedders import recorded_embedder
-
-    if not store.dims:
-        return None
-    model = await store.admin.vectors_model()
-    key = repr(sorted((model or {}).items()))
-    if key not in config.embedders:
-        secret = config.settings.sync.embedding_api_key
-        config.embedders[key] = await recorded_embedder(store, secret.get_secret_value() if secret else None)
-    embedder = config.embedders[key]
-    if embedder is None:
-        return None
-    return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]

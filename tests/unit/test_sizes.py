@@ -60,14 +60,14 @@ def test_the_allow_list_is_empty() -> None:
 
 
 def test_the_check_sees_a_module_and_a_function_that_grew(tmp_path: Path) -> None:
-    package = tmp_path / "reme_es"
+    package = tmp_path / "scratch"
     package.mkdir()
     body = "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))  # def + 59 lines: 60, allowed
     (package / "fits.py").write_text(f"class C:\n    def fits(self):\n{body}")
     assert oversized(package) == []
     (package / "grown.py").write_text(f"class C:\n    def grown(self):\n{body}        x = 0\n" + "#\n" * 339)
     assert oversized(package) == [
-        "reme_es/grown.py: 401 lines (at most 400)",
-        "reme_es/grown.py:C.grown: 61 lines (at most 60)",
+        "scratch/grown.py: 401 lines (at most 400)",
+        "scratch/grown.py:C.grown: 61 lines (at most 60)",
     ]
     assert len(_modules()) > 100  # the real package is read
