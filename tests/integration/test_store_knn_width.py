@@ -35,7 +35,7 @@ async def _recall(store, shape, ids, width: int) -> float:
     """Held-out recall@10 of the store's k-NN at the callers' depth with the width forced to `width`."""
     found = 0.0
     for q in shape.queries:
-        body = store.vectors.indices.dialect.knn_body(
+        body = store.indices.dialect.knn_body(
             q, RULE["depth"], store.indices.filter(None), width, size=10, caps=store.indices.caps
         )
         hits = await store.port.search(store.index("chunks"), body)
@@ -77,7 +77,7 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
         ids = await _load(store, shape.vectors)
         f = store.indices.filter(None)
         assert store.vectors.width(RULE["depth"]) is None  # nothing recorded: today's rule
-        assert _width_in(store.vectors.knn_body(shape.queries[0], 50, f)) == knn_candidates(50)
+        assert _width_in(store.searches.vectors.knn_body(shape.queries[0], 50, f)) == knn_candidates(50)
 
         record = await store.admin.calibrate()
         assert record.reached and record.stopped == "target" and record.recall >= RULE["target_recall"]
@@ -99,8 +99,8 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
     try:  # another process reads the record from the index's _meta and sends the width in every k-NN body
         assert again.indices.knn_calibration == store.indices.knn_calibration
         assert again.indices.knn_calibration.to_meta() == record.to_meta()
-        assert _width_in(again.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
-        assert _width_in(again.vectors.knn_body(shape.queries[0], 200, again.indices.filter(None))) == min(
+        assert _width_in(again.searches.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
+        assert _width_in(again.searches.vectors.knn_body(shape.queries[0], 200, again.indices.filter(None))) == min(
             RULE["max_width"], 4 * record.width
         )
         hits = await again.vector_search(shape.queries[0], 10)
