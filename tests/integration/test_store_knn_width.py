@@ -99,7 +99,9 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
     try:  # another process reads the record from the index's _meta and sends the width in every k-NN body
         assert again.indices.knn_calibration == store.indices.knn_calibration
         assert again.indices.knn_calibration.to_meta() == record.to_meta()
-        assert _width_in(again.searches.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
+        assert (
+            _width_in(again.searches.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
+        )
         assert _width_in(again.searches.vectors.knn_body(shape.queries[0], 200, again.indices.filter(None))) == min(
             RULE["max_width"], 4 * record.width
         )
