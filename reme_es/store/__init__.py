@@ -1,7 +1,10 @@
 """MemoryStore: files, chunks and links kept consistent as one unit, on any dialect.
 
-The store is the one door into an index set: the CLI, `reme-es sync`, the ReMe plugin and the contract suite call
-`MemoryStore`, never its parts. Each part is a module a reader can open on its own:
+The store is the one door into an index set: the CLI, `reme-es sync`, the ReMe plugin, the UI and the contract suite
+call `MemoryStore`, never its parts. Searches and writes are its own methods; the rest is grouped in namespaces, each
+a part or its bound methods (no signature restated): `store.links` (files and links), `store.vectors` (stored
+vectors), `store.admin` (upkeep: admin.py), `store.inspect` (reads for status, doctor and the UI: inspect.py).
+Each part is a module a reader can open on its own:
 
     indices.py   IndexSet: aliases over versioned indices, mapping checks, dims, the hybrid pipeline, upkeep
     protocol.py  the write protocol as pure functions (its docstring is the protocol's description)
