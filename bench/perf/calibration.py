@@ -65,7 +65,7 @@ async def held_out_recall(
     found, ms = [], []
     for q, g in zip(queries, good):
         t = time.perf_counter()
-        hits = await store.vectors.search(q, at, k=depth)
+        hits = await store.vector_search(q, at, k=depth)
         ms.append((time.perf_counter() - t) * 1000)
         found.append(sum(1 for h in hits[:at] if index_of.get(h.chunk.id) in g) / at)
     return float(np.mean(found)), float(np.median(ms))
@@ -77,7 +77,7 @@ async def one(url: str, engine: str, shape_name: str, n: int, keep: bool) -> dic
     prefix = f"calbench-{shape_name}-{n}"
     store = await open_store(ClientSettings([url]), prefix, engine, IndexOptions(dims=dims))
     try:
-        if await store.count("chunks") < n:
+        if await store.inspect.count("chunks") < n:
             await store.drop()
             await store.close()
             store = await open_store(ClientSettings([url]), prefix, engine, IndexOptions(dims=dims))
@@ -92,8 +92,8 @@ async def one(url: str, engine: str, shape_name: str, n: int, keep: bool) -> dic
         good = truth(np.asarray(shape.vectors), np.asarray(shape.queries), at)
         store.indices.knn_calibration = None  # today's rule
         before, before_ms = await held_out_recall(store, shape.queries, good, index_of, at, depth)
-        stats = await store.stats()
-        record = await store.calibrate()
+        stats = await store.admin.stats()
+        record = await store.admin.calibrate()
         after, after_ms = await held_out_recall(store, shape.queries, good, index_of, at, depth)
         return {
             "engine": engine,

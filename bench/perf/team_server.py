@@ -493,12 +493,12 @@ async def run(args, report: Report, results: dict) -> None:
         )
         if have:
             report(f"resuming: {have:,} workspaces already loaded")
-        if not await alone.count("chunks"):
+        if not await alone.inspect.count("chunks"):
             await alone.upsert(corpus.workspace(0, args.chunks))
         ten_prefix = f"{args.prefix}-ten"
         ten = await open_store(settings, ten_prefix, engine, IndexOptions(dims=args.dims), workspace=TARGET_KEY)
         try:
-            if not await ten.count("chunks"):
+            if not await ten.inspect.count("chunks"):
                 await load(ten, corpus, 0, 10, args.chunks, args.streams, lambda _: None, state=False)
         finally:
             await ten.close()

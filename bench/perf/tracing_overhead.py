@@ -145,7 +145,7 @@ def row(name: str, ms: list[float]) -> str:
 async def main(args: argparse.Namespace) -> None:
     store = await open_store(ClientSettings([args.url]), args.prefix, workspace="bench")
     try:
-        if await store.count("chunks") < args.chunks:
+        if await store.inspect.count("chunks") < args.chunks:
             await load(store, args.chunks)
         rng = random.Random(11)
         queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(args.queries)]

@@ -22,7 +22,8 @@ from .dialect import (
     keyword_query,
     knn_candidates,
 )
-from .transport import TLS, ErrorInfo, Transport, connection_kind, error_body_info
+from .error_map import TLS, ErrorInfo, connection_kind, error_body_info
+from .transport import Transport
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}

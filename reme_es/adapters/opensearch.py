@@ -14,7 +14,8 @@ from ..core.engine_settings import vector_mapping as engine_vector_mapping
 from ..core.errors import CapabilityError, ConfigError
 from ..core.models import Capabilities, SearchFilter
 from .dialect import SOURCE_EXCLUDES, Dialect, filter_clauses, installed_names, keyword_query, knn_candidates
-from .transport import ErrorInfo, Transport, connection_kind, error_body_info
+from .error_map import ErrorInfo, connection_kind, error_body_info
+from .transport import Transport
 
 
 class _OrjsonSerializer:

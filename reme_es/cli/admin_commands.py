@@ -52,13 +52,13 @@ async def _optimize(settings: Options, deleted_ratio, max_segments, calibrate, a
     store = await _open(settings, create=False)
     try:
         if deleted_ratio is not None and max_segments is None:
-            result = await store.optimize(deleted_ratio=deleted_ratio, calibrate=not calibrate)
+            result = await store.admin.optimize(deleted_ratio=deleted_ratio, calibrate=not calibrate)
         else:  # the optimize job, at once: merged whatever the shape (no --max-segments: the rule's segment count)
             job = await optimize_for_search(store, segments=max_segments, force=True, calibrate=not calibrate)
             # None: no index stats here (a managed service, a grantee): the plain merge raises what it cannot do
-            result = job if job is not None else await store.optimize(max_segments=max_segments)
+            result = job if job is not None else await store.admin.optimize(max_segments=max_segments)
         if calibrate:
-            result["knn_width"] = (await store.calibrate()).to_meta()
+            result["knn_width"] = (await store.admin.calibrate()).to_meta()
     finally:
         await store.close()
     if as_json:
@@ -105,8 +105,8 @@ def status(list_workspaces, as_json, workspace, config_file, **flags):
 
 async def _cluster(store: MemoryStore) -> dict:
     """The cluster's health and the unassigned shards of this index set (what a lost node leaves behind)."""
-    health = await store.cluster_health() or {}
-    unassigned = await store.unassigned_shards() if health.get("status") != "green" else []
+    health = await store.inspect.cluster_health() or {}
+    unassigned = await store.inspect.unassigned_shards() if health.get("status") != "green" else []
     return {
         "status": health.get("status"),
         "nodes": health.get("number_of_nodes"),
@@ -189,13 +189,13 @@ async def _status_parts(settings: Options, cs, engine, as_json: bool) -> tuple:
         caps, workspace = store.caps, store.workspace
         cluster = await _cluster(store)
         try:
-            stats = await store.stats()
+            stats = await store.admin.stats()
         except AuthError:  # a grant (`reme-es access`) reads no index statistics: they count every workspace's docs
             stats = {}
-        counts = await store.health_counts()
-        records = None if store.legacy else await store.workspaces()
+        counts = await store.inspect.health_counts()
+        records = None if store.legacy else await store.inspect.workspaces()
         cluster["workspaces_in_set"] = None if records is None else len(records)
-        recorded = store.legacy or await store.workspace_record() is not None
+        recorded = store.legacy or await store.inspect.workspace_record() is not None
         if not recorded and not as_json:
             _err(
                 f"note: workspace {workspace} is not recorded in index set {store.prefix} (never synced there, "
@@ -277,7 +277,7 @@ async def _templates_install(settings: Options) -> int:
         if embedder:
             await _check_model(store, embedder, "these templates")
         for kind in ("chunks", "files", "links"):
-            click.echo(f"{store.index(kind)} -> {', '.join(await store.concrete_indices(kind))}")
+            click.echo(f"{store.index(kind)} -> {', '.join(await store.admin.concrete_indices(kind))}")
         if store.native_hybrid_available():
             click.echo(f"search pipeline: {store.pipeline_name()}")
     finally:
@@ -295,7 +295,7 @@ def templates_diff(workspace, config_file, **flags):
 async def _templates_diff(settings: Options) -> int:
     store = await _open(settings, create=False)
     try:
-        diffs = await store.template_diff(settings.index.model_copy(update={"dims": store.dims}))
+        diffs = await store.admin.template_diff(settings.index.model_copy(update={"dims": store.dims}))
     finally:
         await store.close()
     for kind, problems in diffs.items():
@@ -323,8 +323,10 @@ async def _reindex(settings: Options, workspace=None) -> int:
     embedder = _embedder(settings)
     store = await _open(settings, create=False)
     try:
-        recorded = await store.vectors_model() if store.dims else None
-        target = await store.live_options(embedder.dimensions if embedder else store.dims)  # shards, replicas kept
+        recorded = await store.admin.vectors_model() if store.dims else None
+        target = await store.admin.live_options(
+            embedder.dimensions if embedder else store.dims
+        )  # shards, replicas kept
         given: dict[str, Any] = {
             k: getattr(settings.index, k) for k in ("shards", "replicas") if k in settings.index.model_fields_set
         }
@@ -337,10 +339,10 @@ async def _reindex(settings: Options, workspace=None) -> int:
             )
         if not store.legacy:
             _err(
-                f"rebuilding index set {store.prefix}: every one of its {len(await store.workspaces())} recorded "
-                "workspace(s), not only this one"
+                f"rebuilding index set {store.prefix}: every one of its {len(await store.inspect.workspaces())} "
+                "recorded workspace(s), not only this one"
             )
-        for r in await store.reindex(target):
+        for r in await store.admin.reindex(target):
             vectors = "" if r["vectors"] == "none" else f", vectors {r['vectors']}"
             click.echo(f"{r['alias']}: {r['old']} -> {r['new']} ({r['docs']} docs{vectors})")
     finally:
@@ -349,7 +351,7 @@ async def _reindex(settings: Options, workspace=None) -> int:
     try:
         model = embedder.identity if embedder else recorded if kept else None
         if target.dims and model:  # the new index's _meta comes from the template: carry the model over
-            await store.record_vectors_model(model)
+            await store.admin.record_vectors_model(model)
     finally:
         await store.close()
     if target.dims and embedder:

@@ -24,6 +24,7 @@ from .app import (
 )
 
 if TYPE_CHECKING:
+    from ..core.models import SearchResult
     from ..core.options import Options
     from ..store import MemoryStore
 
@@ -236,9 +237,17 @@ async def _search(
                 mode = "keyword"
         result = await store.search(query, vector, limit, search_filter, mode=mode, min_score=min_score)
         paths = list(dict.fromkeys(h.chunk.path for h in result.hits))
-        expansion = {p: _group_links(n) for p, n in (await store.expand(paths)).items()} if links and paths else {}
+        expansion = (
+            {p: _group_links(n) for p, n in (await store.links.expand(paths)).items()} if links and paths else {}
+        )
     finally:
         await store.close()
+    _print_result(result, query, mode, expansion, as_json, explain)
+    return 0
+
+
+def _print_result(result: SearchResult, query: str, mode: str, expansion: dict, as_json: bool, explain: bool) -> None:
+    """The hits as ReMe shows them (each with its file's links), or as one JSON object; with `explain`, each stage."""
     if as_json:
         hits = [
             {
@@ -251,13 +260,13 @@ async def _search(
             }
             for h in result.hits
         ]
-        payload = {"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}
+        payload: dict = {"query": query, "mode": mode, "fusion": result.fusion, "hits": hits}
         if explain:
             from ..store.explain import explain as explained
 
             payload["explain"] = explained(result)
         click.echo(json.dumps(payload, ensure_ascii=False))
-        return 0
+        return
     if not result.hits:
         click.echo("no results")
     breakdown = _explained(result) if explain else {}
@@ -271,4 +280,3 @@ async def _search(
             click.echo(line)
         for line in _render_links(expansion.get(c.path, {})):
             click.echo(line)
-    return 0

@@ -194,10 +194,10 @@ async def _take_over(store: MemoryStore, workspace: Path, settings: Options, ful
     from ..sync.scan import MB, diff, walk
 
     folder = str(workspace.resolve())
-    held = await store.workspace_record()
+    held = await store.inspect.workspace_record()
     if held is None or {k: held.get(k) for k in ("folder", "host")} == writer_identity(folder):
         return  # nobody else writes it: there is nothing to take over
-    stored = {f.path: f for f in await store.get_files()}
+    stored = {f.path: f for f in await store.links.get_files()}
     dirs, suffixes = settings.sync.dirs, settings.sync.suffixes
     local, skipped = walk(workspace, dirs, suffixes, int(settings.sync.max_file_mb * MB), lambda msg: None)
     changes = diff(local, {p: f.st_mtime for p, f in stored.items()}, dirs, suffixes, full)
@@ -212,6 +212,18 @@ async def _take_over(store: MemoryStore, workspace: Path, settings: Options, ful
         f"{len(rewritten)} ({sum(len(stored[p].chunk_ids) for p in rewritten)} chunks) with this folder's copies"
     )
     _confirm(plan, "take it over", yes)
+
+
+async def _claim(store: MemoryStore, workspace: Path, settings: Options, full: bool, take_over: bool, yes: bool):
+    """Claim the workspace for this folder before anything is written or deleted (another folder's workspace is never
+    touched; `take_over` takes it over); the store is closed when the claim fails."""
+    try:
+        if take_over:
+            await _take_over(store, workspace, settings, full, yes)
+        await store.claim(str(workspace.resolve()), take_over, blind=take_over and yes)
+    except BaseException:
+        await store.close()
+        raise
 
 
 async def _sync(
@@ -230,13 +242,7 @@ async def _sync(
         raise ConfigError("--watch and --dry-run cannot be combined")
     store, embedder = await _sync_store(settings, dry_run)
     if not dry_run:
-        try:  # before anything is written or deleted: another folder's workspace is never touched
-            if take_over:
-                await _take_over(store, workspace, settings, full, yes)
-            await store.claim(str(workspace.resolve()), take_over, blind=take_over and yes)
-        except BaseException:
-            await store.close()
-            raise
+        await _claim(store, workspace, settings, full, take_over, yes)
     reporter = _reporter(as_json)
     syncer = WorkspaceSync(
         store,

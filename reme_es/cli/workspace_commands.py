@@ -62,9 +62,9 @@ async def _drop_workspace(
     from ..store.workspaces import writer_identity
     from ..sync.state import state_path
 
-    counts = await store.health_counts()
+    counts = await store.inspect.health_counts()
     what = f"workspace {store.workspace} of index set {store.prefix}"
-    record = await store.workspace_record()
+    record = await store.inspect.workspace_record()
     if record is None and not any(counts.values()):
         click.echo(f"nothing to drop: {what} holds no document and has no record (never synced, or dropped already)")
         return 0
@@ -153,7 +153,7 @@ async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> 
 
     store = (await open_cluster(cs, engine)).store(_chosen_set(settings))
     try:
-        plan = await store.drop_plan()
+        plan = await store.admin.drop_plan()
         found = any(plan.values())
         if not yes:
             _err(
@@ -163,7 +163,7 @@ async def _drop_set(settings: Options, cs, engine, yes: bool, as_json: bool) -> 
             )
             return 2
         if found:
-            await store.drop_prefix(plan)
+            await store.admin.drop_prefix(plan)
     finally:
         await store.close()
     if as_json:
@@ -210,16 +210,16 @@ async def _migrate(settings: Options, workspace: Path, source: str | None, from_
     except MappingError as exc:
         raise ConfigError(f"nothing to move: {exc}") from None
     try:
-        if old.workspace is not None and not (await old.health_counts())["files"]:
+        if old.workspace is not None and not (await old.inspect.health_counts())["files"]:
             raise ConfigError(f"nothing to move: workspace {old.workspace} of index set {source} holds no file")
         new = await _open(settings, dims=old.dims, client=(cs, engine))
         try:
             await new.claim(str(workspace.resolve()))
-            model = await old.vectors_model() if old.dims else None
-            if model and await new.vectors_model() is None:
-                await new.record_vectors_model(model)
+            model = await old.admin.vectors_model() if old.dims else None
+            if model and await new.admin.vectors_model() is None:
+                await new.admin.record_vectors_model(model)
             started = time.monotonic()
-            copied = await old.migrate_to(new)
+            copied = await old.admin.migrate_to(new)
             seconds = round(time.monotonic() - started, 2)
         finally:
             await new.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def reme_es_home() -> Path:
     """Root folder of the cache, installs, node folders and sync state (`REME_ES_HOME` overrides it)."""
-    from .options import runtime
+    from .runtime import runtime
 
     if home := runtime().home:
         return home.expanduser().resolve()

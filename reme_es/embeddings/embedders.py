@@ -168,3 +168,24 @@ __all__ = [
     "make_embedder",
     "same_model",
 ]
+
+
+async def recorded_embedder(store: Any, api_key: str | None = None) -> Embedder | None:
+    """The embedder of the model `store`'s index records for its vectors (None when the index has no vectors or
+    records no model); MappingError when the recorded model's dimension is not the index's."""
+    import asyncio
+
+    from ..core.errors import MappingError
+
+    if not store.dims:
+        return None
+    recorded = await store.admin.vectors_model()
+    if recorded is None:
+        return None
+    embedder = await asyncio.to_thread(embedder_for, recorded, api_key)
+    if embedder.dimensions != store.dims:
+        raise MappingError(
+            f"index {store.index('chunks')} holds {store.dims}-d vectors but records a {embedder.dimensions}-d model; "
+            "`reme-es drop --yes` and sync again"
+        )
+    return embedder

@@ -84,9 +84,9 @@ class Embeddings:
         """Record in the index which model makes its vectors (for `reme-es search`); warn if another one did."""
         store = self._require_store()
         mine = vectors_identity(self.embedding_store, store.dims)
-        recorded = await store.vectors_model()
+        recorded = await store.admin.vectors_model()
         if recorded is None:
-            await store.record_vectors_model(mine)
+            await store.admin.record_vectors_model(mine)
         elif not same_model(recorded, mine):
             self._logger.warning(
                 f"{self._name}: index {store.prefix} records vectors of {describe_model(recorded)}, but this "
@@ -180,7 +180,7 @@ class Embeddings:
                 wanted[chunk.id] = chunk
         planned = [to_chunk(c, None) for c in wanted.values()]
         # `vector_ids` searches: an unrefreshed earlier write of these chunks must count
-        plan = await self._require_store().plan_vectors(planned, ids, before_search=self._visible)
+        plan = await self._require_store().vectors.plan(planned, ids, before_search=self._visible)
         for chunk in plan.reusable:
             wanted[chunk.id].embedding = chunk.embedding
         await self.embed([wanted[c.id] for c in plan.to_embed])
@@ -229,7 +229,7 @@ class Embeddings:
         await self._visible()
         filled = missing = 0
         checked = skip_health_check
-        pages = self._all_chunks(store) if rebuild else store.chunks_without_vectors(batch=EMBED_BATCH)
+        pages = self._all_chunks(store) if rebuild else store.vectors.without_vectors(batch=EMBED_BATCH)
         async for page in pages:
             nodes = [FileChunk(id=c.id, path=c.path, text=c.text) for c in page if c.text]
             if not nodes:
@@ -252,10 +252,10 @@ class Embeddings:
 
     @staticmethod
     async def _all_chunks(store: MemoryStore) -> AsyncIterator[list[Chunk]]:
-        files = await store.get_files(None)
+        files = await store.links.get_files(None)
         for start in range(0, len(files), 64):
             group = files[start : start + 64]
-            sources = await store.get_chunks({f.path: f.chunk_ids for f in group})
+            sources = await store.vectors.get_chunks({f.path: f.chunk_ids for f in group})
             yield [Chunk(id=s["chunk_id"], path=s["path"], text=s.get("text", "")) for s in sources.values()]
 
     async def _write_vectors(self, vectors: dict[tuple[str, str], list[float]]) -> int:
@@ -267,9 +267,9 @@ class Embeddings:
             ids_by_path: dict[str, list[str]] = {}
             for path, cid in vectors:
                 ids_by_path.setdefault(path, []).append(cid)
-            alive = await store.get_chunks(ids_by_path)
+            alive = await store.vectors.get_chunks(ids_by_path)
             live = {key: vec for key, vec in vectors.items() if key[1] in alive}
             if live:
-                await store.set_vectors(live)
+                await store.vectors.set_vectors(live)
                 await self._counts_changed()
             return len(live)

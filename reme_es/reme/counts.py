@@ -33,7 +33,7 @@ class HealthCounts:
         if store is None:
             return
         try:
-            self.counts = await store.health_counts()
+            self.counts = await store.inspect.health_counts()
         except Exception as e:  # noqa: BLE001 - a count must never fail a write; health shows the last known one
             self._logger.warning(f"{self._name}: could not refresh counts for health_check: {type(e).__name__}: {e}")
             return

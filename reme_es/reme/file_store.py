@@ -140,7 +140,7 @@ class EsFileStore(BaseFileStore):
 
     async def _tagged_files(self, key: str) -> list:
         await self.refresher.visible()
-        return await self._require_store().files_with_front_matter(key)
+        return await self._require_store().links.with_front_matter(key)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -307,20 +307,20 @@ class EsFileStore(BaseFileStore):
         await self.refresher.visible()
         store = self._require_store()
         if paths is None:
-            return [to_file_node(doc) for doc in await store.get_files(None)]
-        found = {doc.path: doc for doc in await store.get_files(list(paths))}
+            return [to_file_node(doc) for doc in await store.links.get_files(None)]
+        found = {doc.path: doc for doc in await store.links.get_files(list(paths))}
         return [to_file_node(found[p]) for p in paths if p in found]
 
     async def get_outlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links written in `path`, in order; REAL targets are indexed nodes, VIRTUAL ones are not."""
         await self.refresher.visible()
-        links = await self._require_store().get_outlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        links = await self._require_store().links.outlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def get_inlinks(self, path: str, scope: LinkScopeEnum = LinkScopeEnum.REAL) -> list[FileLink]:
         """Links from every indexed file to `path`, sources sorted by path."""
         await self.refresher.visible()
-        links = await self._require_store().get_inlinks(path, LinkScope(LinkScopeEnum(scope).value))
+        links = await self._require_store().links.inlinks(path, LinkScope(LinkScopeEnum(scope).value))
         return [to_file_link(link) for link in links]
 
     async def rebuild_links(self) -> None:
@@ -388,7 +388,7 @@ class EsFileStore(BaseFileStore):
         out: dict[str, Any] = {"scope": scope}
         await self.refresher.visible()
         if scope in ("all", "bm25"):
-            stats = await self._require_store().stats()
+            stats = await self._require_store().admin.stats()
             out["bm25"] = {"indexed": stats["chunks"]["docs"], "scope": "bm25"}
         if scope in ("all", "embedding"):
             self.vectors.rebuild_pending = False

@@ -66,7 +66,11 @@ async def open_matching(
         try:
             if probe.dims == options.dims:
                 raise
-            others = [] if probe.legacy else [w for w in await probe.workspaces() if w["workspace"] != probe.workspace]
+            others = (
+                []
+                if probe.legacy
+                else [w for w in await probe.inspect.workspaces() if w["workspace"] != probe.workspace]
+            )
             if others:
                 raise ConfigError(
                     f"{name}: index set {probe.prefix} holds {probe.dims or 'no'} vectors for {len(others)} other "

@@ -94,7 +94,7 @@ class OptimizeJob:
             await self._width.wait()
             result = await _optimizing(store)
         if result is None:
-            result = await store.optimize()
+            result = await store.admin.optimize()
         before, after, width = result["before"]["chunks"], result["after"]["chunks"], result.get("knn_width")
         self._log.info(
             f"{self._name}: optimize_index merged={result['merged']} segments={before['segments']}->"

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from ..core.errors import ServerError
-from ..core.options import runtime
+from ..core.runtime import runtime
 from .flavours import Artifact
 
 log = logging.getLogger(__name__)

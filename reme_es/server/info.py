@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..core.errors import ServerError
 from .install import reme_es_home
 
 
@@ -76,3 +77,40 @@ def log_tail(name: str, lines: int = 40) -> str:
     chosen = [p for p in [*logs[-1:], folder / "stdout.log"] if p.is_file() and p.stat().st_size]
     text = "\n".join(p.read_text(errors="replace") for p in chosen)
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+# A secured node's kept security material (secure.py makes it): its folder, and what reading it gives.
+SECRET = "secret"
+
+
+def secret_dir(name: str) -> Path:
+    """The node's folder of kept security material."""
+    return node_dir(name) / SECRET
+
+
+def is_secured(name: str) -> bool:
+    """Whether node `name` was made secured (its security material is kept)."""
+    return (secret_dir(name) / "security.json").is_file()
+
+
+def credentials(name: str) -> NodeSecurity:
+    """How to reach secured node `name` as its admin (CA file, user, password read from its 0600 file)."""
+    folder = secret_dir(name)
+    if not is_secured(name):
+        raise ServerError(f"node {name!r} is not secured (no {folder / 'security.json'})")
+    kept = json.loads((folder / "security.json").read_text())
+    password = (folder / "admin.password").read_text().strip()
+    return NodeSecurity(ca_certs=str(folder / "ca.crt"), username=kept["admin"], password=password)
+
+
+def describe(name: str) -> dict | None:
+    """What `server status` shows of a secured node: user, password file, CA file (never the password)."""
+    if not is_secured(name):
+        return None
+    folder = secret_dir(name)
+    kept = json.loads((folder / "security.json").read_text())
+    return {
+        "username": kept["admin"],
+        "password_file": str(folder / "admin.password"),
+        "ca_certs": str(folder / "ca.crt"),
+    }

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from ..core.errors import ServerError
-from ..core.options import runtime
+from ..core.runtime import runtime
 
 
 def _java_major(java_home: Path) -> int | None:

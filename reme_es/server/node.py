@@ -26,8 +26,8 @@ from pathlib import Path
 
 from ..core.errors import ServerError
 from .es_plugin import ensure_analysis_plugin
-from .flavours import DEFAULT_FLAVOUR, DEFAULT_HEAP, get_flavour
-from .info import NodeInfo, NodeSecurity, log_tail, node_dir, read_node, write_node
+from .flavours import DEFAULT_FLAVOUR, DEFAULT_HEAP, Flavour, get_flavour
+from .info import NodeInfo, NodeSecurity, credentials, describe, is_secured, log_tail, node_dir, read_node, write_node
 from .install import install, optional_extended, reme_es_home
 from .jvm import _absolute_jvm_paths, find_java  # noqa: F401 - _absolute_jvm_paths: tests/unit/test_launcher.py
 from .knn_guard import ensure_knn_guard
@@ -105,7 +105,7 @@ def start(
     there stays usable), and a node never given one has no `path.repo`.
     """
     flavour = get_flavour(flavour_name)
-    if security is None and (node_dir(name) / "secret" / "security.json").is_file():  # secure.py's material
+    if security is None and is_secured(name):  # secure.py's material
         raise ServerError(
             f"node {name!r} is a secured node: start it with `reme-es server start --name {name}` (it starts secured), "
             f"and reach it with the credentials `reme-es server env --name {name}` prints"
@@ -113,13 +113,8 @@ def start(
     if running := _running_as(name, flavour.name):
         return _same_repo(running, snapshot_repo)
     settings = repo_settings(settings, _snapshot_repo(name, snapshot_repo))  # a bad path fails before anything else
-    java_home, _ = find_java(flavour.java_min, flavour.java_max)
-    home = install(flavour)
     http_port = _http_port(name, http_port, read_node(name))
-    if flavour.engine == "elasticsearch":
-        ensure_analysis_plugin(home, java_home, flavour.version)  # the .security index needs it (API keys)
-    if flavour.knn_guard:
-        ensure_knn_guard(home, java_home, flavour.version)  # refuse faiss/nmslib: no native libraries here
+    java_home, home = _installed(flavour)
     transport_port = _free_port()
     folder = node_dir(name)
     _write_node_config(flavour, folder, home, (http_port, transport_port), settings, config_files)
@@ -141,6 +136,17 @@ def start(
     write_node(info)
     _wait_healthy(info, proc, timeout, security, stop)
     return info
+
+
+def _installed(flavour: Flavour) -> tuple[Path, Path]:
+    """The JDK to run `flavour` with and its install, with reme-es' plugins in place."""
+    java_home, _ = find_java(flavour.java_min, flavour.java_max)
+    home = install(flavour)
+    if flavour.engine == "elasticsearch":
+        ensure_analysis_plugin(home, java_home, flavour.version)  # the .security index needs it (API keys)
+    if flavour.knn_guard:
+        ensure_knn_guard(home, java_home, flavour.version)  # refuse faiss/nmslib: no native libraries here
+    return java_home, home
 
 
 def _snapshot_repo(name: str, asked: str | os.PathLike | None) -> str | os.PathLike | None:
@@ -205,8 +211,6 @@ def status(name: str = "default") -> dict:
         return {"name": name, "running": False, "reason": "never started"}
     if not _alive(info.pid):
         return {"name": name, "running": False, "flavour": info.flavour, "reason": "process not running"}
-    from .secure import credentials, describe  # secure starts nodes through this module
-
     secured = describe(name)
     security = credentials(name) if secured else None
     try:

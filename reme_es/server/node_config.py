@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..core.options import runtime
+from ..core.runtime import runtime
 from .flavours import Flavour
 from .jvm import _absolute_jvm_paths
 

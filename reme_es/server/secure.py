@@ -36,7 +36,8 @@ from pathlib import Path
 from ..core.errors import ServerError
 from . import certs, node
 from .flavours import Flavour, get_flavour
-from .info import NodeInfo, NodeSecurity, node_dir, read_node
+from .info import NodeInfo, NodeSecurity, credentials, is_secured, node_dir, read_node, secret_dir
+from .info import describe as describe  # `server status` and the cluster read it here
 from .probe import _http_json
 from .process import _keep_private
 
@@ -48,7 +49,6 @@ SECURED_FLAVOURS = {
     "elasticsearch-9": "elasticsearch-9",
 }
 DEFAULT_SECURED = "opensearch-2.19"  # k-NN and neural-search (hybrid) beside the security plugin
-SECRET = "secret"
 
 
 @dataclass(frozen=True)
@@ -69,39 +69,6 @@ def secured_flavour(flavour: str | None) -> str:
     if asked not in SECURED_FLAVOURS:
         raise ServerError(f"no secured flavour of {asked!r}; choose one of {', '.join(SECURED_FLAVOURS)}")
     return SECURED_FLAVOURS[asked]
-
-
-def secret_dir(name: str) -> Path:
-    """The node's folder of kept security material."""
-    return node_dir(name) / SECRET
-
-
-def is_secured(name: str) -> bool:
-    """Whether node `name` was made secured (its security material is kept)."""
-    return (secret_dir(name) / "security.json").is_file()
-
-
-def credentials(name: str) -> NodeSecurity:
-    """How to reach secured node `name` as its admin (CA file, user, password read from its 0600 file)."""
-    folder = secret_dir(name)
-    if not is_secured(name):
-        raise ServerError(f"node {name!r} is not secured (no {folder / 'security.json'})")
-    kept = json.loads((folder / "security.json").read_text())
-    password = (folder / "admin.password").read_text().strip()
-    return NodeSecurity(ca_certs=str(folder / "ca.crt"), username=kept["admin"], password=password)
-
-
-def describe(name: str) -> dict | None:
-    """What `server status` shows of a secured node: user, password file, CA file (never the password)."""
-    if not is_secured(name):
-        return None
-    folder = secret_dir(name)
-    kept = json.loads((folder / "security.json").read_text())
-    return {
-        "username": kept["admin"],
-        "password_file": str(folder / "admin.password"),
-        "ca_certs": str(folder / "ca.crt"),
-    }
 
 
 def start(

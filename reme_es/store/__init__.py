@@ -1,7 +1,10 @@
 """MemoryStore: files, chunks and links kept consistent as one unit, on any dialect.
 
-The store is the one door into an index set: the CLI, `reme-es sync`, the ReMe plugin and the contract suite call
-`MemoryStore`, never its parts. Each part is a module a reader can open on its own:
+The store is the one door into an index set: the CLI, `reme-es sync`, the ReMe plugin, the UI and the contract suite
+call `MemoryStore`, never its parts. Searches and writes are its own methods; the rest is grouped in namespaces, each
+a part or its bound methods (no signature restated): `store.links` (files and links), `store.vectors` (stored
+vectors), `store.admin` (upkeep: admin.py), `store.inspect` (reads for status, doctor and the UI: inspect.py).
+Each part is a module a reader can open on its own:
 
     indices.py   IndexSet: aliases over versioned indices, mapping checks, dims, the hybrid pipeline, upkeep
     protocol.py  the write protocol as pure functions (its docstring is the protocol's description)
@@ -39,29 +42,26 @@ conditional write; see `reme_es.store.protocol`), so a failed item never loses w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Self
 
 from ..adapters.dialect import Dialect, keyword_body
 from ..adapters.port import IndexPort
-from ..adapters.templates import INDEX_KINDS
 from ..adapters.transport import BulkOutcome
 from ..core.checks import HYBRID_MODES, validate_hybrid, validate_prefix
 from ..core.errors import AuthError, BulkError, RequestFailed
-from ..core.models import Capabilities, Chunk, FileDoc, Hit, Link, LinkScope, Neighbour, SearchFilter, SearchResult
+from ..core.models import Capabilities, Chunk, FileDoc, Hit, SearchFilter, SearchResult
 from ..core.options import IndexOptions, SearchOptions
 from ..core.telemetry import memory_operation, stage
-from . import lifecycle
-from .admin import Admin
-from .calibration import Calibration
+from .admin import Admin, Vectors
 from .fusion import candidate_depth
 from .indices import IndexSet
+from .inspect import Inspect
 from .links import LinkGraph
 from .one_version import depths, enough, filled, hit_key, keyed, one_version
 from .search import SearchStore
 from .shown import Shown, fetch_shown
 from .sources import HitBuilder, chunk_source, hit_from_source, stored_chunk_source
-from .vector_plan import VectorPlan
 from .vectors import VectorStore
 from .workspaces import Registry
 from .writer import Writer
@@ -88,12 +88,24 @@ class MemoryStore:
         self.dialect = dialect
         self.port = IndexPort(dialect)
         self.indices = IndexSet(dialect, self.port, prefix, options or IndexOptions(), search, workspace)
-        self.vectors = VectorStore(self.indices)
-        self.admin = Admin(self.indices, self.port, self.vectors)  # maintenance (store/admin.py)
-        self.searches = SearchStore(self.indices, self.vectors, search.keyword_fields)
-        self.links = LinkGraph(self.port, self.indices.ix)
+        self._vectors = VectorStore(self.indices)
+        self.searches = SearchStore(self.indices, self._vectors, search.keyword_fields)
         self.writer = Writer(self.port, self.indices.ix, lambda: self.indices.dims, self.indices.refresh)
         self.registry = Registry(self.port, self.indices.index("workspaces"), prefix)
+        # The door's namespaces (as opensearch-py's `client.indices`), each a part or its bound methods: reads of
+        # files and links; the stored vectors; upkeep of the set; what status, doctor and the UI read.
+        self.links = LinkGraph(self.port, self.indices.ix)  # files, outlinks, inlinks, expand, traverse
+        self.vectors = Vectors(self._vectors)  # read back, plan, backfill, set (store/admin.py)
+        self.admin = Admin(self, self._vectors)  # reindex, migrate, drop plans, diff, optimize, stats, calibration
+        self.inspect = Inspect(self.indices, self.port, self.registry)  # counts, health, workspaces, the UI's reads
+        # The door's own calls that one part does: bound, not restated.
+        self.connect = self.indices.connect  # probe, create (or check) the indices and the pipeline, refresh once
+        self.index = self.indices.index  # alias name of one index kind
+        self.refresh = self.indices.refresh  # make every finished write visible to searches
+        self.pipeline_name = self.indices.pipeline_name
+        self.ensure_pipeline = self.indices.ensure_pipeline
+        self.native_pipeline_wanted = self.indices.keeps_pipeline  # whether this store keeps a search pipeline
+        self.native_hybrid_available = self.indices.native_hybrid  # whether one-request hybrid search can be used
 
     # --------------------------------------------------------------------- settings and state
     prefix = property(lambda self: self.indices.prefix, doc="The index prefix (the index set's name).")
@@ -157,19 +169,6 @@ class MemoryStore:
     def keyword_fields(self, value: tuple[str, ...] | None) -> None:
         self.searches.keyword_fields = value
 
-    # ------------------------------------------------------------------------------- lifecycle
-    def index(self, kind: str) -> str:
-        """Alias name of one index kind."""
-        return self.indices.index(kind)
-
-    async def connect(self, create: bool = True) -> Capabilities:
-        """Probe the server, create (or check) the indices and the hybrid pipeline, and refresh them once."""
-        return await self.indices.connect(create)
-
-    def native_pipeline_wanted(self) -> bool:
-        """Whether this store keeps a search pipeline (see `IndexSet.keeps_pipeline`)."""
-        return self.indices.keeps_pipeline()
-
     async def close(self) -> None:
         """Close the client."""
         await self.port.close()
@@ -190,18 +189,6 @@ class MemoryStore:
         """Create missing indices behind their aliases; report an existing incompatible one."""
         with memory_operation("create_memory_store", self.store_id):
             await self.indices.ensure_indices(suffix)
-
-    def pipeline_name(self) -> str:
-        """Name of this store's search pipeline (kind, weight and template version in the name)."""
-        return self.indices.pipeline_name()
-
-    async def ensure_pipeline(self) -> None:
-        """Create or update the hybrid search pipeline (PUT is idempotent)."""
-        await self.indices.ensure_pipeline()
-
-    async def refresh(self) -> None:
-        """Make every finished write visible to searches."""
-        await self.indices.refresh()
 
     async def drop(self) -> None:
         """Delete this prefix's indices and pipeline (tests and `clear`)."""
@@ -267,65 +254,6 @@ class MemoryStore:
         explained = target and await explain_refusal(self.port.transport, self.dialect.engine, target, error)
         return explained or error
 
-    async def workspace_record(self) -> dict | None:
-        """This workspace's record in the set (folder, host, since), or None when nobody claimed it."""
-        return await self.registry.record(self.workspace)
-
-    async def cluster_health(self) -> dict | None:
-        """The cluster's health (status, nodes, unassigned shards), None where the service has no such API."""
-        return await self.port.cluster_health()
-
-    async def unassigned_shards(self) -> list[dict]:
-        """The shards of this set's indices that no node holds: index, shard, primary or replica, why."""
-        return await self.port.unassigned_shards(f"{self.prefix}-*")
-
-    async def workspaces(self) -> list[dict]:
-        """Every workspace recorded in the set (key, folder, host, since)."""
-        return await self.registry.workspaces()
-
-    async def _scan(self, index: str, query: dict, source: list[str] | bool, sort: list[str]) -> AsyncIterator[dict]:
-        """Yield the `_source` of every matching doc of one index, sorted (tests read whole indices with it)."""
-        async for src in self.port.scan(index, query, source, sort):
-            yield src
-
-    # ------------------------------------------------------------------------------ files, links
-    async def get_files(self, paths: list[str] | None = None) -> list[FileDoc]:
-        """File docs by path (missing ones skipped, input order kept); None = every file, sorted by path."""
-        return await self.links.get_files(paths)
-
-    async def files_with_front_matter(self, key: str) -> list[FileDoc]:
-        """File docs whose front matter has `key` (path, mtime, front matter only), sorted by path."""
-        return await self.links.with_front_matter(key)
-
-    async def indexed(self, paths: Iterable[str]) -> set[str]:
-        """Which of these paths are indexed files (one mget)."""
-        return await self.links.indexed(paths)
-
-    async def get_outlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
-        """Links written in `path`, in order; REAL when the target is an indexed file, VIRTUAL otherwise."""
-        return await self.links.outlinks(path, scope)
-
-    async def get_inlinks(self, path: str, scope: LinkScope = LinkScope.REAL) -> list[Link]:
-        """Links from every indexed file to `path`, sorted by source; REAL when `path` itself is indexed."""
-        return await self.links.inlinks(path, scope)
-
-    async def outlinks_of(self, paths: list[str], scope: LinkScope = LinkScope.REAL) -> dict[str, list[Link]]:
-        """`get_outlinks` of several files in two requests."""
-        return await self.links.outlinks_of(paths, scope)
-
-    async def inlinks_of(self, paths: list[str], scope: LinkScope = LinkScope.REAL) -> dict[str, list[Link]]:
-        """`get_inlinks` of several files in two requests."""
-        return await self.links.inlinks_of(paths, scope)
-
-    # The per-call defaults of expand, traverse, search and optimize are written here, once: the parts require them.
-    async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
-        """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""
-        return await self.links.expand(paths, max_per_direction)
-
-    async def traverse(self, path: str, depth: int = 2, max_nodes: int = 1000) -> dict[str, int]:
-        """Files reachable from `path` over links in either direction, with their distance (one search per level)."""
-        return await self.links.traverse(path, depth, max_nodes)
-
     # ----------------------------------------------------------------------------------- search
     async def keyword_search(
         self,
@@ -368,14 +296,10 @@ class MemoryStore:
         (scores cosine similarity; `build` as for `keyword_search`)."""
         with memory_operation("search_memory", self.store_id) as span:
             found = await self._one_version(
-                lambda n: self.vectors.search(vector, n, search_filter, k, keyed(build)), limit
+                lambda n: self._vectors.search(vector, n, search_filter, k, keyed(build)), limit
             )
             span.set_attribute("gen_ai.memory.record.count", len(found))
             return found
-
-    def native_hybrid_available(self) -> bool:
-        """Whether one-request hybrid search can be used with the current server and configuration."""
-        return self.indices.native_hybrid()
 
     async def search(
         self,
@@ -443,113 +367,6 @@ class MemoryStore:
             return await one_version(self.port, self.indices.ix.files, found, lambda pair: pair[0])
 
         return [hit for _, hit in await filled(search, keep, limit)]
-
-    # ------------------------------------------------------------------------------ embeddings
-    async def get_chunks(self, ids_by_path: dict[str, list[str]], with_vectors: bool = False) -> dict[str, dict]:
-        """Stored chunk sources by chunk id (routing by path); vectors only when asked for."""
-        return await self.vectors.get_chunks(ids_by_path, with_vectors)
-
-    async def plan_vectors(
-        self,
-        chunks: list[Chunk],
-        stored_ids: dict[str, list[str]],
-        before_search: Callable[[], Awaitable[None]] | None = None,
-    ) -> VectorPlan:
-        """Plan the vectors of chunks about to be written: unchanged, reusable (their stored vector read back) or to
-        embed (`VectorStore.plan`)."""
-        return await self.vectors.plan(chunks, stored_ids, before_search)
-
-    async def vector_ids(self, ids_by_path: dict[str, list[str]]) -> set[str]:
-        """Which of these chunks have a stored vector (answered by the index: no vector is read)."""
-        return await self.vectors.vector_ids(ids_by_path)
-
-    def chunks_without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
-        """Yield batches of stored chunks that have no embedding (for backfilling)."""
-        return self.vectors.without_vectors(batch)
-
-    async def set_vectors(self, vectors: dict[tuple[str, str], list[float]], refresh: bool = True) -> BulkOutcome:
-        """Write embeddings onto stored chunks, keyed by (path, chunk id), with partial updates."""
-        return await self.vectors.set_vectors(vectors, refresh)
-
-    # ----------------------------------------------------------------------------- maintenance
-    async def count(self, kind: str) -> int:
-        """Documents of one index kind (as of the last refresh)."""
-        return await self.port.count(self.index(kind))
-
-    async def health_counts(self) -> dict[str, int]:
-        """Files, chunks, chunks with a vector and links (as of the last refresh), in one request."""
-        return await self.port.health_counts(self.index("files"), self.index("chunks"), self.index("links"))
-
-    async def stats(self) -> dict[str, dict]:
-        """Per index kind: docs, deleted docs, segments, size."""
-        return await self.indices.stats()
-
-    async def optimize(
-        self, deleted_ratio: float = 0.1, max_segments: int | None = None, calibrate: bool = True
-    ) -> dict:
-        """Force-merge: expunge deletes in indices whose deleted-docs ratio passes the threshold; then, with
-        `calibrate`, measure the k-NN width again where it is due (`calibrate_if_due`; the answer's `knn_width`)."""
-        result = await self.indices.optimize(deleted_ratio, max_segments)
-        if calibrate:
-            record = await self.vectors.calibrate_if_due()
-            result["knn_width"] = record.to_meta() if record is not None else None
-        return result
-
-    async def calibrate(self, **options) -> Calibration:
-        """Measure and record the k-NN width of the chunks index (`VectorStore.calibrate`)."""
-        return await self.vectors.calibrate(**options)
-
-    async def calibrate_if_due(self) -> Calibration | None:
-        """Measure and record the k-NN width where `knn_calibration.due_rule` holds (after a load or a merge)."""
-        return await self.vectors.calibrate_if_due()
-
-    # ------------------------------------------------------------- upkeep of the set (lifecycle.py)
-    # The CLI's maintenance commands and the ReMe plugin come in here too: `lifecycle.py` is a part of the store, and
-    # no caller outside `reme_es/store/` reaches the port (docs/ARCHITECTURE.md, "One way into the store").
-    async def concrete_indices(self, kind: str) -> list[str]:
-        """The concrete indices behind one alias of the set (sorted; [] when the alias does not exist)."""
-        return await lifecycle.concrete_indices(self, kind)
-
-    async def live_options(self, dims: int | None) -> IndexOptions:
-        """The shards and replicas the set's chunks index has now (so a rebuild keeps them), with `dims`."""
-        return await lifecycle.live_options(self, dims)
-
-    async def reindex(
-        self,
-        target: IndexOptions,
-        kinds: tuple[str, ...] = INDEX_KINDS,
-        progress: Callable[[str, int], None] | None = None,
-    ) -> list[dict]:
-        """Rebuild each index kind of the set behind its alias with the current template and `target` options
-        (`lifecycle.reindex`: every workspace; vectors kept when the dimension stays)."""
-        return await lifecycle.reindex(self, target, kinds, progress)
-
-    async def template_diff(self, options: IndexOptions) -> dict[str, list[str]]:
-        """Per index kind, how the live mapping and shard/replica settings differ from the templates and `options`."""
-        return await lifecycle.template_diff(self, options)
-
-    async def drop_plan(self) -> dict[str, list[str]]:
-        """What dropping the whole prefix deletes: indices (leftovers of a reindex included), aliases, pipelines."""
-        return await lifecycle.drop_plan(self)
-
-    async def drop_prefix(self, plan: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
-        """Delete what `drop_plan` lists; returns what was deleted."""
-        return await lifecycle.drop_prefix(self, plan)
-
-    async def vectors_model(self) -> dict | None:
-        """The embedding model recorded in the chunks index `_meta` (`provider`, `model`, `dims`, ...), or None."""
-        return await lifecycle.vectors_model(self)
-
-    async def record_vectors_model(self, model: dict) -> None:
-        """Record in the chunks index `_meta` which embedding model makes its vectors (the rest of `_meta` is kept)."""
-        await lifecycle.record_vectors_model(self, model)
-
-    async def migrate_to(
-        self, target: MemoryStore, progress: Callable[[str, int], None] | None = None
-    ) -> dict[str, int]:
-        """Copy this workspace's files, chunks (with vectors) and links into `target`'s workspace and check the counts
-        (`lifecycle.migrate`; this store is left as it is). Returns the documents copied per kind."""
-        return await lifecycle.migrate(self, target, progress)
 
 
 def _ranking(result: SearchResult, shown: int) -> None:

@@ -19,7 +19,7 @@ from ..adapters.templates import load_template
 from .calibration import Calibration, calibration_due
 
 OK, WARN, FAIL = "ok", "warn", "fail"
-DELETED_RATIO = 0.1  # MemoryStore.optimize's default: an index past it is merged by `reme-es optimize`
+DELETED_RATIO = 0.1  # store.admin.optimize's default: an index past it is merged by `reme-es optimize`
 DELETED_MIN = 1000  # fewer deleted documents cost nothing worth a merge (Lucene's own merges reclaim them)
 SHARDS_WARN = 0.8  # share of the cluster's shard limit that warns
 SNAPSHOT_MAX_AGE = dt.timedelta(days=1)  # a last snapshot older than this warns

@@ -10,6 +10,8 @@ The bodies come from `adapters.dialect.top_bodies`; this module reads their answ
 
 from __future__ import annotations
 
+from ..core.models import Hit
+
 
 def by_chunk(answers: list[list[dict]]) -> dict[str, dict]:
     """The top hits' sources by chunk id (a hit both branches ranked first: once, with its vector if it has one)."""
@@ -20,3 +22,12 @@ def by_chunk(answers: list[list[dict]]) -> dict[str, dict]:
             if kept is None or (src.get("embedding") and not kept.get("embedding")):
                 out[src["chunk_id"]] = src
     return out
+
+
+def shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:
+    """The second pass's hits (ranked by its `score`) showing the first pass's `branch` score where it had one."""
+    before = {h.chunk.id: h.scores[branch] for h in first}
+    return [
+        h.model_copy(update={"scores": {**h.scores, branch: before[h.chunk.id]}}) if h.chunk.id in before else h
+        for h in again
+    ]

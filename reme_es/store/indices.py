@@ -96,7 +96,7 @@ class IndexSet:
             raise ConfigError("the store is not connected: call `await store.connect()` first")
         return self.caps
 
-    async def connect(self, create: bool) -> Capabilities:
+    async def connect(self, create: bool = True) -> Capabilities:
         """Record the cluster's UUID, probe the server, create (or check) the indices and the hybrid pipeline, and
         refresh them once."""
         await self.port.identity.record(f"{self.prefix}-*")

@@ -288,7 +288,7 @@ async def migrate(
             if progress:
                 progress(kind, copied[kind])
     await target.refresh()
-    before, after = await source.health_counts(), await target.health_counts()
+    before, after = await source.inspect.health_counts(), await target.inspect.health_counts()
     if before != after:
         raise RequestFailed(
             f"migrate: {source.prefix} holds {before} but {target.prefix} (workspace {target.workspace}) got {after}; "

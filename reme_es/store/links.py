@@ -79,7 +79,7 @@ class LinkGraph:
                 out[link.target].append(link)
         return out
 
-    async def expand(self, paths: list[str], max_per_direction: int) -> dict[str, list[Neighbour]]:
+    async def expand(self, paths: list[str], max_per_direction: int = 5) -> dict[str, list[Neighbour]]:
         """Outlinks and inlinks of several files with each neighbour's name/description: two requests in all."""
         paths = list(dict.fromkeys(paths))
         if not paths or max_per_direction <= 0:
@@ -94,7 +94,7 @@ class LinkGraph:
         files = {f.path: f for f in await self.files(sorted(neighbours))}
         return {path: [_neighbour(d, link, files) for d, link in items] for path, items in edges.items()}
 
-    async def traverse(self, path: str, depth: int, max_nodes: int) -> dict[str, int]:
+    async def traverse(self, path: str, depth: int = 2, max_nodes: int = 1000) -> dict[str, int]:
         """Files reachable from `path` over links in either direction, with their distance (one search per level)."""
         seen = {path: 0}
         frontier = [path]

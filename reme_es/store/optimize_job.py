@@ -36,7 +36,7 @@ def optimize_due(docs: int, segments: int, rule: dict[str, Any] | None = None) -
 
 
 async def _chunk_stats(store: MemoryStore) -> dict:
-    return (await store.stats())["chunks"]
+    return (await store.admin.stats())["chunks"]
 
 
 async def _wait_merged(store: MemoryStore, wanted: int) -> None:
@@ -76,7 +76,7 @@ async def optimize_for_search(
         return None
     started = time.monotonic()
     try:
-        result = await store.optimize(max_segments=wanted, calibrate=False)
+        result = await store.admin.optimize(max_segments=wanted, calibrate=False)
     except AuthError as exc:  # a role without the force-merge right: the segments stay as they are
         log.info("optimize job skipped: %s", exc)
         return None
@@ -86,12 +86,12 @@ async def optimize_for_search(
         # the request's deadline passed, the node merges on
         log.info("force merge of %s still running (%s): waiting for it", store.admin.chunks_index, exc)
         await _wait_merged(store, wanted)
-        result = {"merged": ["chunks"], "before": {"chunks": before}, "after": await store.stats()}
+        result = {"merged": ["chunks"], "before": {"chunks": before}, "after": await store.admin.stats()}
     result["seconds"] = round(time.monotonic() - started, 2)
     result["knn_width"] = None
     if calibrate and store.admin.calibratable():  # on the merged graph; where the merge changed nothing, when due
         changed = result["after"]["chunks"]["segments"] != before["segments"]
-        record = await (store.calibrate() if changed else store.calibrate_if_due())
+        record = await (store.admin.calibrate() if changed else store.admin.calibrate_if_due())
         result["knn_width"] = record.to_meta() if record is not None else None
     return result
 

@@ -150,12 +150,7 @@ async def restore_workspace(
     scope = Scope(workspace)
     mine, raw = port.unscoped(), port.unscoped()
     mine.scope = scope
-    for alias in plan.aliases.values():
-        if not await raw.concrete(alias):
-            raise ConfigError(
-                f"index set {prefix} has no {alias} alias here: restore the whole set first (`reme-es snapshot restore "
-                f"{snapshot} --repo {repo} --all`) or sync the workspace once. Nothing was changed"
-            )
+    await _require_aliases(raw, plan, prefix, f"{snapshot} --repo {repo}")
     temps = list(plan.temps.values())
     try:
         await snaps.restore(
@@ -168,40 +163,10 @@ async def restore_workspace(
         )
         await snaps.wait_restored(temps, timeout)
         await raw.refresh(temps)
-        wanted = {kind: await mine.count(temp) for kind, temp in plan.temps.items()}
-        if not any(wanted[kind] for kind in INDEX_KINDS):
-            raise ConfigError(
-                f"snapshot {snapshot} holds no document of workspace {workspace} in index set {prefix} (it was synced "
-                f"there after the snapshot, or under another key: `reme-es status --workspaces` lists the keys). "
-                "Nothing was changed"
-            )
-        snap_dims, live_dims = await _dims(raw, plan.temps["chunks"]), await _dims(raw, plan.aliases["chunks"])
-        if vector_dims_differ(snap_dims, live_dims):
-            raise ConfigError(
-                f"snapshot {snapshot} holds {snap_dims}-d vectors but {plan.aliases['chunks']} now holds {live_dims}-d "
-                "ones: the workspace cannot go back into this set as it was. Nothing was changed"
-            )
+        wanted = await _restorable(mine, raw, plan, snapshot, prefix, workspace)
         # what any writer acknowledged must be seen by the scans (the indices refresh only when asked)
         await raw.refresh(list(plan.aliases.values()))
-        replaced = {}
-        for kind, alias in plan.aliases.items():  # the workspace's current documents go first
-            replaced[kind] = 0
-            async for page in _workspace_docs(mine, alias, with_vectors=False):
-                deletes = [Action("delete", alias, d.id, routing=d.routing or workspace) for d in page]
-                (await raw.bulk(deletes)).raise_for_failures()
-                replaced[kind] += len(deletes)
-        restored = {}
-        for kind, temp in plan.temps.items():
-            restored[kind] = 0
-            async for page in _workspace_docs(mine, temp, with_vectors=kind == "chunks"):
-                writes = [
-                    Action(
-                        "index", plan.aliases[kind], d.id, scope.source(d.source or {}), routing=d.routing or workspace
-                    )
-                    for d in page
-                ]
-                (await raw.bulk(writes)).raise_for_failures()
-                restored[kind] += len(writes)
+        replaced, restored = await _put_back(mine, raw, plan, scope, workspace)
         await raw.refresh(list(plan.aliases.values()))
         got = {kind: await mine.count(alias) for kind, alias in plan.aliases.items()}
         if wrong := count_mismatches(wanted, got):
@@ -224,6 +189,62 @@ async def restore_workspace(
         "replaced": replaced,
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+async def _require_aliases(raw: IndexPort, plan: WorkspaceRestorePlan, prefix: str, source: str) -> None:
+    """Refuse a restore into a set that lacks one of its aliases here (nothing is changed)."""
+    for alias in plan.aliases.values():
+        if not await raw.concrete(alias):
+            raise ConfigError(
+                f"index set {prefix} has no {alias} alias here: restore the whole set first (`reme-es snapshot restore "
+                f"{source} --all`) or sync the workspace once. Nothing was changed"
+            )
+
+
+async def _restorable(
+    mine: IndexPort, raw: IndexPort, plan: WorkspaceRestorePlan, snapshot: str, prefix: str, workspace: str
+) -> dict[str, int]:
+    """The workspace's documents per kind in the restored copies; refused (nothing changed) when there are none or
+    their vectors' dimension is not the live set's."""
+    wanted = {kind: await mine.count(temp) for kind, temp in plan.temps.items()}
+    if not any(wanted[kind] for kind in INDEX_KINDS):
+        raise ConfigError(
+            f"snapshot {snapshot} holds no document of workspace {workspace} in index set {prefix} (it was synced "
+            f"there after the snapshot, or under another key: `reme-es status --workspaces` lists the keys). "
+            "Nothing was changed"
+        )
+    snap_dims, live_dims = await _dims(raw, plan.temps["chunks"]), await _dims(raw, plan.aliases["chunks"])
+    if vector_dims_differ(snap_dims, live_dims):
+        raise ConfigError(
+            f"snapshot {snapshot} holds {snap_dims}-d vectors but {plan.aliases['chunks']} now holds {live_dims}-d "
+            "ones: the workspace cannot go back into this set as it was. Nothing was changed"
+        )
+    return wanted
+
+
+async def _put_back(
+    mine: IndexPort, raw: IndexPort, plan: WorkspaceRestorePlan, scope: Scope, workspace: str
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Delete the workspace's current documents, then write back the restored copies' (vectors included): the counts
+    per kind of each."""
+    replaced = {}
+    for kind, alias in plan.aliases.items():  # the workspace's current documents go first
+        replaced[kind] = 0
+        async for page in _workspace_docs(mine, alias, with_vectors=False):
+            deletes = [Action("delete", alias, d.id, routing=d.routing or workspace) for d in page]
+            (await raw.bulk(deletes)).raise_for_failures()
+            replaced[kind] += len(deletes)
+    restored = {}
+    for kind, temp in plan.temps.items():
+        restored[kind] = 0
+        async for page in _workspace_docs(mine, temp, with_vectors=kind == "chunks"):
+            writes = [
+                Action("index", plan.aliases[kind], d.id, scope.source(d.source or {}), routing=d.routing or workspace)
+                for d in page
+            ]
+            (await raw.bulk(writes)).raise_for_failures()
+            restored[kind] += len(writes)
+    return replaced, restored
 
 
 def _require_success(info: SnapshotInfo, repo: str) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import logging
 
 from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score, feedback_keyword_body, keyword_body, top_bodies
-from ..adapters.port import Candidate
 from ..core.errors import CapabilityError, ConfigError, RequestFailed
-from ..core.models import Chunk, Fusion, Hit, SearchFilter, SearchResult, doc_id
+from ..core.models import Fusion, Hit, SearchFilter, SearchResult, doc_id
 from .dates import about_the_past, anchor_date, anchor_query, date_rescore, query_dates, with_window
 from .explain import stage
 from .feedback import by_chunk
+from .feedback import shown_as as _shown_as
 from .fusion import (
     COLLAPSE_MAX_DEPTH,
     FEEDBACK_BETA,
@@ -33,7 +33,9 @@ from .fusion import (
 )
 from .indices import IndexSet
 from .sources import HitBuilder, chunk_from_source, hit_from_source
-from .vectors import VectorStore, branch_hit
+from .vectors import VectorStore
+from .vectors import bare_chunk as _bare_chunk
+from .vectors import candidate_hit as _candidate_hit
 
 log = logging.getLogger(__name__)
 
@@ -389,24 +391,3 @@ class SearchStore:
             )
         note = f"{ix.pipeline_kind}, vector weight {ix.vector_weight:g} (one request, fused by the server)"
         return SearchResult(hits=hits, fusion="native", stages=[stage("fusion", hits, note)])
-
-
-def _candidate_hit(branch: str, c: Candidate) -> Hit:
-    """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (`_with_chunks` adds it)."""
-    return branch_hit(branch, c.score, _bare_chunk(c))
-
-
-def _bare_chunk(c: Candidate) -> Chunk:
-    """A candidate's chunk without its text: what the ranking stages read from doc values."""
-    return Chunk(
-        id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question, words=c.words
-    )
-
-
-def _shown_as(again: list[Hit], first: list[Hit], branch: str) -> list[Hit]:
-    """The second pass's hits (ranked by its `score`) showing the first pass's `branch` score where it had one."""
-    before = {h.chunk.id: h.scores[branch] for h in first}
-    return [
-        h.model_copy(update={"scores": {**h.scores, branch: before[h.chunk.id]}}) if h.chunk.id in before else h
-        for h in again
-    ]

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..adapters import lookups as q
 from ..adapters.dialect import SOURCE_EXCLUDES, cosine_from_score
-from ..adapters.port import Action
+from ..adapters.port import Action, Candidate
 from ..adapters.transport import BulkOutcome
 from ..core import telemetry
 from ..core.errors import AuthError, CapabilityError, RequestFailed
@@ -38,6 +38,18 @@ def branch_hit(branch: str, raw: float, chunk: Chunk) -> Hit:
     """A hit of one search branch; k-NN scores become cosine similarity."""
     score = cosine_from_score(raw) if branch == "vector" else raw
     return Hit(chunk=chunk, scores={branch: score, "score": score})
+
+
+def candidate_hit(branch: str, c: Candidate) -> Hit:
+    """A branch's hit for a candidate: its chunk carries id, path and text hash, no text (the search adds it)."""
+    return branch_hit(branch, c.score, bare_chunk(c))
+
+
+def bare_chunk(c: Candidate) -> Chunk:
+    """A candidate's chunk without its text: what the ranking stages read from doc values."""
+    return Chunk(
+        id=c.chunk_id, path=c.path, text="", hash=c.hash, speaker=c.speaker, question=c.question, words=c.words
+    )
 
 
 class VectorStore:
@@ -222,7 +234,7 @@ class VectorStore:
             plan.reusable = [c for c in plan.reusable if c.embedding is not None]
         return plan
 
-    async def without_vectors(self, batch: int) -> AsyncIterator[list[Chunk]]:
+    async def without_vectors(self, batch: int = 500) -> AsyncIterator[list[Chunk]]:
         """Yield batches of stored chunks that have no embedding (for backfilling)."""
         page: list[Chunk] = []
         query = q.without_field("embedding")

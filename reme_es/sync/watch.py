@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..core.errors import ConnectionFailed, RequestFailed
-from ..core.options import runtime
+from ..core.runtime import runtime
 from .report import Reporter, Summary
 
 QUIET_MS = 300  # a group of file events ends after this long without one

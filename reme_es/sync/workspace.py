@@ -151,7 +151,7 @@ class WorkspaceSync:
             await self.store.refresh()
         if summary.changes and not summary.interrupted and self.store.dims:
             # A load changes what width the k-NN search needs: measured again when the index grew or shrank enough.
-            record = await self.store.calibrate_if_due()
+            record = await self.store.admin.calibrate_if_due()
             if record is not None:
                 summary.knn_width = record.to_meta()
                 self.report.info(

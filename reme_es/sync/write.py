@@ -50,7 +50,7 @@ class SyncWriter:
         """What the store holds per path (mtime, chunk ids), read on first use."""
         if self._known is None:
             try:
-                files = await self.store.get_files()
+                files = await self.store.links.get_files()
             except RequestFailed as exc:  # no index yet (dry run before the first sync): nothing is stored
                 if exc.status != 404:
                     raise
@@ -198,7 +198,7 @@ class SyncWriter:
         known = await self.known()
         ids = {p: known[p].chunk_ids for p in deleted if p in known}
         if ids:
-            stored = await self.store.get_chunks(ids, with_vectors=True)
+            stored = await self.store.vectors.get_chunks(ids, with_vectors=True)
             self._reuse.update(
                 {s["hash"]: s["embedding"] for s in stored.values() if s.get("embedding") and s.get("hash")}
             )
@@ -211,7 +211,7 @@ class SyncWriter:
         stored vector back; one whose text a deleted file had reuses that vector; only the rest is embedded."""
         known = await self.known()
         ids = {doc.path: known[doc.path].chunk_ids for doc, _ in items if doc.path in known}
-        plan = await self.store.plan_vectors([c for _, chunks in items for c in chunks], ids)
+        plan = await self.store.vectors.plan([c for _, chunks in items for c in chunks], ids)
         summary.reused_vectors += len(plan.unchanged) + len(plan.reusable)
         todo: list[Chunk] = []
         for c in plan.to_embed:
@@ -229,9 +229,11 @@ class SyncWriter:
 
     async def backfill(self, summary: Summary) -> None:
         """Embed stored chunks that have no vector yet (e.g. after `reindex` to a new model)."""
-        async for page in self.store.chunks_without_vectors():
+        async for page in self.store.vectors.without_vectors():
             vectors = await asyncio.to_thread(self._require_embedder().embed, [c.text for c in page])
-            await self.store.set_vectors({(c.path, c.id): v for c, v in zip(page, vectors, strict=True)}, refresh=False)
+            await self.store.vectors.set_vectors(
+                {(c.path, c.id): v for c, v in zip(page, vectors, strict=True)}, refresh=False
+            )
             summary.embedded += len(page)
             if self.stop.is_set():
                 return

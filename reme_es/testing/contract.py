@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from .contract_dates import DateContract
+from .contract_links import LinkContract
 from .contract_relations import RelationContract
-from .contract_search import HybridContract, MaintenanceContract, VectorContract
-from .contract_write import FilterContract, LinkContract, WriteContract
+from .contract_search import HybridContract, VectorContract
+from .contract_upkeep import MaintenanceContract
+from .contract_write import FilterContract, WriteContract
 
 
 class StoreContract(

@@ -1,4 +1,4 @@
-"""Contract mixins for vectors, hybrid search and maintenance (see `reme_es.testing.contract`)."""
+"""Contract mixins for vectors and hybrid search (see `reme_es.testing.contract`)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ class VectorContract:
         vec = unit_vector(0.6, 0.8)
         c = chunk("digest/a.md", "kept vector", vector=vec)
         await store.upsert([file_with(c.path, [c])])
-        stored = await store.get_chunks({c.path: [c.id]}, with_vectors=True)
+        stored = await store.vectors.get_chunks({c.path: [c.id]}, with_vectors=True)
         assert stored[c.id]["embedding"] == pytest.approx(vec, abs=1e-6)
-        assert "embedding" not in (await store.get_chunks({c.path: [c.id]}))[c.id]
+        assert "embedding" not in (await store.vectors.get_chunks({c.path: [c.id]}))[c.id]
         assert all(h.chunk.embedding is None for h in await store.vector_search(vec, 1))
 
     async def test_unchanged_chunks_are_not_written_again(self, store_factory):
@@ -56,7 +56,10 @@ class VectorContract:
         kept = chunk("digest/u.md", "stays as it is", vector=unit_vector(1))
         edited = chunk("digest/u.md", "first words", start=3, vector=unit_vector(0, 1))
         await store.upsert([file_with(kept.path, [kept, edited])])
-        assert await store.vector_ids({kept.path: [kept.id, edited.id, "no-such-chunk"]}) == {kept.id, edited.id}
+        assert await store.vectors.vector_ids({kept.path: [kept.id, edited.id, "no-such-chunk"]}) == {
+            kept.id,
+            edited.id,
+        }
         new = chunk("digest/u.md", "other words", start=3, vector=unit_vector(0, 0, 1))
         stray = chunk("digest/u.md", "never stored", start=5, vector=unit_vector(0, 0, 0, 1))
         bare = kept.model_copy(update={"embedding": None})
@@ -64,7 +67,7 @@ class VectorContract:
         written = {i for index, i in outcome.versions if index == store.index("chunks")}
         assert written == {doc_id(new.id), doc_id(stray.id)}
         assert _ids(await store.vector_search(unit_vector(1), 1)) == [kept.id]
-        stored = await store.get_chunks({kept.path: [kept.id, edited.id, new.id, stray.id]}, with_vectors=True)
+        stored = await store.vectors.get_chunks({kept.path: [kept.id, edited.id, new.id, stray.id]}, with_vectors=True)
         assert sorted(stored) == sorted([kept.id, new.id, stray.id])
         assert stored[kept.id]["embedding"] == pytest.approx(kept.embedding, abs=1e-6)
 
@@ -73,7 +76,7 @@ class VectorContract:
         bad = chunk("digest/bad.md", "three dims", vector=[0.1, 0.2, 0.3])
         with pytest.raises(DimensionMismatch, match="3-d"):
             await store.upsert([file_with(bad.path, [bad])])
-        assert await store.get_files() == []
+        assert await store.links.get_files() == []
         with pytest.raises(DimensionMismatch, match="3-d"):
             await store.vector_search([0.1, 0.2, 0.3], 5)
 
@@ -87,10 +90,10 @@ class VectorContract:
         c1 = chunk("digest/a.md", "no vector yet")
         c2 = chunk("digest/b.md", "has a vector", vector=unit_vector(0, 1))
         await store.upsert([file_with(c1.path, [c1]), file_with(c2.path, [c2])])
-        missing = [c async for batch in store.chunks_without_vectors() for c in batch]
+        missing = [c async for batch in store.vectors.without_vectors() for c in batch]
         assert [c.id for c in missing] == [c1.id]
-        await store.set_vectors({(c1.path, c1.id): unit_vector(1)})
-        assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
+        await store.vectors.set_vectors({(c1.path, c1.id): unit_vector(1)})
+        assert [c async for batch in store.vectors.without_vectors() for c in batch] == []
         assert _ids(await store.vector_search(unit_vector(1), 1)) == [c1.id]
 
 
@@ -318,7 +321,7 @@ class HybridContract:
         result = await store.search("orbital mechanics", unit_vector(1), 4)
         assert len(result.hits) == 4
         by_path = {h.chunk.path: [h.chunk.id] for h in result.hits}
-        stored = await store.get_chunks(by_path)
+        stored = await store.vectors.get_chunks(by_path)
         for hit in result.hits:
             source = stored[hit.chunk.id]
             assert (hit.chunk.text, hit.chunk.start_line, hit.chunk.end_line) == (
@@ -349,54 +352,3 @@ class HybridContract:
         assert _ids(result.hits) == _ids(full.hits[:3])
         result = await store.search("orbital mechanics", unit_vector(1), 12, min_score=cut)
         assert _ids(result.hits) == _ids([h for h in full.hits if h.score >= cut])
-
-
-class MaintenanceContract:
-    """optimize = force-merge that expunges deletes past a threshold, with before/after figures."""
-
-    pytestmark = ASYNC
-
-    async def test_optimize_merges_only_past_the_deleted_ratio_and_reports_figures(
-        self, store_factory, reme_es_neighbours
-    ):
-        # Soft-deleted documents stay until the shard's retention lease moves on (about 30 s on a quiet shard),
-        # so the deleted count right after the merge is not asserted; the merge itself and its report are.
-        store = await store_factory()
-        require(store, "force_merge")
-        pairs = [file_with(f"digest/o{i}.md", [chunk(f"digest/o{i}.md", f"doc {i}")]) for i in range(20)]
-        await store.upsert(pairs)
-        await store.delete([f"digest/o{i}.md" for i in range(10)])
-        quiet = await store.optimize(deleted_ratio=0.99)
-        assert quiet["merged"] == []
-        report = await store.optimize(deleted_ratio=0.1)
-        assert "chunks" in report["merged"] and "links" not in report["merged"]
-        copies = 1 + reme_es_neighbours  # index figures: every workspace of the set holds its own copy
-        assert report["before"]["chunks"]["deleted"] >= 10 * copies
-        assert report["after"]["chunks"]["docs"] == 10 * copies
-        full = await store.optimize(max_segments=1)
-        assert full["after"]["chunks"]["segments"] == 1
-        assert full["after"]["files"]["docs"] == 10 * copies
-        assert [f.path for f in await store.get_files()] == [f"digest/o{i}.md" for i in range(10, 20)]
-
-    async def test_reindex_keeps_every_vector(self, store_factory, reme_es_neighbours):
-        # Vectors are kept out of the stored `_source` (OpenSearch derived source, Elasticsearch's default): the copy
-        # must still carry them, or the new index answers k-NN with nothing and nobody notices until a search.
-        from ..core.options import IndexOptions
-
-        store = await store_factory()
-        require(store, "vectors")
-        kept = [chunk(f"digest/r{i}.md", f"reindexed {i}", vector=unit_vector(1, i * 0.1)) for i in range(5)]
-        await store.upsert([file_with(c.path, [c]) for c in kept])
-        results = await store.reindex(IndexOptions(dims=store.dims))
-        copies = 1 + reme_es_neighbours  # a rebuild copies every workspace of the set
-        assert [(r["kind"], r["docs"], r["vectors"]) for r in results] == [
-            ("chunks", 5 * copies, "kept"),
-            ("files", 5 * copies, "none"),
-            ("links", 0, "none"),
-        ]
-        assert [c async for batch in store.chunks_without_vectors() for c in batch] == []
-        stored = await store.get_chunks({c.path: [c.id] for c in kept}, with_vectors=True)
-        assert sorted(stored) == sorted(c.id for c in kept)
-        for c in kept:
-            assert stored[c.id]["embedding"] == pytest.approx(c.embedding, abs=1e-6)
-        assert _ids(await store.vector_search(unit_vector(1, 0.4), 1)) == [kept[4].id]

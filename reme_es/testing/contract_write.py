@@ -1,4 +1,4 @@
-"""Contract mixins for writes, filters and links (see `reme_es.testing.contract`)."""
+"""Contract mixins for writes and filters (see `reme_es.testing.contract`)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ class WriteContract:
         await store.upsert([file_with(path, new)])
         assert await store.keyword_search("original", 10) == []
         assert _ids(await store.keyword_search("wording", 10)) == [new[0].id]
-        stored = await store.get_chunks({path: [c.id for c in old + new]})
+        stored = await store.vectors.get_chunks({path: [c.id for c in old + new]})
         assert set(stored) == {new[0].id}
-        (node,) = await store.get_files([path])
+        (node,) = await store.links.get_files([path])
         assert node.chunk_ids == [new[0].id]
 
     async def test_repeating_an_upsert_is_idempotent(self, store_factory, reme_es_neighbours):
@@ -47,7 +47,7 @@ class WriteContract:
         await store.upsert(pairs)
         first = _ids(await store.keyword_search("shared token", 10))
         await store.upsert(pairs)
-        counts, stats = await store.health_counts(), await store.stats()
+        counts, stats = await store.inspect.health_counts(), await store.admin.stats()
         assert (counts["chunks"], counts["files"]) == (5, 5)  # this workspace's
         copies = 1 + reme_es_neighbours  # the index holds each workspace's own copy
         assert stats["chunks"]["docs"] == 5 * copies and stats["files"]["docs"] == 5 * copies
@@ -60,11 +60,11 @@ class WriteContract:
         gone = chunk("digest/gone.md", "doomed text")
         await store.upsert([file_with(keep.path, [keep]), file_with(gone.path, [gone], links=[keep.path])])
         assert await store.delete(["digest/unknown.md"]) == 0
-        assert [f.path for f in await store.get_files()] == ["digest/gone.md", "digest/keep.md"]
+        assert [f.path for f in await store.links.get_files()] == ["digest/gone.md", "digest/keep.md"]
         assert await store.delete([gone.path, "digest/unknown.md"]) == 1
-        assert [f.path for f in await store.get_files()] == ["digest/keep.md"]
+        assert [f.path for f in await store.links.get_files()] == ["digest/keep.md"]
         assert await store.keyword_search("doomed", 10) == []
-        assert await store.get_inlinks(keep.path, LinkScope.ALL) == []
+        assert await store.links.inlinks(keep.path, LinkScope.ALL) == []
         assert _ids(await store.keyword_search("keeper", 10)) == [keep.id]
 
     async def test_clear_drops_everything(self, store_factory):
@@ -72,14 +72,14 @@ class WriteContract:
         c = chunk("digest/a.md", "anything at all")
         await store.upsert([file_with(c.path, [c])])
         await store.clear()
-        assert await store.get_files() == []
+        assert await store.links.get_files() == []
         assert await store.keyword_search("anything", 10) == []
 
     async def test_get_files_returns_every_file_beyond_one_page(self, store_factory):
         store = await store_factory()
         paths = [f"resource/bulk/{i:05d}.md" for i in range(1050)]
         await store.upsert([file_with(p, [chunk(p, f"text {i}")]) for i, p in enumerate(paths)])
-        assert [f.path for f in await store.get_files()] == paths
+        assert [f.path for f in await store.links.get_files()] == paths
 
     async def test_get_files_by_path_keeps_order_skips_missing_and_round_trips_fields(self, store_factory):
         store = await store_factory()
@@ -91,7 +91,7 @@ class WriteContract:
                 file_with(b.path, [b], st_mtime=1716012399.5),
             ]
         )
-        got = await store.get_files(["digest/b.md", "digest/missing.md", "digest/a.md"])
+        got = await store.links.get_files(["digest/b.md", "digest/missing.md", "digest/a.md"])
         assert [f.path for f in got] == ["digest/b.md", "digest/a.md"]
         assert got[1].st_mtime == 1716012345.123456
         assert got[1].front_matter == fm
@@ -112,7 +112,7 @@ class WriteContract:
         assert "start_line" in err.value.failures[0].reason
         assert _ids(await store.keyword_search("previous safe", 10)) == [before.id]
         assert await store.keyword_search("replacement", 10) == []
-        assert (await store.get_files([path]))[0].chunk_ids == [before.id]
+        assert (await store.links.get_files([path]))[0].chunk_ids == [before.id]
         assert _ids(await store.keyword_search("bystander", 10)) == [fine.id]
 
     async def test_a_large_upsert_in_concurrent_streams_reports_each_failure_and_keeps_the_rest(self, store_factory):
@@ -130,7 +130,7 @@ class WriteContract:
         with pytest.raises(BulkError) as err:
             await store.upsert(files)
         assert sorted(f.id for f in err.value.failures) == sorted([bad_early.id, bad_late.id])
-        stored = {f.path: len(f.chunk_ids) for f in await store.get_files()}
+        stored = {f.path: len(f.chunk_ids) for f in await store.links.get_files()}
         assert stored == {f"resource/s{i:02d}.md": 10 for i in range(60) if i not in (5, 55)}
         assert await store.keyword_search("stream 5 part", 10, {"path": "resource/s05.md"}) == []
         assert len(await store.keyword_search("stream", 600)) == 580
@@ -188,7 +188,7 @@ class WriteContract:
         stray = chunk("digest/other.md", "chunk claiming another path")
         with pytest.raises(InvalidInput, match="belongs to file"):
             await store.upsert([file_with("digest/good.md", [stray])])
-        assert [f.path for f in await store.get_files()] == ["digest/good.md"]
+        assert [f.path for f in await store.links.get_files()] == ["digest/good.md"]
         assert _ids(await store.keyword_search("stored before", 10)) == [good.id]
 
     @pytest.mark.parametrize(
@@ -291,115 +291,3 @@ class FilterContract:
     async def test_no_filter_returns_everything(self, store_factory):
         store = await self._filter_corpus(store_factory)
         assert await self._both(store, None) == {p for p, _ in _DATED}
-
-
-class LinkContract:
-    """Outlinks and inlinks with REAL / VIRTUAL / ALL, before and after the target is deleted and re-added."""
-
-    pytestmark = ASYNC
-
-    async def test_link_scopes_follow_the_target_being_deleted_and_re_added(self, store_factory):
-        store = await store_factory()
-        target = chunk("digest/target.md", "the target")
-        src_b = chunk("digest/b.md", "links to target and a ghost")
-        src_a = chunk("daily/2026-05-18.md", "also links to target")
-        await store.upsert(
-            [
-                file_with(target.path, [target]),
-                file_with(src_b.path, [src_b], links=[target.path, "digest/ghost.md", (target.path, "intro")]),
-                file_with(src_a.path, [src_a], links=[target.path]),
-            ]
-        )
-        out_all = [(lk.target, lk.anchor) for lk in await store.get_outlinks(src_b.path, LinkScope.ALL)]
-        assert out_all == [("digest/target.md", ""), ("digest/ghost.md", ""), ("digest/target.md", "intro")]
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.REAL)] == [target.path, target.path]
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.VIRTUAL)] == ["digest/ghost.md"]
-        inl = await store.get_inlinks(target.path, LinkScope.REAL)
-        assert [(lk.source, lk.anchor) for lk in inl] == [
-            ("daily/2026-05-18.md", ""),
-            ("digest/b.md", ""),
-            ("digest/b.md", "intro"),
-        ]
-        assert await store.get_inlinks(target.path, LinkScope.VIRTUAL) == []
-        assert [lk.source for lk in await store.get_inlinks("digest/ghost.md", LinkScope.VIRTUAL)] == ["digest/b.md"]
-
-        await store.delete(target.path)
-        assert await store.get_inlinks(target.path, LinkScope.REAL) == []
-        assert len(await store.get_inlinks(target.path, LinkScope.VIRTUAL)) == 3
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.REAL)] == []
-        assert [lk.target for lk in await store.get_outlinks(src_b.path, LinkScope.VIRTUAL)] == [
-            target.path,
-            "digest/ghost.md",
-            target.path,
-        ]
-
-        await store.upsert([file_with(target.path, [target])])
-        assert len(await store.get_inlinks(target.path, LinkScope.REAL)) == 3
-        assert await store.get_outlinks("digest/missing.md", LinkScope.ALL) == []
-
-    async def test_links_of_several_files_at_once_equal_each_files_own(self, store_factory):
-        store = await store_factory()
-        a, b, c = (chunk(f"digest/{n}.md", n) for n in "abc")
-        await store.upsert(
-            [
-                file_with(a.path, [a], links=[b.path, "digest/ghost.md", (c.path, "intro")]),
-                file_with(b.path, [b], links=[a.path, c.path]),
-                file_with(c.path, [c], links=[a.path]),
-            ]
-        )
-        paths = [c.path, a.path, "digest/ghost.md", "digest/missing.md", a.path]
-        for scope in (LinkScope.REAL, LinkScope.VIRTUAL, LinkScope.ALL):
-            outs, ins = await store.outlinks_of(paths, scope), await store.inlinks_of(paths, scope)
-            assert list(outs) == list(ins) == [c.path, a.path, "digest/ghost.md", "digest/missing.md"]
-            for p in outs:
-                assert outs[p] == await store.get_outlinks(p, scope), (scope, p)
-                assert ins[p] == await store.get_inlinks(p, scope), (scope, p)
-        assert [lk.source for lk in (await store.inlinks_of([a.path]))[a.path]] == [b.path, c.path]
-        virtual = (await store.inlinks_of(["digest/ghost.md"], LinkScope.VIRTUAL))["digest/ghost.md"]
-        assert [lk.target for lk in virtual] == ["digest/ghost.md"]
-
-    async def test_rewriting_a_file_replaces_its_outlinks(self, store_factory):
-        store = await store_factory()
-        c = chunk("digest/a.md", "a")
-        await store.upsert([file_with(c.path, [c], links=["digest/x.md", "digest/y.md"])])
-        await store.upsert([file_with(c.path, [c], links=["digest/y.md"])])
-        assert await store.get_inlinks("digest/x.md", LinkScope.ALL) == []
-        assert [lk.source for lk in await store.get_inlinks("digest/y.md", LinkScope.ALL)] == ["digest/a.md"]
-
-    async def test_expansion_is_bounded_and_marks_deleted_neighbours_virtual(self, store_factory):
-        store = await store_factory()
-        hub = chunk("digest/hub.md", "hub")
-        spokes = [chunk(f"digest/s{i}.md", f"spoke {i}") for i in range(4)]
-        await store.upsert(
-            [file_with(hub.path, [hub], links=[s.path for s in spokes], front_matter={"name": "Hub"})]
-            + [
-                file_with(s.path, [s], links=[hub.path], front_matter={"name": f"S{i}", "description": f"d{i}"})
-                for i, s in enumerate(spokes)
-            ]
-        )
-        exp = await store.expand([hub.path], max_per_direction=2)
-        assert [(n.direction, n.path, n.name, n.description, n.real) for n in exp[hub.path]] == [
-            ("out", "digest/s0.md", "S0", "d0", True),
-            ("out", "digest/s1.md", "S1", "d1", True),
-            ("in", "digest/s0.md", "S0", "d0", True),
-            ("in", "digest/s1.md", "S1", "d1", True),
-        ]
-        await store.delete("digest/s0.md")
-        exp = await store.expand([hub.path, "digest/s1.md"], max_per_direction=2)
-        assert [(n.direction, n.path, n.real, n.name) for n in exp[hub.path]] == [
-            ("out", "digest/s0.md", False, ""),
-            ("out", "digest/s1.md", True, "S1"),
-            ("in", "digest/s1.md", True, "S1"),
-            ("in", "digest/s2.md", True, "S2"),
-        ]
-        assert [(n.direction, n.path, n.name) for n in exp["digest/s1.md"]] == [
-            ("out", "digest/hub.md", "Hub"),
-            ("in", "digest/hub.md", "Hub"),
-        ]
-        assert await store.traverse("digest/s1.md", depth=2) == {
-            "digest/s1.md": 0,
-            "digest/hub.md": 1,
-            "digest/s0.md": 2,
-            "digest/s2.md": 2,
-            "digest/s3.md": 2,
-        }

@@ -59,7 +59,7 @@ async def dropped_at_exit() -> AsyncIterator[list[MemoryStore]]:
 def reme_es_open_store(request: pytest.FixtureRequest) -> Opener:
     """How the contract suite opens a connected store (override this fixture to use your own dialect)."""
     from ..adapters.dialect import ClientSettings
-    from ..core.options import runtime
+    from ..core.runtime import runtime
     from ..store.connect import open_store
 
     hosts = request.config.getoption("--reme-es-hosts") or runtime().test_hosts
@@ -85,8 +85,8 @@ def mirror_writes(store: MemoryStore, twins: list[MemoryStore]) -> None:
     so the twins' workspaces hold exactly what the store's holds: any read that drops the workspace filter then
     returns twice the hits, or a twin's, and the case that checks it fails. `clear` is not mirrored: a cleared store
     must find nothing while its twins keep everything."""
-    for name in ("upsert", "delete", "set_vectors"):
-        own, others = getattr(store, name), [getattr(t, name) for t in twins]
+    for holder, name in ((lambda s: s, "upsert"), (lambda s: s, "delete"), (lambda s: s.vectors, "set_vectors")):
+        own, others = getattr(holder(store), name), [getattr(holder(t), name) for t in twins]
 
         async def both(*args, _own=own, _others=others, **kwargs):
             for other in _others:
@@ -96,7 +96,7 @@ def mirror_writes(store: MemoryStore, twins: list[MemoryStore]) -> None:
                     pass
             return await _own(*args, **kwargs)
 
-        setattr(store, name, both)
+        setattr(holder(store), name, both)
 
 
 @pytest_asyncio.fixture

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 COOKIE = "reme_es_ui_token"
 TEMPLATES = Path(__file__).with_name("templates")
-MODES = ("hybrid", "keyword", "vector")
 
 
 @dataclass
@@ -60,6 +59,23 @@ class UiConfig:
                 search=self.settings.search,
             )  # fmt: skip
         return self.stores[key]
+
+    async def query_vector(self, store: MemoryStore, query: str) -> list[float] | None:
+        """The query's vector from the model the index records (None when the index has no vectors or no model); the
+        embedder is made once per model for the run."""
+        from ..embeddings.embedders import recorded_embedder
+
+        if not store.dims:
+            return None
+        model = await store.admin.vectors_model()
+        key = repr(sorted((model or {}).items()))
+        if key not in self.embedders:
+            secret = self.settings.sync.embedding_api_key
+            self.embedders[key] = await recorded_embedder(store, secret.get_secret_value() if secret else None)
+        embedder = self.embedders[key]
+        if embedder is None:
+            return None
+        return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
 
     async def close(self) -> None:
         """Close every store opened."""
@@ -179,19 +195,3 @@ def _write_refusal(config: UiConfig, request: Request, has_token: bool, body: by
     if not hmac.compare_digest(csrf.encode(), config.csrf().encode()):
         return "missing or wrong CSRF value: reload the page and try again"
     return None
-
-
-async def query_vector(config: UiConfig, store: MemoryStore, query: str) -> list[float] | None:
-    """The query's vector from the model the index records (None when the index has no vectors or no model)."""
-    from ..cli.app import _recorded_embedder
-
-    if not store.dims:
-        return None
-    model = await store.vectors_model()
-    key = repr(sorted((model or {}).items()))
-    if key not in config.embedders:
-        config.embedders[key] = await _recorded_embedder(config.settings, store)
-    embedder = config.embedders[key]
-    if embedder is None:
-        return None
-    return (await asyncio.to_thread(embedder.embed_queries, [query]))[0]

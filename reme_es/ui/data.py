@@ -1,5 +1,6 @@
-"""What the pages of `reme-es ui` show, read through the store (no query DSL here: the bodies are in
-`adapters/lookups.py`). Every function reads; none writes, so browsing leaves the cluster as it was."""
+"""What the pages of `reme-es ui` show, read through the store's door: its searches, `store.links`, `store.vectors`,
+`store.admin`'s figures and `store.inspect` (the aggregations, mappings and settings the pages read; no query DSL
+here). Every function reads; none writes, so browsing leaves the cluster as it was."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..adapters import lookups as q
-from ..adapters.transport import SENT, Sent
 from ..core.errors import AuthError, ReMeESError
 from ..core.models import LinkScope, SearchFilter
 from ..store.explain import explain
+from ..store.inspect import recording
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
+    from ..store.inspect import Sent
 
 
 def _when(mtime: float | None) -> str:
@@ -28,9 +29,7 @@ async def overview(store: MemoryStore) -> dict:
     """A set's overview: its settings (vectors model, k-NN width, template version, replicas, health) and one row per
     workspace (files, chunks, vectors, bytes, last write) from two aggregations in one `_msearch`, whatever the number
     of workspaces."""
-    files_body, chunks_body = q.workspace_stats()
-    ix = store.indices.ix
-    files, chunks = await store.port.aggregations([(ix.files, files_body), (ix.chunks, chunks_body)])
+    files, chunks = await store.inspect.workspace_stats()
     rows: dict[str, dict[str, Any]] = {}
     for b in files["ws"]["buckets"]:
         rows[b["key"]] = {
@@ -62,7 +61,7 @@ _CHUNKS_INDEX = re.compile(r"^(.+)-chunks-\d+$")
 async def index_sets(store: MemoryStore) -> list[str]:
     """The prefixes of every index set on the cluster the credentials may see (from their chunks indices' names)."""
     try:
-        names = await store.port.indices_like("*-chunks-*")
+        names = await store.inspect.indices_like("*-chunks-*")
     except ReMeESError:
         return []
     return sorted({m[1] for n in names if (m := _CHUNKS_INDEX.match(n)) and not n.startswith(".")})
@@ -72,11 +71,10 @@ async def memorie_tenants(store: MemoryStore) -> list[dict]:
     """The Memorie tenants of the set's prefix (`<prefix>-memorie-<kind>`, written by the TypeScript package) with
     their memories, vectors and relations: one terms aggregation per index that exists, in one `_msearch`."""
     try:  # a grantee of one workspace may not read Memorie's indices at all (403): then there is nothing to show
-        kinds = [k for k in MEMORIE_KINDS if await store.port.mapping(f"{store.prefix}-memorie-{k}") is not None]
+        kinds = [k for k in MEMORIE_KINDS if await store.inspect.mapping(f"{store.prefix}-memorie-{k}") is not None]
         if not kinds:
             return []
-        searches = [(f"{store.prefix}-memorie-{k}", q.tenant_counts(field=TENANT_FIELD[k])) for k in kinds]
-        answers = await store.port.aggregations(searches)
+        answers = await store.inspect.tenant_counts([(f"{store.prefix}-memorie-{k}", TENANT_FIELD[k]) for k in kinds])
     except AuthError:
         return []
     rows: dict[str, dict] = {}
@@ -97,15 +95,15 @@ async def _set_settings(store: MemoryStore) -> dict:
         except ReMeESError:
             return default
 
-    model = await read(store.vectors_model())
-    stats = await read(store.stats(), {})
-    health = await read(store.cluster_health(), {}) or {}
-    mapping = await read(store.port.mapping(store.indices.ix.chunks), {}) or {}
-    settings = await read(store.port.index_settings(store.indices.ix.chunks), {})
+    model = await read(store.admin.vectors_model())
+    stats = await read(store.admin.stats(), {})
+    health = await read(store.inspect.cluster_health(), {}) or {}
+    mapping = await read(store.inspect.mapping(store.index("chunks")), {}) or {}
+    settings = await read(store.inspect.index_settings(store.index("chunks")), {})
     return {
         "model": describe_model(model) if model else "no vectors",
         "dims": store.dims,
-        "width": store.searches.vectors.width(50),
+        "width": store.vectors.width(50),
         "template_version": mapping.get("_meta", {}).get("reme_es", {}).get("template_version"),
         "replicas": _setting(settings, "number_of_replicas"),
         "health": health.get("status", "?"),
@@ -121,7 +119,7 @@ def _setting(settings: dict, name: str) -> Any:
 
 async def files(store: MemoryStore, contains: str = "") -> list[dict]:
     """A workspace's files (path, date, chunks, links), those whose path contains `contains` when given."""
-    docs = await store.get_files()
+    docs = await store.links.get_files()
     rows = [
         {
             "path": d.path,
@@ -139,12 +137,12 @@ async def files(store: MemoryStore, contains: str = "") -> list[dict]:
 async def file_page(store: MemoryStore, path: str) -> dict | None:
     """One file: front matter, its chunks as stored (text, speaker, date, words, question, whether it has a vector),
     links out and in, and its link neighbourhood (files one link away, either direction)."""
-    found = await store.get_files([path])
+    found = await store.links.get_files([path])
     if not found:
         return None
     doc = found[0]
-    stored = await store.get_chunks({path: doc.chunk_ids})
-    with_vectors = await store.vector_ids({path: doc.chunk_ids})
+    stored = await store.vectors.get_chunks({path: doc.chunk_ids})
+    with_vectors = await store.vectors.vector_ids({path: doc.chunk_ids})
     chunks = []
     for cid in doc.chunk_ids:
         src = stored.get(cid) or {}
@@ -160,8 +158,8 @@ async def file_page(store: MemoryStore, path: str) -> dict | None:
                 "vector": cid in with_vectors,
             }
         )
-    inlinks = await store.get_inlinks(path, LinkScope.ALL)
-    outlinks = await store.get_outlinks(path, LinkScope.ALL)
+    inlinks = await store.links.inlinks(path, LinkScope.ALL)
+    outlinks = await store.links.outlinks(path, LinkScope.ALL)
     return {
         "path": path,
         "date": _when(doc.st_mtime),
@@ -182,12 +180,8 @@ async def search(
 ) -> dict:
     """A search as the drop-in's default path runs it (`MemoryStore.search`), explained stage by stage
     (`store.explain`), with the requests it sent and their `took`."""
-    sent: list[Sent] = []
-    token = SENT.set(sent)
-    try:
+    with recording() as sent:
         result = await store.search(query, vector, limit, search_filter, mode=mode)
-    finally:
-        SENT.reset(token)
     out = explain(result)
     texts = {h.chunk.id: h.chunk for h in result.hits}
     for h in out["ranked"]:
@@ -241,12 +235,10 @@ async def memorie_tenant(store: MemoryStore, tenant: str, text: str = "", limit:
     each capped at `MEMORIE_CAP` with the exact count, and with `text` a BM25 search of its memories (score, the
     requests sent and their `took`). Raises AuthError when the credentials may not read Memorie's indices."""
     memories, relations = (f"{store.prefix}-memorie-{k}" for k in ("memories", "relations"))
-    if await store.port.mapping(memories) is None:
+    if await store.inspect.mapping(memories) is None:
         return {"tenant": tenant, "missing": memories}
-    searches = [(memories, q.tenant_memories(tenant, MEMORIE_CAP))]
-    if await store.port.mapping(relations) is not None:
-        searches.append((relations, q.tenant_relations(tenant, MEMORIE_CAP)))
-    answers = await store.port.hits_and_totals(searches)
+    has_relations = await store.inspect.mapping(relations) is not None
+    answers = await store.inspect.tenant_docs(memories, relations if has_relations else None, tenant, MEMORIE_CAP)
     (mem_hits, mem_total), (rel_hits, rel_total) = answers[0], (answers[1] if len(answers) > 1 else ([], 0))
     out: dict = {
         "tenant": tenant,
@@ -258,12 +250,8 @@ async def memorie_tenant(store: MemoryStore, tenant: str, text: str = "", limit:
         "search": None,
     }
     if text.strip():
-        sent: list[Sent] = []
-        token = SENT.set(sent)
-        try:
-            [(hits, total)] = await store.port.hits_and_totals([(memories, q.tenant_match(tenant, text, limit))])
-        finally:
-            SENT.reset(token)
+        with recording() as sent:
+            hits, total = await store.inspect.tenant_search(memories, tenant, text, limit)
         out["search"] = {
             "hits": [{**h["_source"], "score": h["_score"]} for h in hits],
             "total": total,

@@ -10,11 +10,13 @@ from urllib.parse import quote
 from ..core.errors import ReMeESError
 from ..core.models import SearchFilter
 from . import data
-from .app import MODES, query_vector
 from .graph import neighbourhood_svg
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+
+
+MODES = ("hybrid", "keyword", "vector")
 
 
 def _render(request: Request, name: str, context: dict, status: int = 200):
@@ -101,7 +103,7 @@ async def search(request: Request):
                 }
             )
             mode = inputs["mode"]
-            vector = None if mode == "keyword" else await query_vector(config, store, inputs["q"])
+            vector = None if mode == "keyword" else await config.query_vector(store, inputs["q"])
             if vector is None and mode == "hybrid":
                 mode, context["note"] = "keyword", "the index has no vectors: BM25 only"
             elif vector is None and mode == "vector":

@@ -116,7 +116,7 @@ def test_search_and_sync_use_the_model_the_index_records(cli, server):
     plain = cli.sync()
     assert plain.exit_code == 0, plain.stderr
     assert plain.stdout.splitlines()[-1].endswith("; 1 embedded, 0 vectors reused")
-    missing = cli.store(lambda s: _collect(s.chunks_without_vectors()))
+    missing = cli.store(lambda s: _collect(s.vectors.without_vectors()))
     assert missing == []
 
     # Another model than the recorded one is refused before anything is written or compared.
@@ -184,7 +184,7 @@ def test_default_sync_indexes_remes_file_set_with_remes_chunkers(cli, node_url):
         f"syncing {cli.workspace.resolve()} into {cli.prefix}-* (workspace {cli.key}) (daily, digest; md)"
     )
     assert _summary(result) == "synced: 5 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 0 skipped"
-    files = cli.store(lambda s: s.get_files())
+    files = cli.store(lambda s: s.links.get_files())
     assert [f.path for f in files] == [p for p in EXAMPLE_FILES if p.endswith(".md")]
 
     class Rooted(MarkdownFileChunker):

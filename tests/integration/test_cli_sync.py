@@ -28,7 +28,7 @@ def test_sync_then_search_prints_hits_and_links(cli):
     assert re.search(r"; 8 chunks in \d+\.\d\ds \(\d+ chunks/s\)$", result.stdout.splitlines()[-1])
     assert result.stderr == ""
 
-    files = cli.store(lambda s: s.get_files())
+    files = cli.store(lambda s: s.links.get_files())
     assert [f.path for f in files] == EXAMPLE_FILES
     by_path = {f.path: f for f in files}
     assert by_path["digest/indexing.md"].front_matter == {
@@ -88,14 +88,14 @@ def test_resync_edit_delete_rename(cli):
     assert _summary(edited) == "synced: 0 added, 1 modified, 0 deleted, 0 failed, 6 unchanged, 0 skipped"
     assert cli.search("quokka") == [("digest/search.md", 1, 3)]
     assert cli.search("cosine") == []
-    assert cli.store(lambda s: s.get_files(["digest/search.md"]))[0].front_matter == {}
+    assert cli.store(lambda s: s.links.get_files(["digest/search.md"]))[0].front_matter == {}
 
     # delete: chunks, file doc and its links go; links to it turn virtual
     (cli.workspace / "digest/indexing.md").unlink()
     deleted = cli.sync()
     assert _summary(deleted) == "synced: 0 added, 0 modified, 1 deleted, 0 failed, 6 unchanged, 0 skipped"
     assert cli.search("SHA-256") == []
-    virtual = cli.store(lambda s: s.get_outlinks("digest/project-atlas.md", LinkScope.VIRTUAL))
+    virtual = cli.store(lambda s: s.links.outlinks("digest/project-atlas.md", LinkScope.VIRTUAL))
     assert [x.target for x in virtual] == ["digest/indexing.md", "atlas-diagram.png"]
 
     # rename: old path removed, new path added
@@ -103,7 +103,7 @@ def test_resync_edit_delete_rename(cli):
     renamed = cli.sync()
     assert _summary(renamed) == "synced: 1 added, 0 modified, 1 deleted, 0 failed, 5 unchanged, 0 skipped"
     assert cli.search("force-merge") == [("digest/atlas.md", 7, 20)]
-    assert [f.path for f in cli.store(lambda s: s.get_files())] == [
+    assert [f.path for f in cli.store(lambda s: s.links.get_files())] == [
         "daily/2026-05-18.md",
         "daily/2026-05-19/notes.md",
         "digest/atlas.md",
@@ -175,8 +175,8 @@ def test_bad_input_warns_and_the_rest_syncs(cli, tmp_path):
     chunks = cli.store(lambda s: s.keyword_search("zebra", 1))
     assert chunks[0].chunk.text == "# Caf\ufffd notes\n\nthe zebra menu"
 
-    virtual = cli.store(lambda s: s.get_outlinks("digest/links.md", LinkScope.VIRTUAL))
-    real = cli.store(lambda s: s.get_outlinks("digest/links.md", LinkScope.REAL))
+    virtual = cli.store(lambda s: s.links.outlinks("digest/links.md", LinkScope.VIRTUAL))
+    real = cli.store(lambda s: s.links.outlinks("digest/links.md", LinkScope.REAL))
     assert [x.target for x in virtual] == ["../../etc/passwd", "/etc/hosts"]
     assert [x.target for x in real] == ["digest/search.md"]
 
@@ -206,7 +206,7 @@ def test_etc_symlinks_odd_names_and_undecodable_names_read_nothing_outside(cli):
     assert _summary(result) == "synced: 8 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
     assert cli.search("okapi") == [("digest/a..b.md", 1, 3)]
     assert cli.search("root") == []  # nothing of /etc/passwd
-    assert [f.path for f in cli.store(lambda s: s.get_files())] == sorted([*EXAMPLE_FILES, "digest/a..b.md"])
+    assert [f.path for f in cli.store(lambda s: s.links.get_files())] == sorted([*EXAMPLE_FILES, "digest/a..b.md"])
 
 
 def test_symlink_loop_and_inside_link(cli):
@@ -232,7 +232,7 @@ def test_failed_file_is_listed_and_exit_code_is_1(cli):
     assert result.stderr.splitlines() == [
         f"failed: digest/huge.md: chunk {cid} of digest/huge.md has more than 8 MiB of text; split it"
     ]
-    assert [f.path for f in cli.store(lambda s: s.get_files())] == EXAMPLE_FILES
+    assert [f.path for f in cli.store(lambda s: s.links.get_files())] == EXAMPLE_FILES
 
 
 def test_too_large_file_is_skipped(cli):
@@ -253,7 +253,7 @@ def test_a_120_mb_file_is_skipped_by_the_default_limit_without_being_read(cli):
     assert result.exit_code == 0, result.stderr
     assert result.stderr.splitlines() == ["warning: resource/dump.md: 120.0 MB is over the 20.0 MB limit; skipped"]
     assert _summary(result) == "synced: 7 added, 0 modified, 0 deleted, 0 failed, 0 unchanged, 1 skipped"
-    assert [f.path for f in cli.store(lambda s: s.get_files())] == EXAMPLE_FILES
+    assert [f.path for f in cli.store(lambda s: s.links.get_files())] == EXAMPLE_FILES
 
 
 # ------------------------------------------------------------------------------------- watch mode

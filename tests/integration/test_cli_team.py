@@ -76,8 +76,8 @@ def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_d
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
     # --take-over names the writer (folder, host, since) and what this folder's sync would delete, and without a
     # terminal to ask on it needs --yes: refused, nothing written or deleted.
-    held = cli.store(lambda s: s.workspace_record())
-    files = {f.path: f for f in cli.store(lambda s: s.get_files())}
+    held = cli.store(lambda s: s.inspect.workspace_record())
+    files = {f.path: f for f in cli.store(lambda s: s.links.get_files())}
     chunks, gone = sum(len(f.chunk_ids) for f in files.values()), len(files["digest/search.md"].chunk_ids)
     writer = f"is written from {cli.workspace.resolve()} on {held['host']} since {held['since']}"
     asked = _run("sync", str(other.workspace), *BUILTIN, *as_key, "--take-over", home=cli.home)
@@ -88,7 +88,7 @@ def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_d
     assert f"deletes 1 of those files ({gone} chunks) that this folder does not have and rewrites 0" in asked.stderr
     assert "Nothing was written or deleted: run again with --yes to take it over" in asked.stderr
     assert json.loads(cli("status", "--json").stdout)["workspace_counts"]["files"] == ALL
-    assert cli.store(lambda s: s.workspace_record()) == held
+    assert cli.store(lambda s: s.inspect.workspace_record()) == held
     drop_asked = _run("drop", "-w", str(other.workspace), *as_key, "--take-over", home=cli.home)
     assert drop_asked.exit_code == 2 and f"({writer.removeprefix('is ')}; --take-over): {ALL} files" in (
         drop_asked.stderr
@@ -111,7 +111,7 @@ def test_a_workspace_key_written_from_another_folder_is_refused_and_nothing_is_d
     taken = _run("sync", str(other.workspace), *BUILTIN, *as_key, "--take-over", "--yes", home=cli.home)
     assert taken.exit_code == 0, taken.stderr
     assert _done(taken) == "synced: 0 added, 0 modified, 1 deleted, 0 failed"
-    assert cli.store(lambda s: s.workspace_record())["folder"] == str(other.workspace.resolve())
+    assert cli.store(lambda s: s.inspect.workspace_record())["folder"] == str(other.workspace.resolve())
 
 
 def test_an_unknown_workspace_is_refused_without_naming_the_others_and_status_lists_them_when_asked(cli):

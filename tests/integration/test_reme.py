@@ -417,7 +417,7 @@ async def test_embedding_failure_keeps_keyword_search_and_backfills_from_the_ind
         assert indexed.success, indexed.answer
         assert indexed.metadata["counts"] == {"added": 6, "modified": 0, "deleted": 0}
         assert fs.embedding_store.is_healthy is False
-        missing = [c.id async for page in fs.store.chunks_without_vectors() for c in page]
+        missing = [c.id async for page in fs.store.vectors.without_vectors() for c in page]
         assert len(missing) == 9  # every chunk stored, none with a vector
 
         resp = await app.run_job("search", query="kibana", limit=20)
@@ -435,7 +435,7 @@ async def test_embedding_failure_keeps_keyword_search_and_backfills_from_the_ind
         await fs.wait_backfill()
         assert fs.embedding_store.is_healthy is True
         assert len(HashAsEmbedding.texts) == 9
-        assert [c.id async for page in fs.store.chunks_without_vectors() for c in page] == []
+        assert [c.id async for page in fs.store.vectors.without_vectors() for c in page] == []
         resp = await app.run_job("search", query="kibana", limit=20)
         assert resp.metadata["counts"] == {"vector": 9, "keyword": 3, "returned": 9, "hybrid": True}
     finally:

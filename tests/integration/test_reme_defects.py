@@ -195,7 +195,7 @@ async def test_changes_made_while_the_cluster_is_unreachable_are_applied_when_it
     fs.get_nodes = counted_get_nodes
 
     async def node_paths() -> list[str]:
-        return sorted(f.path for f in await fs.store.get_files(None))
+        return sorted(f.path for f in await fs.store.links.get_files(None))
 
     async def keyword_paths(query: str) -> list[str]:
         resp = await app.run_job("search", query=query, limit=20, vector_weight=0.0)

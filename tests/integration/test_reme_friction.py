@@ -104,7 +104,7 @@ async def test_minilm_backend_gives_reme_vector_and_hybrid_search_by_configurati
         indexed = await app.run_job("index_once")
         assert indexed.success, indexed.answer
         assert indexed.metadata["counts"] == {"added": 3, "modified": 0, "deleted": 0}
-        assert [c.id async for page in fs.store.chunks_without_vectors() for c in page] == []
+        assert [c.id async for page in fs.store.vectors.without_vectors() for c in page] == []
 
         # No word in common with the note: BM25 finds nothing, the vectors find the cat.
         vector = await app.run_job("search", query="a kitten napping on a rug", limit=3, vector_weight=1.0)
@@ -178,8 +178,8 @@ async def stored_index(url: str, prefix: str, workspace: str | None = None) -> d
     """Every file doc and chunk (without vectors) of a workspace of a set, as stored."""
     store = await open_store(ClientSettings(hosts=[url]), prefix, create=False, workspace=workspace)
     try:
-        files = await store.get_files(None)
-        chunks = await store.get_chunks({f.path: f.chunk_ids for f in files})
+        files = await store.links.get_files(None)
+        chunks = await store.vectors.get_chunks({f.path: f.chunk_ids for f in files})
     finally:
         await store.close()
     return {

@@ -55,7 +55,7 @@ class Store:
 
     async def seen_outside(self) -> int:
         """Files another client finds in the files index (searches see the last refresh only)."""
-        return await self.reader.count("files")
+        return await self.reader.inspect.count("files")
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ async def test_a_half_done_write_shows_one_version_when_another_workspace_refres
         await asyncio.wait_for(held.wait(), 10)
         await other.upsert([OTHER])  # refreshes the set's indices: A's new chunks become searchable
         assert await other.keyword_search("beta", 5)  # B's refresh happened
-        assert await reader.count("chunks") == 5  # both versions of A's file are visible: 3 old chunks, 2 new
+        assert await reader.inspect.count("chunks") == 5  # both versions of A's file are visible: 3 old chunks, 2 new
 
         for read, ids in (await shown_ids(reader, 5)).items():
             assert set(ids) == OLD, read  # the old version, whole: the new chunks ranked first but are left out

@@ -35,7 +35,7 @@ async def _recall(store, shape, ids, width: int) -> float:
     """Held-out recall@10 of the store's k-NN at the callers' depth with the width forced to `width`."""
     found = 0.0
     for q in shape.queries:
-        body = store.vectors.indices.dialect.knn_body(
+        body = store.indices.dialect.knn_body(
             q, RULE["depth"], store.indices.filter(None), width, size=10, caps=store.indices.caps
         )
         hits = await store.port.search(store.index("chunks"), body)
@@ -77,16 +77,16 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
         ids = await _load(store, shape.vectors)
         f = store.indices.filter(None)
         assert store.vectors.width(RULE["depth"]) is None  # nothing recorded: today's rule
-        assert _width_in(store.vectors.knn_body(shape.queries[0], 50, f)) == knn_candidates(50)
+        assert _width_in(store.searches.vectors.knn_body(shape.queries[0], 50, f)) == knn_candidates(50)
 
-        record = await store.calibrate()
+        record = await store.admin.calibrate()
         assert record.reached and record.stopped == "target" and record.recall >= RULE["target_recall"]
         assert (record.docs, record.sample, record.depth) == (N, RULE["sample"], RULE["depth"])
         assert len(record.groups) == len(RULE["probes"]) and min(record.groups) == record.recall  # the worst decides
         assert [s.width for s in record.steps] == [w for w in RULE["widths"] if w <= record.width]
         assert all(s.recall < RULE["target_recall"] for s in record.steps[:-1])  # the smallest width reaching it
         assert record.requests >= 4 and record.seconds > 0
-        assert await store.calibrate_if_due() is None  # the shape has not changed since
+        assert await store.admin.calibrate_if_due() is None  # the shape has not changed since
 
         held_out = await _recall(store, shape, ids, record.width)
         narrowest = await _recall(store, shape, ids, record.steps[0].width)
@@ -99,8 +99,10 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
     try:  # another process reads the record from the index's _meta and sends the width in every k-NN body
         assert again.indices.knn_calibration == store.indices.knn_calibration
         assert again.indices.knn_calibration.to_meta() == record.to_meta()
-        assert _width_in(again.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
-        assert _width_in(again.vectors.knn_body(shape.queries[0], 200, again.indices.filter(None))) == min(
+        assert (
+            _width_in(again.searches.vectors.knn_body(shape.queries[0], 50, again.indices.filter(None))) == record.width
+        )
+        assert _width_in(again.searches.vectors.knn_body(shape.queries[0], 200, again.indices.filter(None))) == min(
             RULE["max_width"], 4 * record.width
         )
         hits = await again.vector_search(shape.queries[0], 10)
@@ -127,7 +129,7 @@ async def test_the_calibrated_width_reaches_the_target_and_searches_use_it(serve
             assert set(_widths_sent(sent)) == {record.width}, fusion
 
         # Out of reach within the ladder: the best width and its recall are reported, not recorded as reached.
-        capped = await again.calibrate(max_width=75, target=1.01, record=False)
+        capped = await again.admin.calibrate(max_width=75, target=1.01, record=False)
         assert (capped.reached, capped.stopped) == (False, "max_width")
         assert capped.width in (50, 75) and [s.width for s in capped.steps] == [50, 75]
         assert again.indices.knn_calibration.to_meta() == record.to_meta()  # record=False leaves the recorded width
@@ -145,7 +147,7 @@ async def test_on_uniform_vectors_the_climb_passes_the_first_width_and_its_recal
         ids = await _load(store, shape.vectors)
         await store.port.forcemerge(store.index("chunks"), 1)
         await store.refresh()
-        record = await store.calibrate(queries=list(shape.queries))
+        record = await store.admin.calibrate(queries=list(shape.queries))
         first, chosen = record.steps[0], record.steps[-1]
         own_first = await _recall(store, shape, ids, first.width)
         own_chosen = await _recall(store, shape, ids, record.width)

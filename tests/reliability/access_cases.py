@@ -335,14 +335,14 @@ class AccessCases:
             try:
                 hits = await store.keyword_search("heron", 10)
                 assert [h.chunk.text.split()[3] for h in hits] == [user] * expect
-                assert len(await store.get_files()) == expect
-                counts = await store.health_counts()
+                assert len(await store.links.get_files()) == expect
+                counts = await store.inspect.health_counts()
                 assert counts["files"] == counts["chunks"] == expect
                 if g.knn:
                     assert len(await store.vector_search(unit_vector(1), 10)) == expect
                     assert len((await store.search("heron", unit_vector(1), 10)).hits) == expect
-                assert await store.count("chunks") == expect
-                assert [w["workspace"] for w in await store.workspaces()] == [me]  # the registry too
+                assert await store.inspect.count("chunks") == expect
+                assert [w["workspace"] for w in await store.inspect.workspaces()] == [me]  # the registry too
             finally:
                 await store.close()
         # the raw read paths, with no workspace filter of the client at all
@@ -417,7 +417,7 @@ class AccessCases:
         try:
             c = chunk("notes/more.md", "heron again bob", vector=vector)
             assert (await store.upsert([file_with("notes/more.md", [c])])).failures == []
-            assert len(await store.get_files()) == 2
+            assert len(await store.links.get_files()) == 2
             await store.delete("notes/more.md")
         finally:
             await store.close()

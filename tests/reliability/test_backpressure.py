@@ -131,6 +131,6 @@ async def test_concurrent_upserts_survive_real_429s(tiny_write_pool_url, store_f
     assert await count(store, "files") == files
     assert await count(store, "links") == files
     last = [c.id for w in range(WRITERS) for _, chunks in _files(w, ROUNDS - 1) for c in chunks]
-    stored = [c.id async for page in store.chunks_without_vectors() for c in page]
+    stored = [c.id async for page in store.vectors.without_vectors() for c in page]
     assert sorted(stored) == sorted(last)
-    assert {f.st_mtime for f in await store.get_files()} == {1_700_000_000.0 + ROUNDS - 1}
+    assert {f.st_mtime for f in await store.links.get_files()} == {1_700_000_000.0 + ROUNDS - 1}

@@ -196,7 +196,7 @@ async def test_400_items_are_not_retried_and_the_file_keeps_its_stored_version(s
     expected = sorted(f1_v1 + [c.id for i, (_, chunks) in enumerate(v2) if i != 1 for c in chunks])
     assert await chunk_ids(store) == expected
     assert set(v1_ids) & set(expected) == set(f1_v1)
-    by_path = {f.path: f for f in await store.get_files()}
+    by_path = {f.path: f for f in await store.links.get_files()}
     assert by_path["notes/f1.md"].chunk_ids == f1_v1
     assert [by_path[f"notes/f{i}.md"].chunk_ids for i in (0, 2, 3)] == [[c.id for c in v2[i][1]] for i in (0, 2, 3)]
 
@@ -222,7 +222,7 @@ async def test_items_failing_past_the_retry_cap_are_all_reported(store_factory, 
     # 1, 2 and 4 are stored completely.
     stored = [1, 2, 4]
     assert await chunk_ids(store) == sorted(c.id for i in stored for c in files[i][1])
-    assert [(f.path, f.st_mtime, len(f.links)) for f in await store.get_files()] == [
+    assert [(f.path, f.st_mtime, len(f.links)) for f in await store.links.get_files()] == [
         (f"notes/f{i}.md", 1_716_000_000.0, 1) for i in stored
     ]
     assert await count(store, "links") == 3
@@ -243,7 +243,7 @@ async def test_phase_two_failures_are_reported_with_their_ids(store_factory, no_
     # Phase 1 succeeded for every file: all v2 chunks are stored and the v1 ones deleted. The file doc of f2
     # still describes v1 (the failure is reported; the next write of f2 makes them agree).
     assert await chunk_ids(store) == sorted(c.id for _, chunks in files for c in chunks)
-    by_path = {f.path: f for f in await store.get_files()}
+    by_path = {f.path: f for f in await store.links.get_files()}
     assert by_path["notes/f2.md"].chunk_ids == [c.id for c in _workspace(tag="v1")[2][1]]
     assert [by_path[f"notes/f{i}.md"].chunk_ids for i in (0, 1, 3)] == [[c.id for c in files[i][1]] for i in (0, 1, 3)]
     assert await count(store, "links") == 4  # f3's link was stored by the v1 write; only its rewrite failed
@@ -261,4 +261,4 @@ async def test_a_failed_placeholder_skips_the_file(store_factory, no_jitter):
     assert no_jitter.sleeps == []
     assert faulty.attempts[files[2][1][0].id] == 0  # no chunk of f2 was sent
     assert await chunk_ids(store) == sorted(c.id for i in (0, 1, 3) for c in files[i][1])
-    assert [f.path for f in await store.get_files()] == ["notes/f0.md", "notes/f1.md", "notes/f3.md"]
+    assert [f.path for f in await store.links.get_files()] == ["notes/f0.md", "notes/f1.md", "notes/f3.md"]

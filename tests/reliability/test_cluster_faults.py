@@ -172,15 +172,15 @@ async def indexed_state(urls: list[str], prefix: str, key: str) -> dict:
         await store.refresh()
         chunks = [
             s["chunk_id"]
-            async for s in store._scan(store.index("chunks"), {"match_all": {}}, ["chunk_id"], ["chunk_id"])
+            async for s in store.inspect.scan(store.index("chunks"), {"match_all": {}}, ["chunk_id"], ["chunk_id"])
         ]
-        files = await store.get_files()
+        files = await store.links.get_files()
         link_fields = ["source", "target", "anchor"]
         links = [
             (s["source"], s["target"], s.get("anchor", ""))
-            async for s in store._scan(store.index("links"), {"match_all": {}}, link_fields, link_fields)
+            async for s in store.inspect.scan(store.index("links"), {"match_all": {}}, link_fields, link_fields)
         ]
-        counts = await store.health_counts()
+        counts = await store.inspect.health_counts()
     finally:
         await store.close()
     return {
@@ -442,7 +442,7 @@ class Prober:
                 )
                 await self._timed(
                     "count",
-                    reader.health_counts(),
+                    reader.inspect.health_counts(),
                     lambda got: None if got in self.counts else f"counted {got}, expected one of {self.counts}",
                 )
                 if self.marked is not None:

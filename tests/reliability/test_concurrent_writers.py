@@ -51,7 +51,7 @@ async def _race(a, b, a_files, b_files, pause_at: int) -> BaseException | None:
 
 
 async def _stored_file(store, path: str) -> dict:
-    (doc,) = await store.get_files([path])
+    (doc,) = await store.links.get_files([path])
     return {"st_mtime": doc.st_mtime, "chunk_ids": sorted(doc.chunk_ids), "links": [x.target for x in doc.links]}
 
 
@@ -78,7 +78,7 @@ async def test_a_writer_that_read_an_older_version_loses_and_takes_its_chunks_ba
     await b.refresh()
     assert await _stored_file(b, PATH) == {"st_mtime": -1.0, "chunk_ids": sorted([C1.id, C3.id]), "links": ["a-link"]}
     assert await chunk_ids(b) == [C3.id]
-    assert [x.target for x in await b.get_outlinks(PATH, scope="all")] == ["a-link"]
+    assert [x.target for x in await b.links.outlinks(PATH, scope="all")] == ["a-link"]
     links = await b.dialect.transport.request("POST", f"/{b.index('links')}/_search", {"query": {"match_all": {}}})
     assert sorted(h["_source"]["target"] for h in links["hits"]["hits"]) == ["a-link"]
 

@@ -102,7 +102,7 @@ async def test_key_floods_do_not_grow_the_mapping(store_factory, server):
             ),
         }
     )
-    (stored,) = await store.get_files([path])
+    (stored,) = await store.links.get_files([path])
     assert len(stored.front_matter) == 2000 and stored.front_matter["fm_key_1999"] == "value 1999"
     hits = await store.keyword_search("flood", 5, SearchFilter.parse({"meta_key_1999": 1999}))
     assert [h.chunk.start_line for h in hits] == [1 + 2 * 1999]
@@ -135,12 +135,12 @@ async def test_a_path_over_512_bytes_is_stored_under_a_hashed_id(store_factory):
     ids = await store.dialect.transport.request("POST", f"/{store.index('files')}/_search", query)
     assert [h["_id"] for h in ids["hits"]["hits"]] == [store.port.stored_id(doc_id(path))]
     assert len(store.port.stored_id(doc_id(path)).encode()) <= MAX_ID_BYTES
-    assert [f.path for f in await store.get_files([path])] == [path]
-    assert await store.indexed([path, "notes/short.md", "nope.md"]) == {path, "notes/short.md"}
+    assert [f.path for f in await store.links.get_files([path])] == [path]
+    assert await store.links.indexed([path, "notes/short.md", "nope.md"]) == {path, "notes/short.md"}
     hits = await store.keyword_search("tides", 5, SearchFilter(paths=[path]))
     assert [(h.chunk.id, h.chunk.path) for h in hits] == [(c.id, path)]
-    assert [x.target for x in await store.get_outlinks(path)] == [path, "notes/short.md"]
-    assert [x.source for x in await store.get_inlinks(path)] == [path]
+    assert [x.target for x in await store.links.outlinks(path)] == [path, "notes/short.md"]
+    assert [x.source for x in await store.links.inlinks(path)] == [path]
     assert await store.delete(path) == 1
     assert await count(store, "chunks") == 1 and await count(store, "links") == 0
 
@@ -161,5 +161,5 @@ async def test_metadata_type_clash_across_chunks(store_factory):
     assert await chunk_ids(store) == sorted([a.id, b.id, c.id])
     owned = await store.keyword_search("clash", 5, SearchFilter.parse({"owner": "alice"}))
     assert [h.chunk.id for h in owned] == [a.id]
-    stored = await store.get_chunks({"notes/b.md": [b.id]})
+    stored = await store.vectors.get_chunks({"notes/b.md": [b.id]})
     assert stored[b.id]["metadata"] == {"owner": {"name": "bob", "team": {"id": 7}}}

@@ -134,10 +134,10 @@ async def indexed_state(server: Server, prefix: str) -> dict:
     store = MemoryStore(make_dialect(server.engine, ClientSettings([server.url])), prefix)
     try:
         await store.refresh()
-        chunks = sorted([c.id async for page in store.chunks_without_vectors() for c in page])
-        files = [(f.path, f.st_mtime) for f in await store.get_files()]
+        chunks = sorted([c.id async for page in store.vectors.without_vectors() for c in page])
+        files = [(f.path, f.st_mtime) for f in await store.links.get_files()]
         links = sorted(await _scan_links(store))
-        file_links = sorted((x.source, x.target, x.anchor) for f in await store.get_files() for x in f.links)
+        file_links = sorted((x.source, x.target, x.anchor) for f in await store.links.get_files() for x in f.links)
     finally:
         await store.close()
     return {"chunks": chunks, "files": files, "links": links, "file_links": file_links}

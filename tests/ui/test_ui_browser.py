@@ -73,7 +73,7 @@ def _counts(url: str, prefix: str, workspace: str) -> dict:
     async def read():
         store = await open_store(ClientSettings([url]), prefix, create=False, workspace=workspace)
         try:
-            return await store.health_counts()
+            return await store.inspect.health_counts()
         finally:
             await store.close()
 

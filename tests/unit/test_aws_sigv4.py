@@ -30,6 +30,7 @@ from reme_es.cli import main
 from reme_es.core.errors import ConfigError
 from reme_es.core.options import load_options
 from reme_es.store import connect
+from reme_es.store.indices import IndexSet
 
 ACCESS_KEY = "AKIAREMEESTEST000001"
 SECRET_KEY = "reme-es/Secret+Key/0001"
@@ -321,7 +322,7 @@ async def test_auto_engine_with_sigv4_is_chosen_from_the_settings_without_asking
         pass
 
     monkeypatch.setattr(OpenSearchDialect, "local_node", no_lookup)
-    monkeypatch.setattr(connect.MemoryStore, "connect", no_connect)
+    monkeypatch.setattr(IndexSet, "connect", no_connect)  # the door binds its part's
     store = await connect.open_store(_sigv4(service), "notes", "auto")
     assert type(store.dialect) is dialect
 
@@ -342,7 +343,7 @@ async def test_auto_engine_without_sigv4_is_the_dialect_that_detects_the_node(mo
         pass
 
     monkeypatch.setattr(OpenSearchDialect, "local_node", local_node)
-    monkeypatch.setattr(connect.MemoryStore, "connect", no_connect)
+    monkeypatch.setattr(IndexSet, "connect", no_connect)  # the door binds its part's
     store = await connect.open_store(ClientSettings(hosts=["http://127.0.0.1:9"]), "notes", "auto")
     assert type(store.dialect) is dialect
 

@@ -20,8 +20,8 @@ from opensearchpy.exceptions import ConnectionError as OSConnectionError
 
 from reme_es.adapters.dialect import ClientSettings
 from reme_es.adapters.elasticsearch import ElasticsearchDialect
+from reme_es.adapters.error_map import REFUSED, TLS, UNKNOWN_HOST, connection_kind
 from reme_es.adapters.opensearch import OpenSearchDialect
-from reme_es.adapters.transport import REFUSED, TLS, UNKNOWN_HOST, connection_kind
 from reme_es.core.errors import ConnectionFailed
 
 TLS_HINT = "set ca_certs"

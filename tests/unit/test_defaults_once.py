@@ -39,18 +39,18 @@ DEFAULTS = (
     Default("watch quiet time", frozenset({"quiet_ms", "QUIET_MS"}), 300, "sync/watch.py"),
     Default("watch longest wait", frozenset({"max_wait_ms", "MAX_WAIT_MS"}), 3000, "sync/watch.py"),
     Default("files deleted per batch", frozenset({"DELETE_BATCH"}), 500, "sync/write.py"),
-    Default("backfill page", frozenset({"batch"}), 500, "store/__init__.py"),
-    # Per-call defaults the options model does not hold yet: MemoryStore, the door, writes them; its parts require them.
+    Default("backfill page", frozenset({"batch"}), 500, "store/vectors.py"),
+    # Per-call defaults the options model does not hold yet: the door (or the part a namespace of it binds) writes them.
     Default(
         "candidates per result",
         frozenset({"candidate_multiplier", "multiplier", "CANDIDATE_MULTIPLIER"}),
         5,
         "store/__init__.py",
     ),
-    Default("links expanded per direction", frozenset({"max_per_direction", "per_direction"}), 5, "store/__init__.py"),
-    Default("traversal depth", frozenset({"depth"}), 2, "store/__init__.py"),
-    Default("traversal size", frozenset({"max_nodes"}), 1000, "store/__init__.py"),
-    Default("optimize threshold", frozenset({"deleted_ratio"}), 0.1, "store/__init__.py"),
+    Default("links expanded per direction", frozenset({"max_per_direction", "per_direction"}), 5, "store/links.py"),
+    Default("traversal depth", frozenset({"depth"}), 2, "store/links.py"),
+    Default("traversal size", frozenset({"max_nodes"}), 1000, "store/links.py"),
+    Default("optimize threshold", frozenset({"deleted_ratio"}), 0.1, "store/admin.py"),
     # ReMe's search step: its kwargs default (ReMe's default.yaml value); reme/plugin.py no longer repeats it.
     Default("step links per direction", frozenset({"max_links_per_direction"}), 10, "reme/search_step.py"),
 )
@@ -194,9 +194,9 @@ def test_the_cli_states_the_defaults_it_leaves_to_the_store():
     from reme_es.cli.admin_commands import optimize
     from reme_es.cli.server_commands import server_start
     from reme_es.server.flavours import DEFAULT_HEAP
-    from reme_es.store import MemoryStore
+    from reme_es.store.admin import Admin
 
-    ratio = inspect.signature(MemoryStore.optimize).parameters["deleted_ratio"].default
+    ratio = inspect.signature(Admin.optimize).parameters["deleted_ratio"].default
     option = next(p for p in optimize.params if p.name == "deleted_ratio")
-    assert f"MemoryStore.optimize's, {ratio})" in option.help  # and no default of its own (the scan above)
+    assert f"store.admin.optimize's, {ratio})" in option.help  # and no default of its own (the scan above)
     assert next(p for p in server_start.params if p.name == "heap").default == DEFAULT_HEAP

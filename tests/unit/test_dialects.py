@@ -99,7 +99,7 @@ def test_serverless_store_connects_without_cluster_apis_and_fuses_client_side():
     ]  # no _refresh, no _search/pipeline
     assert not store.native_pipeline_wanted() and not store.native_hybrid_available()
     with pytest.raises(CapabilityError, match="no index stats or force-merge"):
-        asyncio.run(store.optimize())
+        asyncio.run(store.admin.optimize())
 
 
 def test_serverless_builders_are_opensearchs_where_they_agree():

@@ -19,13 +19,15 @@ from reme_es.sync.write import SyncWriter
 
 
 class FakeStore:
-    """The part of MemoryStore a writer calls: stored files, upsert and delete; `reject` paths fail in bulk."""
+    """The part of MemoryStore a writer calls: stored files (`links.get_files`), upsert and delete; `reject` paths
+    fail in bulk."""
 
     def __init__(self, files: list[FileDoc], reject: set[str] = frozenset()):
         self.files = {f.path: f for f in files}
         self.reject = set(reject)
         self.listings = 0
         self.upserts: list[list[str]] = []
+        self.links = self  # the door's `links` namespace: only `get_files` is read
 
     async def get_files(self) -> list[FileDoc]:
         self.listings += 1
