@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     "--deleted-ratio",
     type=click.FloatRange(0, 1),
     help="Only expunge deletes, in indices with at least this share of deleted docs, instead of merging for search "
-    "(ReMe's optimize_index, when no merge is due, uses MemoryStore.optimize's, 0.1).",
+    "(ReMe's optimize_index, when no merge is due, uses store.admin.optimize's, 0.1).",
 )
 @click.option(
     "--max-segments",

@@ -40,11 +40,10 @@ from .keys import REME_PASS_THROUGH_KEYS, file_store_keys, plugin_options, split
 from .opening import HOSTS_ENV, open_matching, resolve_hosts
 from .optimize import OptimizeJob
 from .pending import PendingChanges, unreachable
+from .rebuild import rebuild_derived
 from .tags import TagIndexSync
 from .visibility import DeferredRefresh
 from .width import KnnWidth
-
-_REINDEX_SCOPES = ("all", "bm25", "embedding", "tag")
 
 
 class EsFileStore(BaseFileStore):
@@ -383,24 +382,9 @@ class EsFileStore(BaseFileStore):
     @BaseFileStore.serialized
     async def reindex(self, scope: str) -> dict:
         """Rebuild derived state without rescanning files: BM25 is server-side, so only vectors and tags."""
-        if scope not in _REINDEX_SCOPES:
-            raise ValueError(f"reindex scope must be one of: {', '.join(_REINDEX_SCOPES)}")
-        out: dict[str, Any] = {"scope": scope}
         await self.refresher.visible()
-        if scope in ("all", "bm25"):
-            stats = await self._require_store().admin.stats()
-            out["bm25"] = {"indexed": stats["chunks"]["docs"], "scope": "bm25"}
-        if scope in ("all", "embedding"):
-            self.vectors.rebuild_pending = False
-            filled = await self.vectors.backfill(rebuild=True)
-            out["embedding"] = {"indexed": filled["filled"], "scope": "embedding"}
-            if filled["missing"]:
-                raise RuntimeError(f"embedding reindex incomplete: {filled['missing']} chunks failed")
-        if scope in ("all", "tag"):
-            if not await self.tags.rebuild("explicit reindex"):
-                raise RuntimeError("tag index reindex failed")
-            out["tag"] = {"indexed": self.tag_index.n_files if self.tag_index_enabled else 0, "scope": "tag"}
-        return out if scope == "all" else out[scope]
+        tagged = lambda: self.tag_index.n_files if self.tag_index_enabled else 0  # noqa: E731
+        return await rebuild_derived(scope, self._require_store(), self.vectors, self.tags, tagged)
 
 
 __all__ = ["HOSTS_ENV", "REME_PASS_THROUGH_KEYS", "EsFileStore", "file_store_keys"]
