@@ -113,7 +113,7 @@ class Bench:
     async def settle(self) -> dict:
         while await self.store.admin.chunks_merging():
             await asyncio.sleep(0.5)
-        return (await self.store.stats())["chunks"]
+        return (await self.store.admin.stats())["chunks"]
 
     def body(self, v: np.ndarray, width: int, filtered: bool = True, sources: bool = False) -> dict:
         ix = self.store.indices
@@ -178,7 +178,7 @@ class Bench:
             ms: dict[str, list[float]] = {k: [] for k in ("floor", "filter", "sources", "bare_same", "store")}
             found: list[list[int]] = []
             for n, v in enumerate(self.queries):
-                store_body = self.store.vectors.knn_body(v.tolist(), K, self.store.indices.filter(None), size=K)
+                store_body = self.store.searches.vectors.knn_body(v.tolist(), K, self.store.indices.filter(None), size=K)
                 names = list(ms)
                 for name in names[n % len(names) :] + names[: n % len(names)]:
                     took, hits = await self.variant(name, v, width, store_body)
@@ -238,7 +238,7 @@ async def one_shape(args, shape: str, http: aiohttp.ClientSession) -> dict[str, 
         out["costs"] += [[shape, *row] for row in await bench.costs("as loaded", loaded)]
         store.indices.knn_calibration = None  # the store's own calibration from here
         _, idle = await bench.idle_searches()
-        record, during = await bench.searching(store.calibrate())
+        record, during = await bench.searching(store.admin.calibrate())
         out["calibration"].append(_calibration_row(shape, loaded, record, idle, during))
         r_before, before = await bench.idle_searches()
         cpu = await bench.node_cpu_s()
@@ -246,7 +246,7 @@ async def one_shape(args, shape: str, http: aiohttp.ClientSession) -> dict[str, 
         merged = await bench.settle()
         cpu = await bench.node_cpu_s() - cpu  # the searches beside it included
         _, idle_merged = await bench.idle_searches()  # at the width recorded before the merge
-        record_after, during_after = await bench.searching(store.calibrate())
+        record_after, during_after = await bench.searching(store.admin.calibrate())
         out["calibration"].append(_calibration_row(shape, merged, record_after, idle_merged, during_after))
         r_after, after = await bench.idle_searches()
         out["optimize"].append(

@@ -52,7 +52,7 @@ async def _load(app, ws) -> object:
 
 
 async def _segments(store) -> int:
-    return (await store.stats())["chunks"]["segments"]
+    return (await store.admin.stats())["chunks"]["segments"]
 
 
 async def test_after_a_load_and_an_idle_period_the_job_merges_and_calibrates_again(
