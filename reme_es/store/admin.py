@@ -16,6 +16,7 @@ from .vectors import VectorStore
 
 if TYPE_CHECKING:
     from . import MemoryStore
+    from .calibration import Calibration
 
 
 class Vectors:
@@ -81,6 +82,11 @@ class Admin:
     def chunks_index(self) -> str:
         """The chunks index (alias) of this store's set."""
         return self._indices.ix.chunks
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The k-NN width calibration recorded on the chunks index (None while none is)."""
+        return self._indices.knn_calibration
 
     async def chunks_merging(self) -> int:
         """How many merges run on the chunks index now."""

@@ -28,11 +28,14 @@ RULE: dict[str, Any] = SETTINGS["optimize_job"]
 log = logging.getLogger(__name__)
 
 
-def optimize_due(docs: int, segments: int, rule: dict[str, Any] | None = None) -> bool:
+def optimize_due(docs: int, segments: int, rule: dict[str, Any] | None = None, width: int | None = None) -> bool:
     """Whether the chunks index is worth merging for search: a large load left it with at least `min_docs` entries in
-    at least `min_segments` segments, more than the `segments` search wants."""
+    at least `min_segments` segments, more than the `segments` search wants, and the width calibrated on those
+    segments (`width`, None while none is recorded) is at most `max_width`: above it the vectors have no structure a
+    merged graph could use, and one graph needs a wider, slower search than the segments did."""
     rule = RULE if rule is None else rule
-    return docs >= rule["min_docs"] and segments >= max(rule["min_segments"], rule["segments"] + 1)
+    structured = width is None or width <= rule["max_width"]
+    return structured and docs >= rule["min_docs"] and segments >= max(rule["min_segments"], rule["segments"] + 1)
 
 
 async def _chunk_stats(store: MemoryStore) -> dict:
@@ -72,7 +75,9 @@ async def optimize_for_search(
     except (CapabilityError, AuthError) as exc:
         log.info("optimize job skipped: %s", exc)
         return None
-    if not force and not optimize_due(before["docs"], before["segments"], {**RULE, "segments": wanted}):
+    record = store.admin.calibration
+    width = record.width if record is not None else None
+    if not force and not optimize_due(before["docs"], before["segments"], {**RULE, "segments": wanted}, width):
         return None
     started = time.monotonic()
     try:

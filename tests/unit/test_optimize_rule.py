@@ -25,6 +25,13 @@ def test_the_wanted_segments_bound_the_rule():
     assert not optimize_due(100_000, 5, rule) and optimize_due(100_000, 6, rule)
 
 
+def test_a_wide_calibrated_width_says_no_structure_and_no_merge():
+    # uniform vectors: the loaded segments needed a width over max_width, one merged graph would need a wider one
+    assert optimize_due(100_000, 14, width=RULE["max_width"])
+    assert not optimize_due(100_000, 14, width=RULE["max_width"] + 1)
+    assert optimize_due(100_000, 14, width=None)  # nothing recorded yet: the load's size and segments decide
+
+
 def test_the_option_defaults_to_the_rule_and_the_environment_turns_it_off():
     assert SearchOptions().optimize_after_load is RULE["enabled"] is True
     env = from_environment({"REME_ES_OPTIMIZE_AFTER_LOAD": "false"})
@@ -34,6 +41,7 @@ def test_the_option_defaults_to_the_rule_and_the_environment_turns_it_off():
 
 class _Admin:
     chunks_index = "t-chunks"
+    calibration = None  # no width recorded yet
 
     def __init__(self, store):
         self.store = store
@@ -115,3 +123,18 @@ def test_a_connection_failure_other_than_a_timeout_is_raised(monkeypatch):
     store.optimize = refused  # type: ignore[method-assign]
     with pytest.raises(ConnectionFailed, match="refused"):
         asyncio.run(optimize_job.optimize_for_search(store))  # type: ignore[arg-type]
+
+
+def test_the_job_leaves_an_index_whose_width_says_no_structure(monkeypatch):
+    import asyncio
+    from types import SimpleNamespace
+
+    from reme_es.store import optimize_job
+
+    monkeypatch.setitem(optimize_job.RULE, "poll_s", 0.0)
+    store = _Store()
+    store.admin.calibration = SimpleNamespace(width=RULE["max_width"] + 1)  # type: ignore[assignment]
+    assert asyncio.run(optimize_job.optimize_for_search(store)) is None  # type: ignore[arg-type]
+    assert store.calls == []
+    asyncio.run(optimize_job.optimize_for_search(store, force=True))  # type: ignore[arg-type]
+    assert store.calls == [("optimize", RULE["segments"], False), ("calibrate",)]  # `reme-es optimize` merges anyway
