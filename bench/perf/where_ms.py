@@ -178,7 +178,9 @@ class Bench:
             ms: dict[str, list[float]] = {k: [] for k in ("floor", "filter", "sources", "bare_same", "store")}
             found: list[list[int]] = []
             for n, v in enumerate(self.queries):
-                store_body = self.store.searches.vectors.knn_body(v.tolist(), K, self.store.indices.filter(None), size=K)
+                store_body = self.store.searches.vectors.knn_body(
+                    v.tolist(), K, self.store.indices.filter(None), size=K
+                )
                 names = list(ms)
                 for name in names[n % len(names) :] + names[: n % len(names)]:
                     took, hits = await self.variant(name, v, width, store_body)
