@@ -17,13 +17,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import ClassVar
 
 from ..store import MemoryStore
 from ..store.optimize_job import RULE, optimize_for_search
-from .background import OPTIMIZING, cancel
+from .background import OPTIMIZING, PerIndexJob
 from .width import KnnWidth
-
-_running: dict[str, asyncio.Task] = {}  # chunks index -> the optimize job waiting or running for it in this process
 
 
 async def _optimizing(store: MemoryStore) -> dict | None:
@@ -36,8 +35,11 @@ async def _optimizing(store: MemoryStore) -> dict | None:
         OPTIMIZING.discard(index)
 
 
-class OptimizeJob:
+class OptimizeJob(PerIndexJob):
     """The background optimize job of one file store's chunks index."""
+
+    running: ClassVar[dict[str, asyncio.Task]] = {}  # chunks index -> the job waiting or running for it in this process
+    what = "optimize job"
 
     def __init__(
         self,
@@ -47,9 +49,8 @@ class OptimizeJob:
         logger: logging.Logger,
         name: str,
     ):
-        self._store, self._width, self.enabled = store, width, enabled
-        self._log, self._name = logger, name
-        self._task: asyncio.Task | None = None
+        super().__init__(store, logger, name)
+        self._width, self.enabled = width, enabled
         self.last_write = time.monotonic()
         self.last: dict | None = None  # what the last run did (None: nothing was due)
 
@@ -61,9 +62,9 @@ class OptimizeJob:
         if not self.enabled or store is None:
             return
         index = store.admin.chunks_index
-        if (running := _running.get(index)) is not None and not running.done():
+        if (running := self.running.get(index)) is not None and not running.done():
             return
-        self._task = _running[index] = asyncio.create_task(self._run(store), name=f"optimize:{self._name}")
+        self._task = self.running[index] = asyncio.create_task(self._run(store), name=f"optimize:{self._name}")
 
     async def _run(self, store: MemoryStore) -> None:
         try:
@@ -101,17 +102,3 @@ class OptimizeJob:
             f"{after['segments']}" + (f" k-NN width {width['width']} recall@10 {width['recall']:.3f}" if width else "")
         )
         return result
-
-    async def wait(self) -> None:
-        """Wait for the job of this store's index, if one waits or runs in this process (tests, benches)."""
-        store = self._store()
-        task = _running.get(store.admin.chunks_index) if store is not None else self._task
-        if task is not None:
-            await asyncio.shield(task)
-
-    async def stop(self) -> None:
-        """Cancel this store's job (the store closes)."""
-        task, self._task = self._task, None
-        failed = await cancel(task)
-        if failed is not None:
-            self._log.warning("%s: optimize job ended with %r", self._name, failed)

@@ -13,25 +13,22 @@ searches keep the width recorded before (or the rule, while none is).
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Callable
+from typing import ClassVar
 
 from ..store import MemoryStore
-from .background import OPTIMIZING, cancel
+from .background import OPTIMIZING, PerIndexJob
 
 SETTLE_POLL_S = 1.0  # how often the merges of the chunks index are asked while it merges
 SETTLE_MAX_S = 300.0  # then it calibrates anyway
 
-_running: dict[str, asyncio.Task] = {}  # chunks index -> the calibration running for it in this process
 _again: set[str] = set()  # chunks indices whose running calibration is to ask once more when it ends
 
 
-class KnnWidth:
+class KnnWidth(PerIndexJob):
     """Background calibration of one file store's chunks index."""
 
-    def __init__(self, store: Callable[[], MemoryStore | None], logger: logging.Logger, name: str):
-        self._store, self._log, self._name = store, logger, name
-        self._task: asyncio.Task | None = None
+    running: ClassVar[dict[str, asyncio.Task]] = {}  # chunks index -> the calibration running for it in this process
+    what = "k-NN width calibration"
 
     def later(self) -> None:
         """Calibrate in the background when due, after the index stops merging (no-op while one runs)."""
@@ -41,10 +38,10 @@ class KnnWidth:
         index = store.admin.chunks_index
         if index in OPTIMIZING:  # the optimize job measures the width after its merge
             return
-        if (running := _running.get(index)) is not None and not running.done():
+        if (running := self.running.get(index)) is not None and not running.done():
             _again.add(index)
             return
-        self._task = _running[index] = asyncio.create_task(self._run(store), name=f"knn-width:{self._name}")
+        self._task = self.running[index] = asyncio.create_task(self._run(store), name=f"knn-width:{self._name}")
 
     async def _run(self, store: MemoryStore) -> None:
         index = store.admin.chunks_index
@@ -74,17 +71,3 @@ class KnnWidth:
             raise
         except Exception as exc:  # the width recorded before stays in use
             self._log.warning("%s: k-NN width not calibrated: %s", self._name, exc)
-
-    async def wait(self) -> None:
-        """Wait for the calibration of this store's index, if one runs in this process (tests, benches)."""
-        store = self._store()
-        task = _running.get(store.admin.chunks_index) if store is not None else self._task
-        if task is not None:
-            await asyncio.shield(task)
-
-    async def stop(self) -> None:
-        """Cancel this store's calibration (the store closes)."""
-        task, self._task = self._task, None
-        failed = await cancel(task)
-        if failed is not None:  # the calibration logs its own failures; this would be a defect of it
-            self._log.warning("%s: k-NN width calibration ended with %r", self._name, failed)
