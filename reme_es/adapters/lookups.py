@@ -176,10 +176,14 @@ def workspace_stats(size: int = 10_000) -> tuple[dict, dict]:
     return files, chunks
 
 
-def tenant_counts(size: int = 10_000, field: str = "tenant_id") -> dict:
+def tenant_counts(size: int = 10_000, field: str = "tenant_id", include: str | None = None) -> dict:
     """The body counting a Memorie index's documents per tenant (`field`: `tenant_id` of memories, `from_tenant_id`
-    of relations), reading none."""
-    return {"size": 0, "track_total_hits": True, "aggs": {"t": {"terms": {"field": field, "size": size}}}}
+    of relations, `meta_kv` of vector entries with `include` the regular expression of the tenant's terms), reading
+    none."""
+    terms: dict = {"field": field, "size": size}
+    if include is not None:
+        terms["include"] = include
+    return {"size": 0, "track_total_hits": True, "aggs": {"t": {"terms": terms}}}
 
 
 MEMORY_FIELDS = ["id", "type", "state", "content", "importance", "namespace", "subject_id", "created_at", "updated_at"]

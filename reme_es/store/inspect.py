@@ -53,9 +53,11 @@ class Inspect:
         files, chunks = await self._port.aggregations([(ix.files, files_body), (ix.chunks, chunks_body)])
         return files, chunks
 
-    async def tenant_counts(self, indices_fields: list[tuple[str, str]]) -> list[dict]:
-        """Per (index, tenant field): the terms aggregation of its documents per tenant, in one `_msearch`."""
-        return await self._port.aggregations([(index, q.tenant_counts(field=f)) for index, f in indices_fields])
+    async def tenant_counts(self, indices_fields: list[tuple[str, str, str | None]]) -> list[dict]:
+        """Per (index, tenant field, include: the regular expression of the field's tenant terms, or None): the terms
+        aggregation of its documents per tenant, in one `_msearch`."""
+        bodies = [(index, q.tenant_counts(field=f, include=inc)) for index, f, inc in indices_fields]
+        return await self._port.aggregations(bodies)
 
     async def tenant_docs(self, memories: str, relations: str | None, tenant: str, cap: int) -> list[tuple]:
         """A tenant's memories (newest first) and, with `relations`, its relations: (hits, exact total) per index, each

@@ -5,6 +5,7 @@ here). Every function reads; none writes, so browsing leaves the cluster as it w
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,28 @@ async def overview(store: MemoryStore) -> dict:
 
 
 MEMORIE_KINDS = ("memories", "vectors", "relations")
-TENANT_FIELD = {"memories": "tenant_id", "vectors": "tenant_id", "relations": "from_tenant_id"}
+# Where each Memorie index keeps the tenant: memories their `tenant_id`, relations their source's; a vector entry only
+# in its metadata, as a `meta_kv` term "tenantId" + U+001F + the value as JSON (memorie/src/metadata.ts `metadataTerms`)
+TENANT_META = "tenantId\x1f"
+TENANT_FIELD: dict[str, tuple[str, str | None]] = {
+    "memories": ("tenant_id", None),
+    "vectors": ("meta_kv", TENANT_META + ".*"),
+    "relations": ("from_tenant_id", None),
+}
+
+
+def _tenant_of(key: str) -> str:
+    """The tenant a terms bucket names: a `meta_kv` term's JSON value (a string tenant unquoted), else the key."""
+    if not key.startswith(TENANT_META):
+        return key
+    raw = key[len(TENANT_META) :]
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 _CHUNKS_INDEX = re.compile(r"^(.+)-chunks-\d+$")
 
 
@@ -74,13 +96,14 @@ async def memorie_tenants(store: MemoryStore) -> list[dict]:
         kinds = [k for k in MEMORIE_KINDS if await store.inspect.mapping(f"{store.prefix}-memorie-{k}") is not None]
         if not kinds:
             return []
-        answers = await store.inspect.tenant_counts([(f"{store.prefix}-memorie-{k}", TENANT_FIELD[k]) for k in kinds])
+        answers = await store.inspect.tenant_counts([(f"{store.prefix}-memorie-{k}", *TENANT_FIELD[k]) for k in kinds])
     except AuthError:
         return []
     rows: dict[str, dict] = {}
     for kind, answer in zip(kinds, answers):
         for b in answer["t"]["buckets"]:
-            rows.setdefault(b["key"], {"tenant": b["key"], **dict.fromkeys(MEMORIE_KINDS, 0)})[kind] = b["doc_count"]
+            tenant = _tenant_of(b["key"])
+            rows.setdefault(tenant, {"tenant": tenant, **dict.fromkeys(MEMORIE_KINDS, 0)})[kind] = b["doc_count"]
     return sorted(rows.values(), key=lambda r: r["tenant"])
 
 

@@ -210,19 +210,27 @@ def _http(method: str, url: str, body: str | None = None) -> None:
 
 def test_the_overview_counts_the_memorie_tenants_of_the_prefix(page, synced, ui, node_url):
     prefix, _ = synced
-    docs = {"memories": ["ana", "ana", "ben"], "relations": ["ana"]}  # as Memorie writes them: the tenant per doc
-    field = {"memories": "tenant_id", "relations": "from_tenant_id"}  # a relation keeps its ends' scope
+    docs = {"memories": ["ana", "ana", "ben"], "vectors": ["ben", "ana", "ben"], "relations": ["ana"]}
+    # as Memorie writes them: the tenant per memory, a relation's source's, a vector entry's only in its metadata
+    # (memorie/src/metadata.ts: a meta_kv term "tenantId" U+001F and the value as JSON, beside the entry's other keys)
+    field = {"memories": "tenant_id", "vectors": "meta_kv", "relations": "from_tenant_id"}
+
+    def value(kind: str, tenant: str):
+        return ['namespace\x1f"work"', f"tenantId\x1f{json.dumps(tenant)}"] if kind == "vectors" else tenant
+
     try:
         for kind, tenants in docs.items():
             index = f"{node_url}/{prefix}-memorie-{kind}"
             _http("PUT", index, json.dumps({"mappings": {"properties": {field[kind]: {"type": "keyword"}}}}))
-            lines = "".join(f'{{"index":{{}}}}\n{{"{field[kind]}":"{t}"}}\n' for t in tenants)
+            lines = "".join(
+                json.dumps({"index": {}}) + "\n" + json.dumps({field[kind]: value(kind, t)}) + "\n" for t in tenants
+            )
             _http("POST", f"{index}/_bulk?refresh=true", lines)
         page.goto(ui.base + "/")
         rows = page.locator("#tenants tr[data-tenant]")
         assert rows.evaluate_all("rs => rs.map(r => r.dataset.tenant)") == ["ana", "ben"]
         cells = [r.locator("td.n").all_inner_texts() for r in rows.all()]
-        assert cells == [["2", "0", "1"], ["1", "0", "0"]]  # memories, vectors, relations
+        assert cells == [["2", "1", "1"], ["1", "2", "0"]]  # memories, vectors, relations
     finally:
         for kind in docs:
             try:
