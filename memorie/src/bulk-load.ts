@@ -5,6 +5,7 @@
  *
  * A user loads in parts (issue 53: `upsertMany` of 2,000 at a time, then `refresh()`), so the scheduled refresh stays
  * off between the parts: it is put back `RESTORE_AFTER_MS` after the last load of that index in this connection
+ * (later while another load of this process runs: a part's memories and vectors load side by side)
  * ended (also when it failed), or at once by the store's `refresh()`, `close()` or `drop()`. The timer keeps Node
  * alive for those 2 s, so a script that ends without `close()` still puts the setting back. Turning it off and on
  * is a cluster-state update each (two per part before; tens to hundreds of ms on a busy node), and each restore let
@@ -44,6 +45,10 @@ interface Suspension {
 }
 
 const suspended = new WeakMap<Connection, Map<string, Suspension>>();
+
+/** Loads running now in this process, of any store or index: a part's memories and its vectors load side by side
+ * (`indexMany` and `upsertMany` on two connections), so an index whose part ended waits for the other's. */
+let loadsRunning = 0;
 
 /** Turn the scheduled refresh of `index` off; returns the interval to restore (undefined: none was changed). */
 async function suspend(conn: Connection, index: string, fallback: string | null): Promise<string | null | undefined> {
@@ -85,16 +90,28 @@ export async function withoutScheduledRefresh<T>(
     byIndex.set(index, (s = made));
   }
   const own = s;
+  loadsRunning++;
   try {
     await own.restore;
     return await load();
   } finally {
+    loadsRunning--;
     own.count--;
     if (own.count === 0 && byIndex.get(index) === own) {
       if (own.failed) byIndex.delete(index);
-      else own.timer = setTimeout(() => void restoreScheduledRefresh(conn, index).catch(() => undefined), restoreAfterMs);
+      else own.timer = setTimeout(() => restoreWhenIdle(conn, index, own, restoreAfterMs), restoreAfterMs);
     }
   }
+}
+
+/** The timer's restore: postponed by `restoreAfterMs` while another load of this process runs (the next part of
+ * this index's load then reuses the suspension), else the interval put back. */
+function restoreWhenIdle(conn: Connection, index: string, own: Suspension, restoreAfterMs: number): void {
+  if (loadsRunning > 0 && own.count === 0) {
+    own.timer = setTimeout(() => restoreWhenIdle(conn, index, own, restoreAfterMs), restoreAfterMs);
+    return;
+  }
+  void restoreScheduledRefresh(conn, index).catch(() => undefined);
 }
 
 /**

@@ -70,6 +70,23 @@ describe("bulk load, scripted node", () => {
     assert.ok(RESTORE_AFTER_MS >= 1000, "the default gives the caller time to build the next part");
   });
 
+  it("an index whose part ended is not restored while another load of the process runs (memories beside vectors)", async () => {
+    const { conn, seen } = scripted("1s");
+    const other = scripted("1s");
+    let release = () => {};
+    const slow = new Promise<void>((r) => (release = r));
+    // the vectors' part outlives the memories' part by several restore delays
+    const vectors = withoutScheduledRefresh(other.conn, "i", null, async () => slow, 20);
+    await withoutScheduledRefresh(conn, "i", null, () => sendPages(conn, "i", ops(3), () => "load"), 20);
+    await new Promise((r) => setTimeout(r, 90));
+    assert.deepEqual(seen, [GET, put("-1"), "bulk 3"], "still off: the other load runs");
+    release();
+    await vectors;
+    await new Promise((r) => setTimeout(r, 90));
+    assert.deepEqual(seen.slice(3), [put("1s")], "put back once both loads ended");
+    assert.deepEqual(other.seen.slice(2), [put("1s")]);
+  });
+
   it("restores after a failed load; a leftover -1 is restored to the fallback; none set: the node's default", async () => {
     const failing = scripted("5s");
     const broken = function* () {
