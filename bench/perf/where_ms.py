@@ -3,6 +3,7 @@
     reme-es server start --flavour opensearch-3 --name where-ms --port 9250 --heap 512m
     python -m bench.perf.where_ms --url http://127.0.0.1:9250            # 100k x 384, both shapes
     python -m bench.perf.where_ms --url http://127.0.0.1:9250 --quick    # 10k, a smoke run
+    python -m bench.perf.where_ms --url http://127.0.0.1:9250 --size 1000000 --shapes clustered --no-costs  # 1M
 
 Per shape (`clustered`: 200 centres, each vector its centre plus noise; `uniform`: random directions, which is what
 hash embeddings look like), `--size` chunks of 384-d vectors are loaded through reme-es' store (files of 100 chunks,
@@ -237,7 +238,8 @@ async def one_shape(args, shape: str, http: aiohttp.ClientSession) -> dict[str, 
         loaded_s = await bench.load()
         loaded = await bench.settle()
         print(f"{shape}: {args.size} loaded in {loaded_s:.1f} s, {loaded['segments']} segments", flush=True)
-        out["costs"] += [[shape, *row] for row in await bench.costs("as loaded", loaded)]
+        if not args.no_costs:
+            out["costs"] += [[shape, *row] for row in await bench.costs("as loaded", loaded)]
         store.indices.knn_calibration = None  # the store's own calibration from here
         _, idle = await bench.idle_searches()
         record, during = await bench.searching(store.admin.calibrate())
@@ -256,7 +258,8 @@ async def one_shape(args, shape: str, http: aiohttp.ClientSession) -> dict[str, 
             + [p(before, 50), p(merging, 50), p(merging, 99), len(merging)]
             + [record.width, round(r_before, 3), record_after.width, round(r_after, 3), p(after, 50)]
         )
-        out["costs"] += [[shape, *row] for row in await bench.costs("merged", merged)]
+        if not args.no_costs:
+            out["costs"] += [[shape, *row] for row in await bench.costs("merged", merged)]
     finally:
         await store.drop()
         await store.close()
@@ -316,6 +319,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--quick", action="store_true", help="10k chunks, 40 queries: a smoke run")
+    ap.add_argument(
+        "--no-costs", action="store_true", help="only the calibration and the optimize job (item 2; e.g. at 1M)"
+    )
     ap.add_argument("--out", default=str(RESULTS / "where_ms.md"))
     args = ap.parse_args()
     if args.quick:

@@ -277,4 +277,5 @@ class OpenSearchDialect(Dialect):
         caps.rrf_weights = major_minor >= (3, 0)  # weighted RRF came with 3.0
         caps.derived_vectors = caps.knn and major_minor >= (2, 19)  # k-NN derived source for vectors
         caps.knn_ef_search = caps.knn and major_minor >= (2, 19)  # `method_parameters.ef_search` on lucene
+        caps.knn_merge_pays = caps.knn  # measured: engine_settings.json optimize_job.about
         return caps

@@ -171,6 +171,7 @@ class Capabilities(BaseModel):
     rrf_weights: bool = False  # the RRF processor takes branch weights (OpenSearch 3.0+)
     derived_vectors: bool = False
     knn_ef_search: bool = False  # a k-NN query takes its candidates per segment (OpenSearch method_parameters, 2.19+)
+    knn_merge_pays: bool = False  # a merged graph searches faster: the optimize job merges (measured, optimize_job)
 
     @property
     def version_tuple(self) -> tuple[int, ...]:

@@ -62,9 +62,10 @@ async def optimize_for_search(
     force: bool = False,
     calibrate: bool = True,
 ) -> dict | None:
-    """Merge the set's indices down to `segments` (default: the rule's) when `optimize_due` holds (always with
-    `force`), then, with `calibrate`, measure the k-NN width on the merged graph where the index has one (where the
-    merge left the segment count as it was: when `calibration_due`).
+    """Merge the set's indices down to `segments` (default: the rule's) when the engine's merged graphs search faster
+    (`Capabilities.knn_merge_pays`) and `optimize_due` holds (always with `force`), then, with `calibrate`, measure
+    the k-NN width on the merged graph where the index has one (where the merge left the segment count as it was:
+    when `calibration_due`).
 
     Returns None when not due, else `MemoryStore.optimize`'s answer (merged, before, after) with `seconds` (the merge's
     wall time) and `knn_width` (the record measured after it, or None). None also where the engine has no force merge
@@ -74,6 +75,9 @@ async def optimize_for_search(
         before = await _chunk_stats(store)
     except (CapabilityError, AuthError) as exc:
         log.info("optimize job skipped: %s", exc)
+        return None
+    if not force and not (store.caps is not None and store.caps.knn_merge_pays):
+        log.info("optimize job skipped: on this engine a merged graph does not search faster (optimize_job.about)")
         return None
     record = store.admin.calibration
     width = record.width if record is not None else None

@@ -70,6 +70,11 @@ async def test_after_a_load_and_an_idle_period_the_job_merges_and_calibrates_aga
         assert loaded >= 2, "the load should leave several segments for this test to mean anything"
         assert before is not None and before.segments >= 2
         await fs.optimizer.wait()  # idle for idle_s, then merged and calibrated
+        if not fs.store.caps.knn_merge_pays:  # Elasticsearch: a merged graph searched slower (docs/benchmarks.md)
+            assert fs.optimizer.last is None, "the job merged where the engine's merged graph searches slower"
+            await fs.store.refresh()
+            assert await _segments(fs.store) == loaded and fs.store.indices.knn_calibration == before
+            return
         assert fs.optimizer.last is not None, "the job ran"
         assert await _segments(fs.store) == 1
         record = fs.store.indices.knn_calibration
@@ -125,7 +130,10 @@ async def test_searches_during_the_merge_answer_as_before_it(server, es_prefix, 
         assert expected[1] == [(first.path, first.id)] and first.path == "digest/load-2.md"
         assert {p for p, _ in expected[0]} == {"digest/load-2.md"} and expected[2] == 10
         fs.optimizer.enabled = True
-        merge = asyncio.create_task(fs.optimize_index())
+        # ReMe's optimize step merges where the engine's merged graph searches faster; elsewhere `reme-es optimize`
+        merge = asyncio.create_task(
+            fs.optimize_index() if store.caps.knn_merge_pays else optimize_job.optimize_for_search(store, force=True)
+        )
         during = [await answers()]
         while not merge.done():
             during.append(await answers())

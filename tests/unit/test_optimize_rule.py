@@ -73,8 +73,11 @@ class _Store:
     """A store whose force merge outlives the request's deadline (the node goes on merging)."""
 
     def __init__(self):
+        from types import SimpleNamespace
+
         self.segments, self.polls, self.calls = 14, 0, []
         self.admin = _Admin(self)
+        self.caps = SimpleNamespace(knn_merge_pays=True)  # as OpenSearch's dialect says
 
     async def stats(self) -> dict:
         return {k: {"docs": 100_000, "deleted": 0, "segments": self.segments} for k in ("chunks", "files", "links")}
@@ -134,6 +137,25 @@ def test_the_job_leaves_an_index_whose_width_says_no_structure(monkeypatch):
     monkeypatch.setitem(optimize_job.RULE, "poll_s", 0.0)
     store = _Store()
     store.admin.calibration = SimpleNamespace(width=RULE["max_width"] + 1)  # type: ignore[assignment]
+    assert asyncio.run(optimize_job.optimize_for_search(store)) is None  # type: ignore[arg-type]
+    assert store.calls == []
+    asyncio.run(optimize_job.optimize_for_search(store, force=True))  # type: ignore[arg-type]
+    assert store.calls == [("optimize", RULE["segments"], False), ("calibrate",)]  # `reme-es optimize` merges anyway
+
+
+def test_the_job_leaves_an_engine_whose_merged_graph_searches_slower_unless_forced(monkeypatch):
+    import asyncio
+
+    from reme_es.adapters.elasticsearch import ElasticsearchDialect
+    from reme_es.adapters.opensearch import OpenSearchDialect
+    from reme_es.store import optimize_job
+
+    es = ElasticsearchDialect.capabilities({"version": "9.3.2", "build_flavor": "default"}, {})
+    os_ = OpenSearchDialect.capabilities({"version": "3.5.0", "plugins": [{"name": "opensearch-knn"}]}, {})
+    assert (es.knn_merge_pays, os_.knn_merge_pays) == (False, True)
+    monkeypatch.setitem(optimize_job.RULE, "poll_s", 0.0)
+    store = _Store()
+    store.caps = es  # type: ignore[assignment]
     assert asyncio.run(optimize_job.optimize_for_search(store)) is None  # type: ignore[arg-type]
     assert store.calls == []
     asyncio.run(optimize_job.optimize_for_search(store, force=True))  # type: ignore[arg-type]
