@@ -145,6 +145,19 @@ class Stopwatch:
         self.cpu = time.process_time() - self._c
 
 
+def run_report(tables: Any, module: str, out: str) -> str:
+    """Run `tables` (a coroutine answering the report's text), add the run time and the command, print the report and
+    write it to `out`."""
+    started = time.perf_counter()
+    text = asyncio.run(tables)
+    command = " ".join([f"python -m {module}", *sys.argv[1:]])
+    text += f"\n\nRun time {time.perf_counter() - started:.0f} s (`{command}`).\n"
+    print(text)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text)
+    return text
+
+
 def median(values: Sequence[float]) -> float:
     """The median (nan for no values)."""
     return percentile(values, 50)

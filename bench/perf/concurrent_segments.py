@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
-from pathlib import Path
 
 import aiohttp
 
-from bench.common import RESULTS, connect, percentile, table
+from bench.common import RESULTS, connect, percentile, run_report, table
 from bench.perf import where_ms as w
 
 SETTINGS = {"1 slice": (1, "none"), "2 slices": (2, "auto")}
@@ -153,13 +151,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.size, args.queries, args.seconds = 10_000, 40, 3.0
-    started = time.perf_counter()
-    text = asyncio.run(main_async(args))
-    command = " ".join(["python -m bench.perf.concurrent_segments", *sys.argv[1:]])
-    text += f"\n\nRun time {time.perf_counter() - started:.0f} s (`{command}`).\n"
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    run_report(main_async(args), "bench.perf.concurrent_segments", args.out)
 
 
 if __name__ == "__main__":

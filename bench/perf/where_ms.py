@@ -30,14 +30,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import sys
 import time
-from pathlib import Path
 
 import aiohttp
 import numpy as np
 
-from bench.common import RESULTS, connect, percentile, table
+from bench.common import RESULTS, connect, percentile, run_report, table
 from reme_es.adapters import lookups as q
 from reme_es.core.models import doc_id
 from reme_es.store.calibration import RULE, Calibration, now_iso
@@ -326,13 +324,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.size, args.queries = 10_000, 40
-    started = time.perf_counter()
-    text = asyncio.run(main_async(args))
-    command = " ".join(["python -m bench.perf.where_ms", *sys.argv[1:]])
-    text += f"\n\nRun time {time.perf_counter() - started:.0f} s (`{command}`).\n"
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    run_report(main_async(args), "bench.perf.where_ms", args.out)
 
 
 if __name__ == "__main__":
