@@ -10,38 +10,18 @@ import { makeMemory } from "../src/contract/common.js";
 import { CALIBRATION } from "../src/knn-calibration.js";
 import { createSearchStore, createVectorStore } from "../src/index.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
+import { random, zipf } from "./zipf.js";
 
 const SIZE = 6000;
 const PART = 2000;
 const DIMS = 256;
 const VOCAB = 5000;
 
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x9e3779b9) >>> 0;
-    let t = Math.imul(a ^ (a >>> 16), 0x21f0aaad);
-    t = Math.imul(t ^ (t >>> 15), 0x735a2d97);
-    return ((t ^ (t >>> 15)) >>> 0) / 4294967296;
-  };
-}
-
-const cdf = (() => {
-  const c: number[] = [];
-  let sum = 0;
-  for (let r = 1; r <= VOCAB; r++) c.push((sum += 1 / r));
-  return c.map((x) => x / sum);
-})();
+const zipfRank = zipf(VOCAB);
 
 /** A word of a Zipf-distributed vocabulary (rank r has probability ~ 1/r), as letters only ("w" + rank). */
 function zipfWord(u: number): string {
-  let lo = 0;
-  let hi = VOCAB - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((cdf[mid] as number) < u) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = zipfRank(u);
   return `w${lo.toString(26).replace(/[0-9]/g, (d) => "qrstuvwxyz"[Number(d)] as string)}`;
 }
 

@@ -12,39 +12,14 @@ import { shapeOfStats } from "../src/port-indices.js";
 import { CALIBRATION } from "../src/knn-calibration.js";
 import { HNSW } from "../src/settings.js";
 import { dropAfterSuite, freshPrefix, http, targets } from "./targets.js";
+import { random, zipf } from "./zipf.js";
 
 const SIZE = Number(process.env.REME_ES_MEMORIE_RECALL_SIZE ?? 20000);
 const QUERIES = 60;
 const DIMS = 256;
 const VOCAB = 5000;
 
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x9e3779b9) >>> 0;
-    let t = Math.imul(a ^ (a >>> 16), 0x21f0aaad);
-    t = Math.imul(t ^ (t >>> 15), 0x735a2d97);
-    return ((t ^ (t >>> 15)) >>> 0) / 4294967296;
-  };
-}
-
-const cdf = (() => {
-  const c: number[] = [];
-  let sum = 0;
-  for (let r = 1; r <= VOCAB; r++) c.push((sum += 1 / r));
-  return c.map((x) => x / sum);
-})();
-
-function zipfRank(u: number): number {
-  let lo = 0;
-  let hi = VOCAB - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((cdf[mid] as number) < u) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+const zipfRank = zipf(VOCAB);
 
 /** A signed hash-trick vector of word ranks: each word adds ±1 to one of DIMS buckets; unit length. */
 function embed(words: number[]): number[] {
